@@ -1,0 +1,43 @@
+# One-command set-up: every target creates the virtual environment when it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PROFILE ?= quick
+EXECUTOR ?= local
+STAMP := $(VENV)/.installed
+export MASK_A3C_OFFICIAL_DIR ?= $(CURDIR)/data/external/mask_a3c_official
+
+.PHONY: env test book demo fetch-official lint clean
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev,book,captum]'
+	touch $(STAMP)
+
+## fetch-official: copy (MASK_A3C_OFFICIAL_SRC=dir) or download the official Mask-A3C checkpoints
+fetch-official: $(STAMP)
+	$(PY) -m saliency_lib fetch-official --dest $(MASK_A3C_OFFICIAL_DIR)
+
+## test: the whole test suite
+test: $(STAMP)
+	@if [ -n "$$MASK_A3C_OFFICIAL_SRC" ]; then $(MAKE) --no-print-directory fetch-official; fi
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check saliency_lib tests benchmarks
+
+## demo: load an agent, play, write a GIF with its attention masks
+demo: $(STAMP)
+	@if [ -n "$$MASK_A3C_OFFICIAL_SRC" ]; then $(MAKE) --no-print-directory fetch-official; fi
+	mkdir -p build
+	$(PY) -m saliency_lib evaluate official:Breakout --episodes 1 --seed 0 --max-steps 1500 --gif build/breakout_masks.gif
+
+## book: the main job (until the book lands: the demonstration)
+book: demo
+
+clean:
+	rm -rf build book/_build

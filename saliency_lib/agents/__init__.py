@@ -1,0 +1,12 @@
+"""Agent networks, the common agent interface and checkpoint loading."""
+
+from .base import ActorCriticAgent, Agent, QAgent
+from .checkpoint import build_agent, load_agent, save_agent
+from .dqn import DQNConfig, DQNNet
+from .mask_a3c import VARIANTS, MaskA3CConfig, MaskA3CNet
+from .official import OFFICIAL_GAMES, fetch_official, load_official
+
+__all__ = [
+    "Agent", "QAgent", "ActorCriticAgent", "DQNConfig", "DQNNet", "MaskA3CConfig", "MaskA3CNet", "VARIANTS",
+    "build_agent", "load_agent", "save_agent", "load_official", "fetch_official", "OFFICIAL_GAMES",
+]

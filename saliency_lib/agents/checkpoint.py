@@ -1,0 +1,176 @@
+"""Our checkpoint format (safetensors weights + JSON metadata) and ``load_agent``.
+
+A checkpoint is a directory holding ``model.safetensors`` and ``meta.json``. The
+metadata records the game, preset, architecture (class and config), frames
+trained, evaluation score, library version and the sha256 of the weights file;
+``load_agent`` checks all of them before it builds the network.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .. import __version__
+from .base import ActorCriticAgent, Agent, QAgent
+from .dqn import DQNConfig, DQNNet
+from .mask_a3c import MaskA3CConfig, MaskA3CNet
+
+__all__ = ["save_agent", "load_agent", "build_agent", "sha256_file", "ARCHITECTURES"]
+
+ARCHITECTURES = {
+    "DQNNet": (DQNNet, DQNConfig, QAgent),
+    "MaskA3CNet": (MaskA3CNet, MaskA3CConfig, ActorCriticAgent),
+}
+WEIGHTS, META = "model.safetensors", "meta.json"
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_agent(arch: str, config: dict, *, game: str, preset: str, meta: dict | None = None) -> Agent:
+    """Instantiate an (untrained) agent of a registered architecture."""
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
+    net_cls, cfg_cls, agent_cls = ARCHITECTURES[arch]
+    cfg = cfg_cls(**config)
+    return agent_cls(net_cls(cfg), game=game, preset=preset, n_actions=cfg.n_actions, meta=meta)
+
+
+def save_agent(agent: Agent, directory: str | os.PathLike, **meta) -> Path:
+    """Write ``agent`` to ``directory`` atomically (weights first, then metadata).
+
+    Extra keyword arguments (``frames``, ``eval_score`` …) are stored in the metadata.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    net = agent.net
+    arch = type(net).__name__
+    if arch not in ARCHITECTURES:
+        raise TypeError(f"cannot save a {arch}; only {', '.join(ARCHITECTURES)} have a checkpoint format")
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in net.state_dict().items()}
+    tmp = directory / (WEIGHTS + ".tmp")
+    save_file(tensors, str(tmp))
+    digest = sha256_file(tmp)
+    os.replace(tmp, directory / WEIGHTS)
+    info = {k: v for k, v in agent.meta.items() if k not in ("sha256", "checkpoint")}
+    info.update(meta)
+    info.update(
+        game=agent.game,
+        preset=agent.preset,
+        arch=arch,
+        config=asdict(net.config),
+        library_version=__version__,
+        sha256=digest,
+        saved=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+    _atomic_write_bytes(directory / META, (json.dumps(info, indent=2, sort_keys=True) + "\n").encode())
+    return directory
+
+
+def _resolve(spec: str | os.PathLike) -> Path:
+    path = Path(spec)
+    if path.is_dir():
+        return path
+    if path.name in (WEIGHTS, META) or path.suffix in (".safetensors", ".json"):
+        return path.parent
+    raise FileNotFoundError(
+        f"no agent checkpoint at {str(spec)!r}: expected a directory with {WEIGHTS} and {META}, "
+        "or 'official:<Game>' for an official Mask-A3C checkpoint"
+    )
+
+
+def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -> Agent:
+    """Load an agent from a spec.
+
+    Parameters
+    ----------
+    spec : str or path
+        A checkpoint directory (or its ``model.safetensors`` / ``meta.json``), or
+        ``"official:<Game>"`` for an official Mask-A3C checkpoint.
+    device : str or torch.device
+        Where to put the network.
+
+    Raises
+    ------
+    FileNotFoundError
+        The checkpoint or one of its files is missing.
+    ValueError
+        The weights are corrupted (sha256 or format) or do not match the architecture.
+    """
+    spec_s = str(spec)
+    if ":" in spec_s and not os.path.exists(spec_s):
+        scheme, _, rest = spec_s.partition(":")
+        if scheme == "official":
+            from .official import load_official
+
+            return load_official(rest).to(device)
+        if scheme in ("sb3", "cleanrl"):
+            raise ValueError(f"agent spec scheme {scheme!r} is not supported yet; use a checkpoint directory or official:<Game>")
+        raise ValueError(f"unknown agent spec scheme {scheme!r} in {spec_s!r}; use a checkpoint directory or official:<Game>")
+    directory = _resolve(spec)
+    wpath, mpath = directory / WEIGHTS, directory / META
+    for p in (wpath, mpath):
+        if not p.is_file():
+            raise FileNotFoundError(f"checkpoint {str(directory)!r} lacks {p.name}")
+    try:
+        meta = json.loads(mpath.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{mpath} is not valid JSON ({e}); the checkpoint is corrupted") from e
+    for key in ("arch", "config", "game", "preset", "sha256"):
+        if key not in meta:
+            raise ValueError(f"{mpath} lacks the field {key!r}; it is not a saliency_lib checkpoint")
+    digest = sha256_file(wpath)
+    if digest != meta["sha256"]:
+        raise ValueError(
+            f"{wpath} is corrupted: its sha256 {digest[:12]}… does not match {meta['sha256'][:12]}… in {META}"
+        )
+    try:
+        state = load_file(str(wpath))
+    except (SafetensorError, OSError) as e:
+        raise ValueError(f"{wpath} is not a readable safetensors file: {e}") from e
+    meta["checkpoint"] = str(directory)
+    agent = build_agent(meta["arch"], meta["config"], game=meta["game"], preset=meta["preset"], meta=meta)
+    load_state_strict(agent.net, state, source=str(wpath))
+    return agent.to(device)
+
+
+def load_state_strict(net: torch.nn.Module, state: dict, *, source: str) -> None:
+    """Load ``state`` into ``net`` requiring identical names and shapes, with a readable error."""
+    own = net.state_dict()
+    missing = sorted(set(own) - set(state))
+    extra = sorted(set(state) - set(own))
+    shapes = [f"{k}: {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in own if k in state and state[k].shape != own[k].shape]
+    if missing or extra or shapes:
+        raise ValueError(
+            f"weights in {source} do not match {type(net).__name__}: missing {missing}, unexpected {extra}, "
+            f"shape mismatches {shapes}"
+        )
+    net.load_state_dict(state)

@@ -1,0 +1,172 @@
+"""Mask-Attention actor-critic network of Itaya et al. (2021), in the official layout.
+
+Backbone: conv1 (1→32, 5×5, pad 2) → max-pool 2 → ReLU → conv2 (32→32, 3×3) → pool → ReLU →
+conv3 (32→64, 3×3) → pool → ReLU → ConvLSTM (64→64, 3×3, gates i, f, o, g) → F (64×10×10).
+Each branch b ∈ {policy, value}: G_b = ReLU(conv1×1(F) → 32 ch); mask M_b = sigmoid(conv1×1(F) → 1 ch);
+head Linear(flatten(G_b ⊙ M_b)). Variants put masks on no branch ("none", plain A3C),
+"policy", "value" or both ("double").
+
+Parameter names match the released checkpoints (``conv1``, ``convlstm1.conv``, ``att_conv_a1``,
+``a_conv``, ``actor_linear``, ``att_conv_c1``, ``c_conv``, ``critic_linear`` …), so the official
+``*.dat`` state dicts load directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["MaskA3CConfig", "MaskA3CNet", "ConvLSTMCell", "VARIANTS"]
+
+VARIANTS = ("none", "policy", "value", "double")
+
+
+@dataclass(frozen=True)
+class MaskA3CConfig:
+    """Architecture of :class:`MaskA3CNet`.
+
+    Attributes
+    ----------
+    n_actions : int
+        Size of the minimal action set.
+    variant : {"none", "policy", "value", "double"}
+        Which branches carry a mask ("none" = the repository's plain A3C).
+    convlstm : bool
+        Use the ConvLSTM (all released runs do).
+    """
+
+    n_actions: int
+    variant: str = "double"
+    convlstm: bool = True
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r}; valid variants are: {', '.join(VARIANTS)}")
+        if self.n_actions < 1:
+            raise ValueError(f"n_actions must be positive, got {self.n_actions}")
+
+    @property
+    def policy_mask(self) -> bool:
+        return self.variant in ("policy", "double")
+
+    @property
+    def value_mask(self) -> bool:
+        return self.variant in ("value", "double")
+
+
+class ConvLSTMCell(nn.Module):
+    """One conv over concat[x, h] → 4·hidden channels, split as i, f, o, g; no peepholes."""
+
+    def __init__(self, in_ch: int = 64, hidden: int = 64, kernel: int = 3):
+        super().__init__()
+        self.hidden = hidden
+        self.conv = nn.Conv2d(in_ch + hidden, 4 * hidden, kernel, padding=kernel // 2)
+
+    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        h, c = state
+        i, f, o, g = torch.split(self.conv(torch.cat([x, h], dim=1)), self.hidden, dim=1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return h, c
+
+
+class MaskA3CNet(nn.Module):
+    """Actor-critic with mask attention. ``forward`` returns a dict of named outputs.
+
+    Input ``(N, 1, 80, 80)`` normalised frames and the recurrent state ``(h, c)``, each
+    ``(N, 64, 10, 10)`` (zeros when ``None``). Outputs: ``logits`` (N, A), ``value`` (N,),
+    ``hidden`` (h', c'), and for masked branches ``policy_mask`` / ``value_mask`` (N, 10, 10)
+    with their pre-sigmoid logits ``policy_att`` / ``value_att``.
+    """
+
+    def __init__(self, config: MaskA3CConfig):
+        super().__init__()
+        self.config = config
+        self.conv1 = nn.Conv2d(1, 32, 5, padding=2)
+        self.conv2 = nn.Conv2d(32, 32, 3, padding=1)
+        self.conv3 = nn.Conv2d(32, 64, 3, padding=1)
+        if config.convlstm:
+            self.convlstm1 = ConvLSTMCell(64, 64, 3)
+        self.a_conv = nn.Conv2d(64, 32, 1)
+        self.c_conv = nn.Conv2d(64, 32, 1)
+        if config.policy_mask:
+            self.att_conv_a1 = nn.Conv2d(64, 1, 1)
+        if config.value_mask:
+            self.att_conv_c1 = nn.Conv2d(64, 1, 1)
+        self.actor_linear = nn.Linear(3200, config.n_actions)
+        self.critic_linear = nn.Linear(3200, 1)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The official initialisation (Itaya et al. §1.5)."""
+        for m in self.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                w = m.weight
+                fan_in = w[0].numel()
+                fan_out = w.shape[0] * (w[0, 0].numel() if w.dim() == 4 else 1)
+                bound = math.sqrt(6.0 / (fan_in + fan_out))
+                with torch.no_grad():
+                    w.uniform_(-bound, bound)
+                    if isinstance(m, nn.Conv2d):
+                        w.mul_(math.sqrt(2.0))  # ReLU gain; conv biases keep PyTorch's default
+                    else:
+                        m.bias.zero_()
+        with torch.no_grad():
+            for lin, norm in ((self.actor_linear, 0.01), (self.critic_linear, 1.0)):
+                w = torch.randn_like(lin.weight)
+                lin.weight.copy_(w * norm / w.norm(dim=1, keepdim=True))
+                lin.bias.zero_()
+
+    def initial_hidden(self, n: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+        z = torch.zeros(n, 64, 10, 10, device=device)
+        return z, z.clone()
+
+    def trunk(self, x: torch.Tensor, hidden=None):
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = F.relu(F.max_pool2d(self.conv2(x), 2))
+        x = F.relu(F.max_pool2d(self.conv3(x), 2))
+        if not self.config.convlstm:
+            return x, None
+        if hidden is None:
+            hidden = self.initial_hidden(x.shape[0], x.device)
+        h, c = self.convlstm1(x, hidden)
+        return h, (h, c)
+
+    def forward(self, x: torch.Tensor, hidden=None) -> dict[str, torch.Tensor]:
+        feat, new_hidden = self.trunk(x, hidden)
+        out: dict = {"hidden": new_hidden}
+        ga = F.relu(self.a_conv(feat))
+        gc = F.relu(self.c_conv(feat))
+        if self.config.policy_mask:
+            z = self.att_conv_a1(feat)
+            m = torch.sigmoid(z)
+            ga = ga * m
+            out["policy_att"], out["policy_mask"] = z[:, 0], m[:, 0]
+        if self.config.value_mask:
+            z = self.att_conv_c1(feat)
+            m = torch.sigmoid(z)
+            gc = gc * m
+            out["value_att"], out["value_mask"] = z[:, 0], m[:, 0]
+        ga, gc = ga.flatten(1), gc.flatten(1)
+        out["logits"] = self.actor_linear(ga)
+        out["value"] = self.critic_linear(gc)[:, 0]
+        out["features"] = torch.cat([ga, gc], dim=1)
+        return out
+
+    def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layers from the output down: heads → attention convs → ConvLSTM → conv3 → conv2 → conv1.
+
+        The branch 1×1 convs (``a_conv``, ``c_conv``) belong to the heads.
+        """
+        att = [m for n in ("att_conv_a1", "att_conv_c1") if (m := getattr(self, n, None)) is not None]
+        groups = [("heads", [self.actor_linear, self.critic_linear, self.a_conv, self.c_conv])]
+        if att:
+            groups.append(("attention", att))
+        if self.config.convlstm:
+            groups.append(("convlstm", [self.convlstm1.conv]))
+        groups += [("conv3", [self.conv3]), ("conv2", [self.conv2]), ("conv1", [self.conv1])]
+        return groups

@@ -1,0 +1,132 @@
+"""Loader for the official Mask-A3C checkpoints (Itaya et al. 2021).
+
+The released ``*_best.dat`` files are legacy (pre-1.6, non-zip) PyTorch pickles of
+plain state dicts. They are read with ``torch.load(weights_only=True)``, whose
+restricted unpickler builds tensors and containers only and refuses any other
+global, so no code inside the file runs. The result is then checked to be a flat
+``str → Tensor`` mapping with the architecture's names and shapes.
+
+The files are never part of this repository. Their directory is
+``$MASK_A3C_OFFICIAL_DIR`` or ``data/external/mask_a3c_official/``;
+``make fetch-official`` fills the latter (see :func:`fetch_official`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.request
+from pathlib import Path
+
+import torch
+
+from .base import ActorCriticAgent
+from .checkpoint import load_state_strict, sha256_file
+from .mask_a3c import MaskA3CConfig, MaskA3CNet
+
+__all__ = ["OFFICIAL_GAMES", "official_dir", "official_path", "load_official", "read_legacy_state_dict", "fetch_official"]
+
+REPO = "machine-perception-robotics-group/Mask-Attention_A3C"
+OFFICIAL_SHA256 = {
+    "BeamRider": "c3b033c01b062bc16c93923832d92ba1c17b1a1fe9e2642121e12f183f76485e",
+    "Breakout": "8cd99965b5a4db511f2bf35ca4792260a23e4867c9ff3aba4dc79a5993c36de1",
+    "FishingDerby": "bde217f814104fc02c6a3d6f6c299595058c9875d0aa6eb3e3e1dc41ca2f4ed9",
+    "MsPacman": "a2b6fc058369d423b6f1abbf482f826d7f8a4fe076ece0dc8471533efd338d3d",
+    "Seaquest": "e1493bfdc28023feb042253b8edea8c142a32bd8b1dc2cced63e1ab0d1ff59f3",
+    "SpaceInvaders": "83e0f63ffdbe4f6f249ffb263d72da05fbed5c892a02c69f2a37adf55ecc4370",
+}
+OFFICIAL_GAMES = tuple(sorted(OFFICIAL_SHA256))
+N_ACTIONS = {"BeamRider": 9, "Breakout": 4, "FishingDerby": 18, "MsPacman": 9, "Seaquest": 18, "SpaceInvaders": 6}
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _file_name(game: str) -> str:
+    return f"{game}NoFrameskip-v4_Mask-A3C-double+ConvLSTM_best.dat"
+
+
+def official_dir() -> Path:
+    """``$MASK_A3C_OFFICIAL_DIR``, else ``data/external/mask_a3c_official`` of the repository."""
+    env = os.environ.get("MASK_A3C_OFFICIAL_DIR")
+    return Path(env) if env else _ROOT / "data" / "external" / "mask_a3c_official"
+
+
+def official_path(game: str, directory: str | os.PathLike | None = None) -> Path:
+    """Path of one official checkpoint (``trained_models/`` or flat layout)."""
+    if game not in OFFICIAL_SHA256:
+        raise ValueError(f"no official Mask-A3C checkpoint for {game!r}; available: {', '.join(OFFICIAL_GAMES)}")
+    base = Path(directory) if directory else official_dir()
+    for cand in (base / "trained_models" / _file_name(game), base / _file_name(game)):
+        if cand.is_file():
+            return cand
+    raise FileNotFoundError(
+        f"official checkpoint {_file_name(game)} not found under {base}; run 'make fetch-official' "
+        "(optionally with MASK_A3C_OFFICIAL_SRC=<dir>) or set MASK_A3C_OFFICIAL_DIR"
+    )
+
+
+def read_legacy_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """Read a legacy PyTorch state-dict pickle without executing arbitrary code."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # the restricted unpickler raises UnpicklingError/RuntimeError on anything else
+        raise ValueError(f"{path} is not a tensors-only PyTorch state dict: {e}") from e
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise ValueError(f"{path} does not hold a flat mapping of names to tensors")
+    return dict(state)
+
+
+def load_official(game: str, directory: str | os.PathLike | None = None, *, verify: bool = True) -> ActorCriticAgent:
+    """The official double-mask + ConvLSTM agent of ``game`` (preset ``mask_a3c``)."""
+    path = official_path(game, directory)
+    digest = sha256_file(path)
+    if verify and digest != OFFICIAL_SHA256[game]:
+        raise ValueError(f"{path} differs from the released file (sha256 {digest[:12]}… ≠ {OFFICIAL_SHA256[game][:12]}…)")
+    state = read_legacy_state_dict(path)
+    cfg = MaskA3CConfig(n_actions=N_ACTIONS[game], variant="double", convlstm=True)
+    net = MaskA3CNet(cfg)
+    load_state_strict(net, state, source=str(path))
+    meta = {"source": f"official:{game}", "checkpoint": str(path), "sha256": digest, "arch": "MaskA3CNet",
+            "config": {"n_actions": cfg.n_actions, "variant": cfg.variant, "convlstm": cfg.convlstm},
+            "origin": f"github.com/{REPO} code/trained_models (Apache-2.0)"}
+    return ActorCriticAgent(net, game=game, preset="mask_a3c", n_actions=cfg.n_actions, meta=meta)
+
+
+def fetch_official(dest: str | os.PathLike | None = None, src: str | os.PathLike | None = None) -> list[Path]:
+    """Fill ``dest/trained_models`` with the six official checkpoints.
+
+    Copies from ``src`` (or ``$MASK_A3C_OFFICIAL_SRC``) when given, else downloads
+    from the public repository. Every file is checked against its released sha256.
+    """
+    dest = Path(dest) if dest else official_dir()
+    src = src or os.environ.get("MASK_A3C_OFFICIAL_SRC")
+    out_dir = dest / "trained_models"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = []
+    for game in OFFICIAL_GAMES:
+        target = out_dir / _file_name(game)
+        if target.is_file() and sha256_file(target) == OFFICIAL_SHA256[game]:
+            done.append(target)
+            continue
+        tmp = target.with_suffix(".part")
+        if src:
+            shutil.copyfile(official_path(game, src), tmp)
+        else:
+            url = f"https://raw.githubusercontent.com/{REPO}/main/code/trained_models/{_file_name(game)}"
+            try:
+                with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
+                    shutil.copyfileobj(r, f)
+            except OSError as e:
+                raise RuntimeError(f"could not download {url} ({e}); set MASK_A3C_OFFICIAL_SRC to a local copy") from e
+        if sha256_file(tmp) != OFFICIAL_SHA256[game]:
+            tmp.unlink()
+            raise ValueError(f"fetched {_file_name(game)} does not match its released sha256")
+        os.replace(tmp, target)
+        done.append(target)
+    if src:  # the logs and crop table travel along when copying locally
+        for sub in ("logs", "config.json", "LICENSE"):
+            s = Path(src) / sub
+            if s.is_dir():
+                shutil.copytree(s, dest / sub, dirs_exist_ok=True)
+            elif s.is_file():
+                shutil.copyfile(s, dest / sub)
+    return done

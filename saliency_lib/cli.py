@@ -1,0 +1,82 @@
+"""Command line: ``saliency-study <command> ...`` (also ``python -m saliency_lib``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["main"]
+
+
+def _cmd_evaluate(args) -> int:
+    import torch
+
+    from .agents import load_agent
+    from .play import evaluate, write_gif
+
+    torch.set_num_threads(args.threads)
+    agent = load_agent(args.agent)
+    result = evaluate(agent, args.episodes, args.seed, max_steps=args.max_steps, progress=not args.quiet)
+    result = {"agent": args.agent, "game": agent.game, "preset": agent.preset, "episodes": args.episodes, "seed": args.seed, **result}
+    if args.gif:
+        ep = write_gif(agent, args.gif, seed=args.seed, max_steps=args.max_steps or 1500)
+        result["gif"] = args.gif
+        result["gif_steps"] = ep.steps
+    print(json.dumps(result))
+    return 0
+
+
+def _cmd_fetch(args) -> int:
+    from .agents.official import fetch_official
+
+    for p in fetch_official(args.dest, args.src):
+        print(p)
+    return 0
+
+
+def _cmd_train(args) -> int:
+    from .train.cli import run_train
+
+    return run_train(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="saliency-study", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    e = sub.add_parser("evaluate", help="play greedy games and print one JSON line of scores")
+    e.add_argument("agent", help="checkpoint directory, or official:<Game>")
+    e.add_argument("--episodes", type=int, default=10)
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--gif", help="write a GIF of one game (Mask-A3C: masks overlaid)")
+    e.add_argument("--max-steps", type=int, default=None, help="cap on agent steps per game")
+    e.add_argument("--threads", type=int, default=1)
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(func=_cmd_evaluate)
+
+    f = sub.add_parser("fetch-official", help="copy or download the official Mask-A3C checkpoints")
+    f.add_argument("--dest", default=None)
+    f.add_argument("--src", default=None, help="local copy (default: $MASK_A3C_OFFICIAL_SRC, else download)")
+    f.set_defaults(func=_cmd_fetch)
+
+    try:
+        from .train.cli import add_train_parser
+    except ImportError:  # pragma: no cover - the trainers ship with the package
+        add_train_parser = None
+    if add_train_parser is not None:
+        add_train_parser(sub, _cmd_train)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"saliency-study: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
