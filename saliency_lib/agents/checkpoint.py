@@ -44,6 +44,7 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    os.fchmod(fd, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
