@@ -66,7 +66,8 @@ class Agent:
     def forward(self, x: torch.Tensor, hidden: Hidden = None) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
-    __call__ = forward
+    def __call__(self, x: torch.Tensor, hidden: Hidden = None) -> dict[str, torch.Tensor]:
+        return self.forward(x, hidden)
 
     def scores(self, x: torch.Tensor, hidden: Hidden = None) -> torch.Tensor:
         """The action scores used for the greedy action: ``q`` or ``logits``."""
