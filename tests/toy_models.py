@@ -60,7 +60,7 @@ class TwoHeadNet(nn.Module):
             self.lin.bias.zero_()
 
     def forward(self, x):
-        s = torch.einsum("nchw,achw->na", x, self.w) / 100.0
+        s = torch.einsum("nchw,achw->na", x, self.w) / 576.0  # mean brightness of the patch
         return self.lin(torch.tanh(s))
 
     def layer_groups(self):
