@@ -99,11 +99,11 @@ class Agent:
             )
         return x.to(self.device, torch.float32)
 
-    def to(self, device) -> "Agent":
+    def to(self, device) -> Agent:
         self.net.to(device)
         return self
 
-    def clone(self) -> "Agent":
+    def clone(self) -> Agent:
         """A deep copy (network included), e.g. for parameter randomisation."""
         new = copy.copy(self)
         new.net = copy.deepcopy(self.net)

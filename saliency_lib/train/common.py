@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["seed_everything", "rng_state", "set_rng_state", "save_state", "load_state", "CSVLog", "Timer", "args_to_dict"]
+__all__ = ["check_resume_args", "seed_everything", "rng_state", "set_rng_state", "save_state", "load_state", "CSVLog", "Timer", "args_to_dict"]
 
 
 def seed_everything(seed: int) -> None:
@@ -84,3 +84,10 @@ def args_to_dict(args) -> dict:
 
 def asdict_safe(obj) -> dict:
     return asdict(obj)
+
+
+def check_resume_args(saved: dict, current: dict, out) -> None:
+    """Refuse to resume with different hyper-parameters (fields added since the run take their defaults)."""
+    diff = {k: (saved[k], current[k]) for k in saved if k in current and saved[k] != current[k]}
+    if diff:
+        raise ValueError(f"--resume: arguments differ from the run in {out} (saved vs given): {diff}; pass the same ones")

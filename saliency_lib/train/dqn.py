@@ -36,10 +36,10 @@ from tqdm.auto import tqdm
 
 from ..agents import DQNConfig, DQNNet, QAgent, save_agent
 from ..games import game_info
-from .common import CSVLog, load_state, rng_state, save_state, seed_everything, set_rng_state
+from .common import CSVLog, check_resume_args, load_state, rng_state, save_state, seed_everything, set_rng_state
 from .replay import FrameReplay
 
-__all__ = ["DQNArgs", "train_dqn", "make_dqn_vec_env"]
+__all__ = ["DQNArgs", "train_dqn", "make_dqn_vec_env", "td_loss"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,16 @@ def make_dqn_vec_env(game: str, num_envs: int, seed: int):
     return env
 
 
+def td_loss(net, target, obs, actions, returns, discounts, next_obs, *, double: bool = True):
+    """Huber loss of Q(s, a) against the n-step (double-)DQN target; returns (loss, Q(s, a))."""
+    with torch.no_grad():
+        tq = target(next_obs)
+        a_next = net(next_obs).argmax(1, keepdim=True) if double else tq.argmax(1, keepdim=True)
+        y = returns + discounts * tq.gather(1, a_next)[:, 0]
+    qa = net(obs).gather(1, actions[:, None])[:, 0]
+    return F.smooth_l1_loss(qa, y), qa
+
+
 def _epsilon(args: DQNArgs, step: int, total: int) -> float:
     frac = min(1.0, step / max(1, args.eps_fraction * total))
     return args.eps_start + frac * (args.eps_end - args.eps_start)
@@ -161,8 +171,7 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
     c = {"step": 0, "updates": 0, "episodes": 0, "next_eval": args.eval_every, "best_eval": -1e18}
     if resume:
         st = load_state(state_path)
-        if st["args"] != json.dumps(asdict(args), sort_keys=True):
-            raise ValueError(f"--resume: the arguments differ from those of the run in {out}; use the same ones")
+        check_resume_args(json.loads(st["args"]), asdict(args), out)
         net.load_state_dict(st["net"])
         target.load_state_dict(st["target"])
         opt.load_state_dict(st["opt"])
@@ -219,12 +228,7 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
                 o, a, ret, disc, nx = replay.sample(args.batch_size)
                 o = o.float().div_(255.0).contiguous(memory_format=torch.channels_last)
                 nx = nx.float().div_(255.0).contiguous(memory_format=torch.channels_last)
-                with torch.no_grad():
-                    tq = target(nx)
-                    a_next = net(nx).argmax(1, keepdim=True) if args.double else tq.argmax(1, keepdim=True)
-                    y = ret + disc * tq.gather(1, a_next)[:, 0]
-                qa = net(o).gather(1, a[:, None])[:, 0]
-                loss = F.smooth_l1_loss(qa, y)
+                loss, qa = td_loss(net, target, o, a, ret, disc, nx, double=args.double)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(net.parameters(), args.grad_clip)

@@ -1,0 +1,238 @@
+"""Similarity measures between two saliency maps, as used by the sanity checks.
+
+All functions are pure: they take two maps of the same shape ``(H, W)`` (NumPy
+arrays or tensors, any real dtype) and return one float.
+
+Protocol of Huber et al. (2021, reference §5), applied by every measure here:
+
+1. both maps are min-max normalised to [0, 1] (:func:`normalise_map`);
+2. the measure is computed for ``(a, b)`` and for ``(a, 1 - b)`` and the larger
+   value is kept (``sign_invariant=True``), so a map and its inverse count as
+   identical;
+3. a constant map cannot be normalised: the measure is ``NaN`` and a
+   :class:`ConstantMapWarning` is emitted (never a silent number).
+
+Measures
+--------
+``spearman``
+    Spearman rank correlation of the flattened maps (``scipy.stats.spearmanr``,
+    ``nan_policy="omit"``).
+``ssim``
+    The paper's SSIM: ``skimage.metrics.structural_similarity`` with
+    ``data_range=1`` on the *flattened 1-D vectors* (a 7-sample sliding window
+    along the row-major pixel order). Kept for comparability with the paper.
+``ssim_2d``
+    The usual 2-D SSIM of the two images (``data_range=1``, 7×7 window).
+``hog_pearson``
+    Pearson correlation of the HOG descriptors (``skimage.feature.hog`` with
+    ``pixels_per_cell=(3, 3)`` and the defaults: 9 orientations, 3×3 cells per
+    block, ``L2-Hys``).
+
+References
+----------
+.. [1] Huber, Limmer & André (2022). Benchmarking perturbation-based saliency
+   maps for explaining Atari agents. Front. Artif. Intell. 5:903875.
+.. [2] Adebayo et al. (2018). Sanity checks for saliency maps. NeurIPS.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = [
+    "SIMILARITIES",
+    "ConstantMapWarning",
+    "normalise_map",
+    "is_constant",
+    "spearman",
+    "ssim",
+    "ssim_2d",
+    "hog_pearson",
+    "similarity",
+]
+
+#: HOG settings of the paper (reference §5): 3×3-pixel cells, otherwise skimage defaults.
+HOG_PARAMS = {"orientations": 9, "pixels_per_cell": (3, 3), "cells_per_block": (3, 3), "block_norm": "L2-Hys"}
+
+
+class ConstantMapWarning(UserWarning):
+    """A map is constant, so it cannot be normalised and its similarity is NaN."""
+
+
+def _as_map(x, name: str) -> np.ndarray:
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D saliency map (H, W), got shape {a.shape}; pass one map at a time")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or infinite values; fix the explainer output before comparing maps")
+    return a
+
+
+def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _as_map(a, "a"), _as_map(b, "b")
+    if a.shape != b.shape:
+        raise ValueError(f"maps must have the same shape, got a {a.shape} and b {b.shape}")
+    return a, b
+
+
+def is_constant(m) -> bool:
+    """True if all entries of ``m`` are equal (min-max normalisation is undefined)."""
+    a = np.asarray(m.detach().cpu().numpy() if hasattr(m, "detach") else m, dtype=np.float64)
+    return bool(a.size == 0 or np.ptp(a) == 0.0)
+
+
+def normalise_map(m) -> np.ndarray:
+    """Min-max normalise a map to [0, 1].
+
+    Parameters
+    ----------
+    m : array_like, shape (H, W)
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (H, W)
+        ``(m - min) / (max - min)``; all ``NaN`` for a constant map.
+    """
+    a = _as_map(m, "m")
+    lo, hi = a.min(), a.max()
+    if hi == lo:
+        return np.full_like(a, np.nan)
+    return (a - lo) / (hi - lo)
+
+
+def _sign_invariant(fn: Callable[[np.ndarray, np.ndarray], float], a, b, sign_invariant: bool, name: str) -> float:
+    a, b = _pair(a, b)
+    if is_constant(a) or is_constant(b):
+        which = "a" if is_constant(a) else "b"
+        warnings.warn(f"{name}: map {which} is constant, similarity is NaN", ConstantMapWarning, stacklevel=3)
+        return float("nan")
+    an, bn = normalise_map(a), normalise_map(b)
+    v = float(fn(an, bn))
+    if sign_invariant:
+        v2 = float(fn(an, 1.0 - bn))
+        if np.isnan(v):
+            return v2
+        if not np.isnan(v2):
+            v = max(v, v2)
+    return v
+
+
+def _spearman(a, b):
+    from scipy.stats import spearmanr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return spearmanr(a.ravel(), b.ravel(), nan_policy="omit").statistic
+
+
+def _ssim_1d(a, b):
+    from skimage.metrics import structural_similarity
+
+    return structural_similarity(a.ravel(), b.ravel(), data_range=1.0)
+
+
+def _ssim_2d(a, b):
+    from skimage.metrics import structural_similarity
+
+    return structural_similarity(a, b, data_range=1.0)
+
+
+def _hog_pearson(a, b):
+    from scipy.stats import pearsonr
+    from skimage.feature import hog
+
+    ha, hb = hog(a, **HOG_PARAMS), hog(b, **HOG_PARAMS)
+    if np.ptp(ha) == 0 or np.ptp(hb) == 0:
+        return float("nan")
+    return pearsonr(ha, hb).statistic
+
+
+def spearman(a, b, *, sign_invariant: bool = True) -> float:
+    """Spearman rank correlation of two normalised maps (reference §5, measure 1).
+
+    Parameters
+    ----------
+    a, b : array_like, shape (H, W)
+        The original and the comparison map.
+    sign_invariant : bool, optional
+        Keep the larger of the values for ``(a, b)`` and ``(a, 1 - b)``
+        (default, as the paper). For Spearman this is ``|rho|``.
+
+    Returns
+    -------
+    float
+        In [-1, 1] (in [0, 1] when sign-invariant); ``NaN`` if a map is constant.
+
+    Warns
+    -----
+    ConstantMapWarning
+        If either map is constant.
+    """
+    return _sign_invariant(_spearman, a, b, sign_invariant, "spearman")
+
+
+def ssim(a, b, *, sign_invariant: bool = True) -> float:
+    """The paper's SSIM: on the *flattened* normalised maps (reference §5, measure 2).
+
+    Notes
+    -----
+    ``structural_similarity`` is applied to the 1-D row-major vectors with the
+    default 7-sample uniform window and ``data_range=1``, as the official code
+    did. This compares runs of 7 horizontally adjacent pixels and ignores
+    vertical structure; use :func:`ssim_2d` for the image SSIM. On two
+    independent uniform-random maps the value is about 0.01, on Gaussian-random
+    maps about 0.06 (the calibration values of the paper).
+    """
+    return _sign_invariant(_ssim_1d, a, b, sign_invariant, "ssim")
+
+
+def ssim_2d(a, b, *, sign_invariant: bool = True) -> float:
+    """2-D SSIM of the normalised maps (7×7 uniform window, ``data_range=1``).
+
+    Not in the paper; the proper image SSIM, reported next to :func:`ssim`.
+    """
+    return _sign_invariant(_ssim_2d, a, b, sign_invariant, "ssim_2d")
+
+
+def hog_pearson(a, b, *, sign_invariant: bool = True) -> float:
+    """Pearson correlation of the HOG descriptors of the normalised maps (reference §5, measure 3).
+
+    Notes
+    -----
+    HOG uses unsigned orientations, so ``hog(1 - b) == hog(b)`` and the sign
+    inversion has no effect here; it is kept for uniformity with the paper.
+    A map with no gradient anywhere gives a constant descriptor and ``NaN``.
+    Maps smaller than 9×9 pixels have no complete HOG block and raise
+    ``ValueError``.
+    """
+    a_arr = _as_map(a, "a")
+    if min(a_arr.shape) < 9:
+        raise ValueError(f"hog_pearson needs maps of at least 9×9 pixels (one 3×3-cell block of 3×3 pixels), got {a_arr.shape}")
+    return _sign_invariant(_hog_pearson, a, b, sign_invariant, "hog_pearson")
+
+
+#: Registry of the similarity measures by name.
+SIMILARITIES: dict[str, Callable[..., float]] = {
+    "spearman": spearman,
+    "ssim": ssim,
+    "ssim_2d": ssim_2d,
+    "hog_pearson": hog_pearson,
+}
+
+
+def similarity(name: str, a, b, *, sign_invariant: bool = True) -> float:
+    """Call the measure ``name`` of :data:`SIMILARITIES`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``name``, listing the valid names.
+    """
+    if name not in SIMILARITIES:
+        raise ValueError(f"unknown similarity {name!r}; valid similarities are: {', '.join(SIMILARITIES)}")
+    return SIMILARITIES[name](a, b, sign_invariant=sign_invariant)

@@ -1,0 +1,443 @@
+"""Tidy result tables: schema, validation, atomic writes and a resumable cache.
+
+Every metric of :mod:`saliency_lib.metrics` returns a *long* table with one row
+per (experiment, agent, game, method, substrate, state, level, layer, step,
+measure) and one number in ``value``. Aggregation is a ``groupby`` on that
+table, never a flag of the metric.
+
+Schema
+------
+=================  ===========  ===============================================
+column             dtype        meaning
+=================  ===========  ===============================================
+experiment         string       ``"sanity"``, ``"insertion"`` or ``"deletion"``
+agent              string       agent spec or name (e.g. ``"official:Breakout"``)
+game               string       game name
+method             string       explainer name (``"ns_original"``, ``"random"`` …)
+substrate          string       insertion/deletion substrate; NA for sanity rows
+state              int64        index of the explained state in its state set
+level              Int64        randomisation level (0 = original model); NA else
+layer              string       deepest randomised layer group, ``"original"``,
+                                or a reference row (``"random_uniform"`` …)
+step               Int64        insertion/deletion step (0 = substrate); NA for
+                                per-state summaries such as AUCs
+measure            string       ``"spearman"``, ``"q_ratio"``, ``"q_ratio_auc"`` …
+value              float64      the number (NaN allowed, e.g. constant maps)
+target             Int64        the explained action (the original agent's)
+constant_map       boolean      a map was constant, so ``value`` is NaN
+higher_is_better   boolean      score direction of ``measure``; NA if none
+seed               Int64        seed of the run
+config_hash        string       :func:`config_hash` of the run's configuration
+=================  ===========  ===============================================
+
+The key columns (:data:`KEY`) must be unique; :func:`validate_table` checks it.
+
+Caching
+-------
+:class:`ResultStore` keeps the rows of one configuration in a directory named
+after :func:`config_hash` of that configuration. Rows are written per chunk of
+states, each chunk as its own file, atomically (temporary file, ``fsync``,
+``os.replace``). :func:`run_chunked` computes only the states that no finished
+chunk holds, so a re-run skips finished work and an interrupted run loses at
+most the chunk in progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "SCHEMA",
+    "KEY",
+    "REQUIRED",
+    "EXPERIMENTS",
+    "to_table",
+    "validate_table",
+    "empty_table",
+    "config_hash",
+    "write_table",
+    "read_table",
+    "ResultStore",
+    "run_chunked",
+]
+
+#: Column name → pandas dtype of the tidy table, in column order.
+SCHEMA: dict[str, str] = {
+    "experiment": "string",
+    "agent": "string",
+    "game": "string",
+    "method": "string",
+    "substrate": "string",
+    "state": "int64",
+    "level": "Int64",
+    "layer": "string",
+    "step": "Int64",
+    "measure": "string",
+    "value": "float64",
+    "target": "Int64",
+    "constant_map": "boolean",
+    "higher_is_better": "boolean",
+    "seed": "Int64",
+    "config_hash": "string",
+}
+
+#: Columns that identify a row; they must be unique within a table.
+KEY: tuple[str, ...] = ("experiment", "agent", "game", "method", "substrate", "state", "level", "layer", "step", "measure")
+
+#: Columns that may not be missing (NA).
+REQUIRED: tuple[str, ...] = ("experiment", "agent", "game", "method", "state", "measure")
+
+EXPERIMENTS: tuple[str, ...] = ("sanity", "insertion", "deletion")
+
+_FORMATS = (".parquet", ".csv")
+
+
+def empty_table() -> pd.DataFrame:
+    """A table with the schema's columns and no rows."""
+    return pd.DataFrame({c: pd.Series([], dtype=t) for c, t in SCHEMA.items()})
+
+
+def _coerce(df: pd.DataFrame) -> pd.DataFrame:
+    out = {}
+    n = len(df)
+    for col, dtype in SCHEMA.items():
+        s = df[col] if col in df.columns else pd.Series([pd.NA] * n, index=df.index, dtype="object")
+        try:
+            if dtype == "int64":
+                if s.isna().any():
+                    raise ValueError("missing values")
+                s = s.astype("int64")
+            elif dtype == "float64":
+                s = pd.to_numeric(s, errors="raise").astype("float64")
+            elif dtype == "boolean":
+                if s.dtype == object:
+                    s = s.map(lambda v: pd.NA if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
+                              else {"true": True, "false": False}.get(str(v).lower(), v))
+                s = s.astype("boolean")
+            elif dtype == "Int64":
+                s = s.astype("Float64").astype("Int64") if s.dtype == object else s.astype("Int64")
+            else:
+                s = s.astype("string")
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"column {col!r} cannot be converted to {dtype}: {e}") from e
+        out[col] = s
+    return pd.DataFrame(out, index=df.index).reset_index(drop=True)
+
+
+def validate_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Check a tidy table against :data:`SCHEMA` and return it with the schema's dtypes.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Must have every column of :data:`SCHEMA` (optional ones may be all NA)
+        and no other column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table with columns in schema order and schema dtypes.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing or unknown, a value cannot be converted, a
+        required column holds NA, ``experiment`` is not one of
+        :data:`EXPERIMENTS`, or the key columns (:data:`KEY`) are not unique.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"a result table must be a pandas.DataFrame, got {type(df).__name__}")
+    missing = [c for c in SCHEMA if c not in df.columns]
+    extra = [c for c in df.columns if c not in SCHEMA]
+    if missing or extra:
+        raise ValueError(
+            f"result table columns do not match the schema: missing {missing}, unknown {extra}; "
+            f"expected exactly {list(SCHEMA)} (use to_table() to fill optional columns)"
+        )
+    out = _coerce(df)
+    for c in REQUIRED:
+        if out[c].isna().any():
+            raise ValueError(f"column {c!r} is required but has {int(out[c].isna().sum())} missing values")
+    bad = sorted(set(out["experiment"].dropna()) - set(EXPERIMENTS))
+    if bad:
+        raise ValueError(f"unknown experiment {bad}; valid experiments are: {', '.join(EXPERIMENTS)}")
+    dup = out.duplicated(list(KEY), keep=False)
+    if dup.any():
+        first = out.loc[dup, list(KEY)].iloc[0].to_dict()
+        raise ValueError(f"{int(dup.sum())} rows share their key columns {list(KEY)}, e.g. {first}; each row must be unique")
+    return out
+
+
+def to_table(rows: pd.DataFrame | Iterable[Mapping], **constants) -> pd.DataFrame:
+    """Build a validated tidy table from records, filling optional columns with NA.
+
+    Parameters
+    ----------
+    rows : DataFrame or iterable of mappings
+        Records with (a subset of) the schema's columns.
+    **constants
+        Column values shared by every row (``agent="official:Breakout"`` …);
+        they override the same columns of ``rows``.
+
+    Raises
+    ------
+    ValueError
+        For unknown columns and everything :func:`validate_table` rejects.
+    """
+    df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    unknown = [c for c in list(df.columns) + list(constants) if c not in SCHEMA]
+    if unknown:
+        raise ValueError(f"unknown result columns {sorted(set(unknown))}; valid columns are: {', '.join(SCHEMA)}")
+    for k, v in constants.items():
+        df[k] = v
+    for c in SCHEMA:
+        if c not in df.columns:
+            df[c] = pd.NA
+    return validate_table(df[list(SCHEMA)])
+
+
+def _json_default(o):
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return dataclasses.asdict(o)
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset)):
+        return sorted(o)
+    if isinstance(o, os.PathLike):
+        return os.fspath(o)
+    raise TypeError(f"config value of type {type(o).__name__} is not JSON-serialisable; convert it to a string or number")
+
+
+def canonical_json(config: Mapping) -> str:
+    """Stable JSON of a configuration: sorted keys, no spaces, tuples as lists."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=_json_default, allow_nan=True)
+
+
+def config_hash(config: Mapping, *, length: int = 16) -> str:
+    """Hex SHA-256 (first ``length`` characters) of :func:`canonical_json` of ``config``.
+
+    Examples
+    --------
+    >>> config_hash({"b": 1, "a": (1, 2)}) == config_hash({"a": [1, 2], "b": 1})
+    True
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping, got {type(config).__name__}")
+    if not 8 <= length <= 64:
+        raise ValueError(f"length must be in [8, 64], got {length}")
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:length]
+
+
+def _fmt(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in _FORMATS:
+        raise ValueError(f"unknown table format {suffix!r} of {str(path)!r}; use one of {', '.join(_FORMATS)}")
+    return suffix
+
+
+def _atomic_write(path: Path, write: Callable[[str], None]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_table(df: pd.DataFrame, path: str | os.PathLike, *, validate: bool = True) -> Path:
+    """Write a tidy table atomically as Parquet (pyarrow) or CSV, chosen by the suffix.
+
+    The table is written to a temporary file in the same directory, flushed to
+    disk and moved over ``path`` with ``os.replace``: readers see either the old
+    or the new file, never a partial one.
+    """
+    path = Path(path)
+    fmt = _fmt(path)
+    if validate:
+        df = validate_table(df)
+    if fmt == ".parquet":
+        return _atomic_write(path, lambda p: df.to_parquet(p, engine="pyarrow", index=False))
+    return _atomic_write(path, lambda p: df.to_csv(p, index=False))
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a table written by :func:`write_table` and validate it."""
+    path = Path(path)
+    fmt = _fmt(path)
+    df = pd.read_parquet(path, engine="pyarrow") if fmt == ".parquet" else pd.read_csv(path, keep_default_na=True)
+    return validate_table(df)
+
+
+def _sort(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values(list(KEY), kind="stable", na_position="first").reset_index(drop=True)
+
+
+class ResultStore:
+    """The cached rows of one configuration, stored per chunk of states.
+
+    Parameters
+    ----------
+    root : path
+        Cache root; the store lives in ``root/<name>-<config_hash>/``.
+    config : mapping
+        Everything that determines the results (agent and its weights hash,
+        method and its parameters, states, metric settings, seed). JSON-able.
+    name : str, optional
+        Readable prefix of the directory name.
+    fmt : {".parquet", ".csv"}
+        File format of the chunks.
+
+    Notes
+    -----
+    The directory holds ``config.json`` and files ``part-<first>-<last>.<fmt>``,
+    one per finished chunk of states. Leftover temporary files of a killed run
+    (``.tmp-*``) are ignored and removed on open.
+    """
+
+    def __init__(self, root: str | os.PathLike, config: Mapping, *, name: str = "run", fmt: str = ".parquet"):
+        if fmt not in _FORMATS:
+            raise ValueError(f"unknown fmt {fmt!r}; valid formats are: {', '.join(_FORMATS)}")
+        if not name or any(c in name for c in "/\\") or name.startswith("."):
+            raise ValueError(f"name {name!r} must be a non-empty file-name prefix without path separators")
+        self.config = json.loads(canonical_json(config))
+        self.hash = config_hash(config)
+        self.fmt = fmt
+        self.directory = Path(root) / f"{name}-{self.hash}"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        cfg_path = self.directory / "config.json"
+        text = json.dumps(self.config, indent=2, sort_keys=True) + "\n"
+        if cfg_path.exists():
+            if json.loads(cfg_path.read_text()) != self.config:
+                raise ValueError(f"{cfg_path} holds a different configuration with the same hash {self.hash}; remove the directory")
+        else:
+            _atomic_write(cfg_path, lambda p: Path(p).write_text(text))
+        for tmp in self.directory.glob(".tmp-*"):
+            tmp.unlink(missing_ok=True)
+
+    def parts(self) -> list[Path]:
+        """Finished chunk files, in state order."""
+        return sorted(self.directory.glob(f"part-*{self.fmt}"))
+
+    def _part_states(self, path: Path) -> set[int]:
+        if self.fmt == ".parquet":
+            import pyarrow.parquet as pq
+
+            col = pq.read_table(path, columns=["state"]).column("state").to_pylist()
+        else:
+            col = pd.read_csv(path, usecols=["state"])["state"].tolist()
+        return {int(s) for s in col}
+
+    def finished_states(self) -> set[int]:
+        """States whose rows are already stored."""
+        done: set[int] = set()
+        for p in self.parts():
+            done |= self._part_states(p)
+        return done
+
+    def write_chunk(self, df: pd.DataFrame) -> Path:
+        """Validate ``df`` (stamping ``config_hash``) and store it as one chunk file.
+
+        Raises
+        ------
+        ValueError
+            If ``df`` is empty or holds a state that is already stored.
+        """
+        df = df.copy()
+        df["config_hash"] = self.hash
+        df = validate_table(df)
+        if df.empty:
+            raise ValueError("refusing to store an empty chunk")
+        states = sorted({int(s) for s in df["state"]})
+        again = sorted(set(states) & self.finished_states())
+        if again:
+            raise ValueError(f"states {again[:10]} are already stored in {self.directory}; a chunk may only hold new states")
+        path = self.directory / f"part-{states[0]:07d}-{states[-1]:07d}{self.fmt}"
+        if path.exists():  # same first/last state but a different set: disambiguate
+            path = self.directory / f"part-{states[0]:07d}-{states[-1]:07d}-{len(self.parts())}{self.fmt}"
+        return write_table(df, path, validate=False)
+
+    def load(self, states: Iterable[int] | None = None) -> pd.DataFrame:
+        """All stored rows (optionally of ``states`` only), validated and sorted by :data:`KEY`."""
+        frames = [read_table(p) for p in self.parts()]
+        df = validate_table(pd.concat(frames, ignore_index=True)) if frames else empty_table()
+        if states is not None:
+            df = df[df["state"].isin([int(s) for s in states])]
+        return _sort(df)
+
+
+def run_chunked(
+    store: ResultStore,
+    states: Sequence[int],
+    compute: Callable[[list[int]], pd.DataFrame],
+    *,
+    chunk: int = 50,
+    on_chunk: Callable[[list[int], pd.DataFrame], None] | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Compute the rows of the states a store lacks, one chunk at a time, and return all rows.
+
+    Parameters
+    ----------
+    store : ResultStore
+    states : sequence of int
+        The state indices the run should cover.
+    compute : callable
+        ``compute(chunk_states) -> DataFrame`` with rows for exactly those states.
+    chunk : int
+        States per chunk (and per file).
+    on_chunk : callable, optional
+        Called as ``on_chunk(chunk_states, rows)`` after each chunk is stored
+        (progress reports; tests raise here to simulate an interruption).
+    progress : bool
+        Show a tqdm bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The stored rows of ``states``, sorted by :data:`KEY`; identical whether
+        the run was interrupted and resumed or not.
+    """
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    wanted = [int(s) for s in states]
+    if len(set(wanted)) != len(wanted):
+        raise ValueError("states contain duplicates; pass each state index once")
+    done = store.finished_states()
+    pending = [s for s in wanted if s not in done]
+    chunks = [pending[i : i + chunk] for i in range(0, len(pending), chunk)]
+    it = chunks
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(chunks, desc=store.directory.name, unit="chunk")
+    for ids in it:
+        rows = compute(list(ids))
+        got = {int(s) for s in rows["state"]} if len(rows) else set()
+        if got != set(ids):
+            raise ValueError(
+                f"compute returned rows for states {sorted(got)[:10]}… but the chunk is {ids[:10]}…; "
+                "it must return rows for exactly the requested states"
+            )
+        store.write_chunk(rows)
+        if on_chunk is not None:
+            on_chunk(list(ids), rows)
+    return store.load(wanted)

@@ -1,0 +1,182 @@
+import json
+
+import pytest
+import torch
+
+from saliency_lib.agents import (
+    OFFICIAL_GAMES, ActorCriticAgent, DQNConfig, DQNNet, MaskA3CConfig, MaskA3CNet, QAgent, build_agent, load_agent,
+    load_official, save_agent,
+)
+from saliency_lib.agents.official import official_path, read_legacy_state_dict
+
+
+def _dqn_agent(dueling=True, seed=0):
+    torch.manual_seed(seed)
+    return QAgent(DQNNet(DQNConfig(n_actions=6, dueling=dueling)), game="SpaceInvaders", preset="dqn", n_actions=6)
+
+
+@pytest.mark.parametrize("padding,side", [("valid", 7), ("same", 11)])
+def test_dqn_shapes_and_named_outputs(padding, side):
+    net = DQNNet(DQNConfig(n_actions=4, padding=padding))
+    x = torch.rand(3, 4, 84, 84)
+    assert net.fc.in_features == 64 * side * side
+    agent = QAgent(net, game="Breakout", preset="dqn", n_actions=4)
+    out = agent(x)
+    assert out["q"].shape == (3, 4) and out["features"].shape == (3, net.config.hidden)
+    torch.testing.assert_close(out["advantage"], out["q"] - out["q"].mean(1, keepdim=True))
+    assert agent.act(x).shape == (3,)
+
+
+def test_dueling_head_is_centred():
+    net = DQNNet(DQNConfig(n_actions=5))
+    h = torch.rand(2, net.config.hidden)
+    q = net.head(h)
+    torch.testing.assert_close(q.mean(1), net.out_value(h)[:, 0])
+
+
+def test_forward_is_deterministic():
+    agent = _dqn_agent()
+    x = torch.rand(4, 4, 84, 84)
+    torch.testing.assert_close(agent(x)["q"], agent(x)["q"], rtol=0, atol=0)
+    net = MaskA3CNet(MaskA3CConfig(n_actions=4))
+    y = torch.randn(2, 1, 80, 80)
+    a, b = net(y), net(y)
+    torch.testing.assert_close(a["logits"], b["logits"], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("variant,n_params", [("double", 344_039), ("none", 344_039 - 2 * 65), ("policy", 344_039 - 65)])
+def test_mask_a3c_parameter_count(variant, n_params):
+    net = MaskA3CNet(MaskA3CConfig(n_actions=4, variant=variant))
+    assert sum(p.numel() for p in net.parameters()) == n_params
+
+
+def test_mask_a3c_outputs_and_mask_identity():
+    net = MaskA3CNet(MaskA3CConfig(n_actions=4, variant="double"))
+    agent = ActorCriticAgent(net, game="Breakout", preset="mask_a3c", n_actions=4)
+    x = torch.randn(2, 1, 80, 80)
+    out = agent(x, agent.initial_hidden(2))
+    assert out["logits"].shape == (2, 4) and out["value"].shape == (2,)
+    assert out["policy_mask"].shape == out["value_mask"].shape == (2, 10, 10)
+    assert ((out["policy_mask"] > 0) & (out["policy_mask"] < 1)).all()
+    assert out["hidden"][0].shape == (2, 64, 10, 10)
+    torch.testing.assert_close(out["probs"].sum(1), torch.ones(2))
+    # with M ≡ 1 the model equals the no-mask baseline on the same weights
+    plain = MaskA3CNet(MaskA3CConfig(n_actions=4, variant="none"))
+    plain.load_state_dict({k: v for k, v in net.state_dict().items() if not k.startswith("att_")})
+    with torch.no_grad():
+        for conv in (net.att_conv_a1, net.att_conv_c1):
+            conv.weight.zero_()
+            conv.bias.fill_(50.0)  # sigmoid(50) == 1 in float32
+    torch.testing.assert_close(net(x)["logits"], plain(x)["logits"])
+    assert set(agent.outputs) >= {"logits", "probs", "value", "policy_mask", "value_mask"}
+
+
+def test_recurrent_state_changes_output():
+    net = MaskA3CNet(MaskA3CConfig(n_actions=4))
+    x = torch.randn(1, 1, 80, 80)
+    h = net(x)["hidden"]
+    assert not torch.allclose(net(x, h)["logits"], net(x)["logits"])
+
+
+def test_save_load_roundtrip(tmp_path):
+    agent = _dqn_agent()
+    save_agent(agent, tmp_path / "a", frames=123, eval_score=4.5)
+    back = load_agent(tmp_path / "a")
+    x = torch.rand(2, 4, 84, 84)
+    torch.testing.assert_close(agent(x)["q"], back(x)["q"], rtol=0, atol=0)
+    meta = json.loads((tmp_path / "a" / "meta.json").read_text())
+    for key in ("game", "preset", "arch", "config", "frames", "eval_score", "library_version", "sha256"):
+        assert key in meta
+    assert back.meta["frames"] == 123
+    assert load_agent(tmp_path / "a" / "model.safetensors").game == "SpaceInvaders"
+
+
+def test_corrupted_checkpoint_is_refused(tmp_path):
+    save_agent(_dqn_agent(), tmp_path / "a")
+    w = tmp_path / "a" / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    w.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="corrupted"):
+        load_agent(tmp_path / "a")
+
+
+def test_truncated_checkpoint_is_refused(tmp_path):
+    save_agent(_dqn_agent(), tmp_path / "a")
+    meta = json.loads((tmp_path / "a" / "meta.json").read_text())
+    w = tmp_path / "a" / "model.safetensors"
+    w.write_bytes(w.read_bytes()[:1000])
+    meta["sha256"] = __import__("hashlib").sha256(w.read_bytes()).hexdigest()  # even with a matching hash
+    (tmp_path / "a" / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="not a readable safetensors file"):
+        load_agent(tmp_path / "a")
+
+
+def test_mismatched_checkpoint_is_refused(tmp_path):
+    save_agent(_dqn_agent(), tmp_path / "a")
+    meta = json.loads((tmp_path / "a" / "meta.json").read_text())
+    meta["config"]["n_actions"] = 9
+    (tmp_path / "a" / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="do not match DQNNet"):
+        load_agent(tmp_path / "a")
+
+
+def test_missing_checkpoint_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no agent checkpoint"):
+        load_agent(tmp_path / "nothing")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FileNotFoundError, match="lacks model.safetensors"):
+        load_agent(tmp_path / "d")
+    with pytest.raises(ValueError, match="unknown agent spec scheme 'foo'"):
+        load_agent("foo:bar")
+    with pytest.raises(ValueError, match="unknown architecture"):
+        build_agent("ResNet", {}, game="Breakout", preset="dqn")
+
+
+def test_bad_states_give_clear_errors():
+    agent = _dqn_agent()
+    with pytest.raises(ValueError, match=r"states must have shape \(N, 4, 84, 84\)"):
+        agent.act(torch.rand(4, 84, 84))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        agent.act([[0.0]])
+    with pytest.raises(ValueError, match="unknown variant"):
+        MaskA3CConfig(n_actions=4, variant="triple")
+    with pytest.raises(ValueError, match="padding"):
+        DQNConfig(n_actions=4, padding="full")
+
+
+@pytest.mark.parametrize("game", OFFICIAL_GAMES)
+def test_official_checkpoints_load_with_every_shape(official_available, game):
+    path = official_path(game)
+    state = read_legacy_state_dict(path)
+    agent = load_official(game)
+    own = agent.net.state_dict()
+    assert set(state) == set(own)
+    assert all(state[k].shape == own[k].shape for k in own)
+    for k in own:
+        torch.testing.assert_close(own[k], state[k])
+    out = agent(torch.zeros(1, 1, 80, 80))
+    assert out["logits"].shape == (1, agent.n_actions)
+
+
+def test_official_loader_refuses_code_pickles(tmp_path, official_available):
+    import pickle
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    bad = tmp_path / "trained_models"
+    bad.mkdir()
+    target = bad / "BreakoutNoFrameskip-v4_Mask-A3C-double+ConvLSTM_best.dat"
+    with open(target, "wb") as f:
+        pickle.dump({"conv1.weight": Evil()}, f)
+    with pytest.raises(ValueError, match="tensors-only"):
+        read_legacy_state_dict(target)
+    with pytest.raises(ValueError, match="differs from the released file"):
+        load_official("Breakout", tmp_path)
+
+
+def test_official_unknown_game():
+    with pytest.raises(ValueError, match="no official Mask-A3C checkpoint for 'Pong'"):
+        load_official("Pong")

@@ -1,0 +1,153 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from saliency_lib.agents import load_agent
+from saliency_lib.train import A2CArgs, DQNArgs, FrameReplay, a3c_loss, a3c_targets, nstep_targets, td_loss
+
+
+def test_nstep_targets_by_hand():
+    g = 0.9
+    r = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0.0, 0.0, 5.0]])
+    d = np.array([[0, 0, 0], [0, 1, 0], [1, 0, 0]], bool)
+    ret, disc = nstep_targets(r, d, g)
+    np.testing.assert_allclose(ret, [1 + 0.9 * 2 + 0.81 * 3, 1 + 0.9 * 2, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(disc, [0.729, 0.0, 0.0], rtol=1e-6)
+
+
+def test_a3c_targets_by_hand():
+    g, lam = 0.5, 1.0
+    rewards = torch.tensor([[1.0], [0.0], [2.0]])
+    values = torch.tensor([[0.5], [1.0], [0.25]])
+    dones = torch.tensor([[0.0], [0.0], [0.0]])
+    boot = torch.tensor([4.0])
+    rets, adv = a3c_targets(rewards, values, dones, boot, g, lam)
+    # R2 = 2 + .5*4 = 4; R1 = 0 + .5*4 = 2; R0 = 1 + .5*2 = 2
+    torch.testing.assert_close(rets[:, 0], torch.tensor([2.0, 2.0, 4.0]))
+    torch.testing.assert_close(adv[:, 0], rets[:, 0] - values[:, 0])  # λ = 1: n-step return minus V
+    # a done at step 1 cuts the bootstrap; λ = 0.5 by hand
+    dones = torch.tensor([[0.0], [1.0], [0.0]])
+    rets, adv = a3c_targets(rewards, values, dones, boot, g, 0.5)
+    torch.testing.assert_close(rets[:, 0], torch.tensor([1.0, 0.0, 4.0]))
+    d2 = 2 + 0.5 * 4 - 0.25
+    d1 = 0 - 1.0
+    d0 = 1 + 0.5 * 1.0 - 0.5
+    torch.testing.assert_close(adv[:, 0], torch.tensor([d0 + 0.25 * d1, d1, d2]))
+
+
+def test_replay_stacks_share_frames_and_zero_before_a_game():
+    rb = FrameReplay(64, 1, frame_shape=(2, 2), n_step=1, gamma=0.5, seed=0)
+    for t in range(10):
+        first = t in (0, 5)
+        rb.add(np.full((1, 2, 2), t + 1, np.uint8), np.array([t]), np.array([float(t)]), np.array([t == 4]), np.array([first]), np.array([t != 4]))
+    s = rb._stack(np.array([0]), np.array([6]))[0]
+    np.testing.assert_array_equal(s[:, 0, 0], [0, 0, 6, 7])  # frames before the game starting at t=5 are zeroed
+    s = rb._stack(np.array([0]), np.array([3]))[0]
+    np.testing.assert_array_equal(s[:, 0, 0], [1, 2, 3, 4])
+    obs, a, ret, disc, nxt = rb.sample(200)
+    assert not (a == 4).any()  # the step after the end of a game is never a start
+    assert len(rb) == 10
+
+
+def test_td_loss_learns_a_bandit():
+    """Contextual bandit: action = brightness of the left vs right half. The greedy policy becomes optimal."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 2))
+    target = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    losses = []
+    for it in range(600):
+        x = torch.rand(64, 2, 4, 4)
+        best = (x[:, 0].mean((1, 2)) > x[:, 1].mean((1, 2))).long()
+        a = torch.randint(0, 2, (64,))
+        r = (a == best).float()
+        target.load_state_dict(net.state_dict())
+        loss, _ = td_loss(net, target, x, a, r, torch.zeros(64), x, double=True)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    x = torch.rand(500, 2, 4, 4)
+    best = (x[:, 0].mean((1, 2)) > x[:, 1].mean((1, 2))).long()
+    assert np.mean(losses[-50:]) < 0.5 * np.mean(losses[:50])
+    assert (net(x).argmax(1) == best).float().mean() > 0.9
+
+
+def test_a3c_loss_learns_a_bandit():
+    torch.manual_seed(0)
+    net = nn.Linear(4, 3)  # logits from a one-hot context; the best arm is context % 3
+    val = nn.Linear(4, 1)
+    opt = torch.optim.Adam(list(net.parameters()) + list(val.parameters()), lr=1e-2, eps=1e-3, amsgrad=True)
+    args = A2CArgs()
+    first_loss = last_loss = None
+    for it in range(400):
+        ctx = torch.randint(0, 4, (8,))
+        x = nn.functional.one_hot(ctx, 4).float()
+        dist = torch.distributions.Categorical(logits=net(x))
+        a = dist.sample()
+        r = (a == ctx % 3).float()
+        loss, _ = a3c_loss(dist.log_prob(a)[None], val(x)[:, 0][None], dist.entropy()[None], r[None], torch.ones(1, 8), torch.ones(1, 8), torch.zeros(8), args)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        first_loss = first_loss if first_loss is not None else loss.item()
+        last_loss = loss.item()
+    greedy = net(torch.eye(4)).argmax(1)
+    assert (greedy == torch.arange(4) % 3).all()
+
+
+def test_args_validation():
+    with pytest.raises(ValueError, match="unknown game"):
+        DQNArgs(game="Pacman")
+    with pytest.raises(ValueError, match="optimizer"):
+        DQNArgs(optimizer="sgd")
+    with pytest.raises(ValueError, match="unknown variant"):
+        A2CArgs(variant="triple")
+
+
+def _train_cmd(algo, out, frames, extra=()):
+    return [sys.executable, "-m", "saliency_lib", "train", algo, "--game", "Breakout", "--frames", str(frames), "--out", str(out),
+            "--eval-every", "100000000", "--eval-episodes", "1", "--eval-max-steps", "50", "--checkpoint-minutes", "0.01",
+            "--no-progress", *extra]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo,extra", [
+    ("dqn", ["--learning-starts", "400", "--buffer-size", "4000", "--num-envs", "4"]),
+    ("a3c", ["--num-envs", "4", "--num-steps", "5"]),
+])
+def test_smoke_kill_and_resume(tmp_path, algo, extra):
+    frames = 8000
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen(_train_cmd(algo, tmp_path, frames, extra), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state = tmp_path / "state.pt"
+    deadline = time.time() + 240
+    while time.time() < deadline and p.poll() is None:
+        if state.exists():
+            counters = json.loads(torch.load(state, weights_only=True)["counters"])
+            if counters["step"] >= 500:
+                break
+        time.sleep(0.2)
+    assert p.poll() is None, p.stderr.read().decode()[-2000:]
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    killed_at = json.loads(torch.load(state, weights_only=True)["counters"])
+    assert 0 < killed_at["step"] < frames // 4
+    r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra, "--resume"]), env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    done = json.loads(torch.load(state, weights_only=True)["counters"])
+    assert done["step"] >= frames // 4 and done["step"] < frames // 4 + 4 * 20
+    assert done["episodes"] >= killed_at["episodes"]
+    agent = load_agent(tmp_path / "agent")
+    assert agent.meta["frames"] == done["step"] * 4
+    # resuming with other hyper-parameters is refused
+    r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra[:-2], "--seed", "5", "--resume"]), env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "arguments differ" in r.stderr
