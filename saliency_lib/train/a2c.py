@@ -79,7 +79,7 @@ class A2CArgs:
     eval_every: int = 500_000
     """Frames between evaluations."""
     eval_episodes: int = 2
-    """Greedy games per evaluation."""
+    """Greedy games per evaluation; 0 disables evaluation."""
     eval_max_steps: int = 10_000
     """Agent-step cap per evaluation game (the official cap)."""
     checkpoint_minutes: float = 5.0
@@ -264,7 +264,7 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             hidden = tuple(h.detach() for h in hidden)
         stats = {"loss": loss.item(), **parts}
 
-        if c["step"] * 4 >= c["next_eval"] or c["step"] >= total_steps:
+        if args.eval_episodes > 0 and (c["step"] * 4 >= c["next_eval"] or c["step"] >= total_steps):
             c["next_eval"] += args.eval_every
             r = evaluate(agent, args.eval_episodes, seed=args.seed + 1000, max_steps=args.eval_max_steps, progress=False)
             evlog.write(step=c["step"], frames=c["step"] * 4, eval_mean=r["mean"], eval_std=r["std"], eval_scores=json.dumps(r["scores"]))

@@ -92,7 +92,7 @@ class DQNArgs:
     eval_every: int = 500_000
     """Frames between evaluations."""
     eval_episodes: int = 2
-    """Games per evaluation (the first with the fixed start)."""
+    """Games per evaluation (the first with the fixed start); 0 disables evaluation."""
     eval_max_steps: int = 10_000
     """Agent-step cap per evaluation game."""
     checkpoint_minutes: float = 5.0
@@ -238,7 +238,7 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
             if c["step"] // args.target_update != (c["step"] - args.num_envs) // args.target_update:
                 target.load_state_dict(net.state_dict())
 
-        if c["step"] * 4 >= c["next_eval"] or c["step"] >= total_steps:
+        if args.eval_episodes > 0 and (c["step"] * 4 >= c["next_eval"] or c["step"] >= total_steps):
             c["next_eval"] += args.eval_every
             r = evaluate(agent, args.eval_episodes, seed=args.seed + 1000, max_steps=args.eval_max_steps, progress=False)
             evlog.write(step=c["step"], frames=c["step"] * 4, eval_mean=r["mean"], eval_std=r["std"], eval_scores=json.dumps(r["scores"]))

@@ -1,0 +1,402 @@
+"""Input degradation: the insertion metric of Huber et al. and its deletion counterpart.
+
+Stages (reference §6), per state ``x`` of shape ``(C, H, W)`` with saliency map ``s`` ``(H, W)``:
+
+1. Order the ``H·W`` pixel locations by saliency, descending (stable: ties keep
+   row-major order).
+2. Build the substrate ``z`` (:data:`SUBSTRATES`): ``"black"`` zeros,
+   ``"random"`` i.i.d. U[0, 1) re-drawn for every state (seeded by the metric's
+   seed and the state id), or ``"blur"`` — ``x`` blurred with a Gaussian of
+   ``blur_sigma`` pixels inside each frame (no blur across the frame axis).
+3. Step ``t = 0 … T`` with ``T = ceil(H·W / pixels_per_step)``: the first
+   ``min(t·pixels_per_step, H·W)`` locations of the order are *changed*, in all
+   channels. Insertion starts from ``z`` and copies ``x`` into the changed
+   locations; deletion starts from ``x`` and writes ``z`` into them. The model
+   is evaluated at every step, so there are ``T + 1`` evaluations (85 for
+   84×84 states and 84 pixels per step; the last insertion image is ``x``, the
+   first deletion image is ``x``).
+4. Measures per step (``a`` = the explained action, by default the argmax of the
+   model on the unperturbed ``x``):
+
+   * ``"q_ratio"``: ``Q_t[a] / Q_clean[a]`` (Huber's "Q-value" measure);
+   * ``"advantage"``: ``Q_t[a] − mean_j Q_t[j]`` (Huber's, not normalised);
+   * ``"prob"``: ``softmax(logits_t)[a]`` (actor-critic agents);
+   * ``"value"``: the state value ``V_t`` (actor-critic agents).
+
+5. Areas under the curves, one row per state and measure: ``<measure>_auc`` is
+   the paper's plain mean of the ``T + 1`` step values; ``<measure>_auc_trapz``
+   is the trapezoid rule over the fraction of changed pixels (x from 0 to 1).
+
+All ``N·(T+1)`` perturbed inputs are built lazily in chunks of ``batch_size``
+and evaluated batch-wise; there is no per-step Python loop over forward passes.
+Recurrent agents get the ``hidden`` state of each explained state, held fixed.
+
+References
+----------
+.. [1] Petsiuk, Das & Saenko (2018). RISE: Randomized input sampling for
+   explanation of black-box models. BMVC (the causal insertion/deletion metrics).
+.. [2] Huber, Limmer & André (2022). Benchmarking perturbation-based saliency
+   maps for explaining Atari agents. Front. Artif. Intell. 5:903875.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..agents.base import Agent
+from ._common import as_maps, as_state_ids, as_states, as_targets, check_choice, check_positive_int, explain, state_rng
+
+__all__ = ["SUBSTRATES", "MEASURES", "Insertion", "Deletion", "make_substrate", "random_saliency", "auc"]
+
+SUBSTRATES = ("black", "random", "blur")
+#: Measure name → whether a higher value means a more faithful insertion curve.
+MEASURES = {"q_ratio": True, "advantage": True, "prob": True, "value": True}
+_AUC_RULES = ("mean", "trapezoid")
+
+
+def make_substrate(states: torch.Tensor, kind: str, *, seed: int = 0, state_ids=None, blur_sigma: float = 5.0) -> torch.Tensor:
+    """The start (insertion) or replacement (deletion) images for a batch of states.
+
+    Parameters
+    ----------
+    states : Tensor, shape (N, C, H, W)
+    kind : {"black", "random", "blur"}
+    seed : int
+        Seed of the ``"random"`` substrate; state ``i`` uses ``(seed, state_ids[i])``.
+    state_ids : array_like of int, optional
+        Ids of the states (default ``0 … N-1``).
+    blur_sigma : float
+        Standard deviation in pixels of the per-frame Gaussian blur (``"blur"``).
+
+    Returns
+    -------
+    Tensor, shape (N, C, H, W), same dtype and device as ``states``.
+
+    Notes
+    -----
+    ``"black"`` and ``"random"`` are the paper's substrates for the ``dqn``
+    preset, whose states lie in [0, 1]. For the standardised ``mask_a3c``
+    observations, 0 is the running mean (not black) and U[0, 1) is not on the
+    data's scale; ``"blur"`` is scale-free.
+    """
+    check_choice("substrate", kind, SUBSTRATES)
+    n = states.shape[0]
+    ids = as_state_ids(state_ids, n)
+    if kind == "black":
+        return torch.zeros_like(states)
+    if kind == "random":
+        arr = np.stack([state_rng(seed, i).random(tuple(states.shape[1:]), dtype=np.float32) for i in ids]) if n else np.zeros(states.shape, np.float32)
+        return torch.from_numpy(arr).to(states.device, states.dtype)
+    if not (isinstance(blur_sigma, (int, float)) and blur_sigma > 0):
+        raise ValueError(f"blur_sigma must be a positive number of pixels, got {blur_sigma!r}")
+    from scipy.ndimage import gaussian_filter
+
+    x = states.detach().cpu().numpy()
+    out = gaussian_filter(x, sigma=(0, 0, float(blur_sigma), float(blur_sigma)))
+    return torch.from_numpy(out).to(states.device, states.dtype)
+
+
+def random_saliency(n: int, hw: tuple[int, int], *, seed: int = 0, state_ids=None) -> np.ndarray:
+    """Uniform-random saliency maps ``(n, H, W)``, one per state (the chance baseline ``rnd_baseline``)."""
+    ids = as_state_ids(state_ids, n)
+    return np.stack([state_rng(seed, i, stream=1).random(hw) for i in ids]) if n else np.zeros((0, *hw))
+
+
+def auc(curves: np.ndarray, *, rule: str = "mean", fractions: np.ndarray | None = None) -> np.ndarray:
+    """Area under insertion/deletion curves ``(..., T+1)``.
+
+    Parameters
+    ----------
+    curves : ndarray, shape (..., T+1)
+    rule : {"mean", "trapezoid"}
+        ``"mean"``: the paper's plain mean of the step values. ``"trapezoid"``:
+        trapezoid rule over ``fractions`` (x in [0, 1]).
+    fractions : ndarray, shape (T+1,), optional
+        Fraction of changed pixels per step; default evenly spaced in [0, 1].
+    """
+    check_choice("rule", rule, _AUC_RULES)
+    curves = np.asarray(curves, dtype=np.float64)
+    if rule == "mean":
+        return curves.mean(axis=-1)
+    if fractions is None:
+        fractions = np.linspace(0.0, 1.0, curves.shape[-1])
+    return np.trapezoid(curves, fractions, axis=-1)
+
+
+class _CausalMetric:
+    """Base of :class:`Insertion` and :class:`Deletion`; parameters are documented there."""
+
+    name = ""
+    higher_is_better: bool = True
+    reference = "Petsiuk et al. 2018 (RISE); Huber et al. 2022, reference §6"
+    mode = ""
+
+    def __init__(
+        self,
+        *,
+        substrate: str = "black",
+        pixels_per_step: int = 84,
+        blur_sigma: float = 5.0,
+        measures: tuple[str, ...] | None = None,
+        batch_size: int = 256,
+        seed: int = 0,
+        store_outputs: bool = True,
+    ):
+        check_choice("substrate", substrate, SUBSTRATES)
+        self.substrate = substrate
+        self.pixels_per_step = check_positive_int("pixels_per_step", pixels_per_step)
+        if not (isinstance(blur_sigma, (int, float)) and not isinstance(blur_sigma, bool) and blur_sigma > 0):
+            raise ValueError(f"blur_sigma must be a positive number of pixels, got {blur_sigma!r}")
+        self.blur_sigma = float(blur_sigma)
+        if measures is not None:
+            measures = tuple(measures)
+            if not measures:
+                raise ValueError("measures must name at least one measure, or be None for the agent's defaults")
+            for m in measures:
+                check_choice("measure", m, tuple(MEASURES))
+        self.measures = measures
+        self.batch_size = check_positive_int("batch_size", batch_size)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.seed = int(seed)
+        self.store_outputs = bool(store_outputs)
+
+    @property
+    def config(self) -> dict:
+        """The constructor arguments (for cache keys)."""
+        return {
+            "metric": self.name, "substrate": self.substrate, "pixels_per_step": self.pixels_per_step,
+            "blur_sigma": self.blur_sigma, "measures": list(self.measures) if self.measures else None,
+            "seed": self.seed, "store_outputs": self.store_outputs,
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config.items() if k != "metric")
+        return f"{type(self).__name__}({args})"
+
+    # -- helpers ---------------------------------------------------------------
+    def _measures_for(self, agent: Agent) -> tuple[str, ...]:
+        kind = getattr(agent, "kind", "")
+        default = ("q_ratio", "advantage") if kind == "q" else ("prob", "value")
+        measures = self.measures or default
+        available = {"q_ratio", "advantage"} if kind == "q" else {"prob", "value"}
+        bad = [m for m in measures if m not in available]
+        if bad:
+            raise ValueError(
+                f"measures {bad} are not defined for a {type(agent).__name__} (kind {kind!r}); "
+                f"valid measures for it are: {', '.join(sorted(available))}"
+            )
+        return tuple(measures)
+
+    def n_steps(self, n_pixels: int) -> int:
+        """Number of evaluations per state: ``ceil(n_pixels / pixels_per_step) + 1``."""
+        return math.ceil(n_pixels / self.pixels_per_step) + 1
+
+    @torch.no_grad()
+    def curves(self, agent: Agent, states, saliency, *, hidden=None, state_ids=None) -> dict[str, np.ndarray]:
+        """Model outputs along the insertion/deletion path.
+
+        Returns
+        -------
+        dict
+            ``"scores"`` ``(N, T+1, A)`` (``q`` or ``logits``), ``"value"``
+            ``(N, T+1)`` for actor-critic agents, and ``"fractions"`` ``(T+1,)``.
+        """
+        x = as_states(agent, states)
+        n, c, h, w = x.shape
+        maps = as_maps(saliency, n, (h, w))
+        ids = as_state_ids(state_ids, n)
+        n_pix = h * w
+        t_count = self.n_steps(n_pix)
+        thresholds = torch.clamp(torch.arange(t_count, device=x.device) * self.pixels_per_step, max=n_pix)
+        order = torch.argsort(torch.from_numpy(-maps.reshape(n, n_pix)), dim=1, stable=True)
+        rank = torch.empty_like(order)
+        rank.scatter_(1, order, torch.arange(n_pix).expand(n, n_pix).contiguous())
+        rank = rank.to(x.device)
+        sub = make_substrate(x, self.substrate, seed=self.seed, state_ids=ids, blur_sigma=self.blur_sigma)
+
+        want_value = getattr(agent, "kind", "") != "q"
+        key = agent.default_output
+        scores = torch.empty(n * t_count, agent.n_actions)
+        values = torch.empty(n * t_count) if want_value else None
+        insertion = self.mode == "insertion"
+        total = n * t_count
+        for start in range(0, total, self.batch_size):
+            j = torch.arange(start, min(start + self.batch_size, total), device=x.device)
+            si, ti = j // t_count, j % t_count
+            changed = (rank[si] < thresholds[ti][:, None]).view(-1, 1, h, w)
+            img = torch.where(changed, x[si], sub[si]) if insertion else torch.where(changed, sub[si], x[si])
+            out = agent(img, agent.index_hidden(hidden, si) if hidden is not None else None)
+            scores[start : start + len(j)] = out[key].float().cpu()
+            if want_value:
+                values[start : start + len(j)] = out["value"].float().cpu()
+        res = {"scores": scores.view(n, t_count, -1).numpy().astype(np.float64), "fractions": (thresholds.cpu().numpy() / n_pix)}
+        if want_value:
+            res["value"] = values.view(n, t_count).numpy().astype(np.float64)
+        return res
+
+    def evaluate(
+        self,
+        agent: Agent,
+        states,
+        *,
+        saliency=None,
+        explainer=None,
+        hidden=None,
+        target=None,
+        state_ids=None,
+        method: str = "unknown",
+        agent_name: str | None = None,
+    ) -> pd.DataFrame:
+        """Insertion/deletion curves and AUCs of saliency maps, as a tidy table.
+
+        Parameters
+        ----------
+        agent : Agent
+        states : Tensor, shape (N, C, H, W)
+        saliency : array_like, shape (N, H, W), optional
+            Precomputed maps (or an ``Attribution``). Exactly one of ``saliency``
+            and ``explainer`` must be given.
+        explainer : object with ``attribute(states, target=, hidden=)``, optional
+            Computes the maps for ``target``.
+        hidden : tuple of Tensor, optional
+            Recurrent state of each explained state (first axis N), held fixed.
+        target : int or array_like of int, optional
+            Explained action per state; default: the agent's greedy action on
+            the unperturbed state.
+        state_ids : array_like of int, optional
+            Ids written to the ``state`` column (default ``0 … N-1``); they also
+            seed the ``"random"`` substrate.
+        method, agent_name : str
+            Labels of the ``method`` and ``agent`` columns.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Tidy rows (:mod:`saliency_lib.results` schema): per state, step and
+            measure the curve value; per state and measure ``<measure>_auc``
+            and ``<measure>_auc_trapz`` (``step`` NA); and, with
+            ``store_outputs``, the raw output vector per step as measures
+            ``"<output>[<j>]"`` (e.g. ``"q[2]"``).
+        """
+        from ..results import to_table
+
+        x = as_states(agent, states)
+        n = x.shape[0]
+        if (saliency is None) == (explainer is None):
+            raise ValueError("pass exactly one of saliency (precomputed maps) and explainer")
+        ids = as_state_ids(state_ids, n)
+        measures = self._measures_for(agent)
+        with torch.no_grad():
+            clean = agent(x, hidden)
+        tgt = as_targets(target, n, agent.n_actions)
+        if tgt is None:
+            tgt = clean[agent.default_output].argmax(1).cpu().numpy()
+        if explainer is not None:
+            saliency = explain(explainer, x, target=torch.as_tensor(tgt), hidden=hidden)
+        res = self.curves(agent, x, saliency, hidden=hidden, state_ids=ids)
+        scores, fr = res["scores"], res["fractions"]
+        t_count = scores.shape[1]
+        clean_idx = t_count - 1 if self.mode == "insertion" else 0
+        rows_idx = np.arange(n)
+        q_a = scores[rows_idx, :, tgt]  # (N, T+1)
+        curves: dict[str, np.ndarray] = {}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for m in measures:
+                if m == "q_ratio":
+                    denom = q_a[:, clean_idx : clean_idx + 1]
+                    if (denom == 0).any():
+                        warnings.warn("q_ratio: the clean Q-value of the explained action is 0 for some states; their ratios are inf/NaN", RuntimeWarning, stacklevel=2)
+                    curves[m] = q_a / denom
+                elif m == "advantage":
+                    curves[m] = q_a - scores.mean(axis=2)
+                elif m == "prob":
+                    z = scores - scores.max(axis=2, keepdims=True)
+                    p = np.exp(z) / np.exp(z).sum(axis=2, keepdims=True)
+                    curves[m] = p[rows_idx, :, tgt]
+                elif m == "value":
+                    curves[m] = res["value"]
+        hib = self.higher_is_better
+        steps = np.arange(t_count)
+        parts = []
+        for m, cv in curves.items():
+            parts.append(pd.DataFrame({
+                "state": np.repeat(ids, t_count), "step": np.tile(steps, n), "measure": m,
+                "value": cv.reshape(-1), "target": np.repeat(tgt, t_count), "higher_is_better": hib,
+            }))
+            for suffix, rule in (("_auc", "mean"), ("_auc_trapz", "trapezoid")):
+                parts.append(pd.DataFrame({
+                    "state": ids, "step": pd.array([pd.NA] * n, dtype="Int64"), "measure": m + suffix,
+                    "value": auc(cv, rule=rule, fractions=fr), "target": tgt, "higher_is_better": hib,
+                }))
+        if self.store_outputs:
+            a = scores.shape[2]
+            names = np.array([f"{agent.default_output}[{j}]" for j in range(a)])
+            parts.append(pd.DataFrame({
+                "state": np.repeat(ids, t_count * a), "step": np.tile(np.repeat(steps, a), n),
+                "measure": np.tile(names, n * t_count), "value": scores.reshape(-1),
+                "target": np.repeat(tgt, t_count * a), "higher_is_better": pd.array([pd.NA] * (n * t_count * a), dtype="boolean"),
+            }))
+        df = pd.concat(parts, ignore_index=True)
+        return to_table(
+            df, experiment=self.mode, agent=agent_name or agent.meta.get("source", type(agent.net).__name__),
+            game=agent.game, method=method, substrate=self.substrate, seed=self.seed,
+        )
+
+
+class Insertion(_CausalMetric):
+    """Insertion metric: reveal the most salient pixels first, starting from a substrate.
+
+    Parameters
+    ----------
+    substrate : {"black", "random", "blur"}, optional
+        Start image: zeros (default, the paper's "black"), U[0, 1) noise re-drawn
+        per state (the paper's "random"), or the state blurred per frame.
+    pixels_per_step : int, optional
+        Pixel locations revealed per step (default 84, the paper's value).
+    blur_sigma : float, optional
+        Gaussian σ in pixels of the ``"blur"`` substrate (default 5), applied to
+        each frame separately.
+    measures : tuple of str, optional
+        Subset of :data:`MEASURES`. Default: ``("q_ratio", "advantage")`` for
+        Q-agents, ``("prob", "value")`` for actor-critic agents.
+    batch_size : int, optional
+        Perturbed images per forward pass (default 256).
+    seed : int, optional
+        Seed of the random substrate (default 0).
+    store_outputs : bool, optional
+        Also store the full output vector of every step (default True).
+
+    Notes
+    -----
+    Higher AUC is better. The ``q_ratio`` is normalised by the Q-value of the
+    explained action on the unperturbed state; it is unstable when that value is
+    near zero or negative (reference §6, caveat).
+
+    Examples
+    --------
+    >>> metric = Insertion(substrate="random", seed=0)  # doctest: +SKIP
+    >>> table = metric.evaluate(agent, states, saliency=maps, method="occlusion")  # doctest: +SKIP
+    """
+
+    name = "insertion"
+    mode = "insertion"
+    higher_is_better = True
+
+
+class Deletion(_CausalMetric):
+    """Deletion metric: replace the most salient pixels first by the substrate.
+
+    Parameters as :class:`Insertion`. Lower AUC is better. The ``q_ratio`` is
+    normalised by the unperturbed Q-value, which is step 0 here. Deletion was
+    not part of Huber et al. (2021); it follows Petsiuk et al. (2018).
+    """
+
+    name = "deletion"
+    mode = "deletion"
+    higher_is_better = False

@@ -1,0 +1,371 @@
+"""Which states are explained: the benchmark trajectory and HIGHLIGHTS-DIV summaries.
+
+:func:`collect_states` plays the greedy agent and records every state it sees
+(reference §2.1). :func:`highlights_div` picks a few important, mutually
+different states (reference §2.2; Amir & Amir 2018, as adapted in HIGHLIGHTS-LRP).
+
+Benchmark trajectory (``dqn`` preset)
+-------------------------------------
+Huber et al. run 1001 greedy agent steps from the fixed start; steps 0–3 only
+fill the frame stack and the 997 later states are explained. Our
+``make_env(game, "dqn", mode="eval", fixed_start=True)`` performs the 4 fill
+steps inside ``reset``, so its first observation *is* the paper's step-4 state:
+:func:`collect_states` records that observation and the next ``n - 1`` greedy
+steps (``n = 997`` reproduces the paper; ``StateSet.steps`` holds the paper's
+step numbers 4 … 1000). After a game over the next game starts as in
+:func:`saliency_lib.play.play_episode`: fixed start with 1..30 random NOOPs,
+seeded ``seed + game index``.
+
+Mask-A3C trajectory (``mask_a3c`` preset)
+-----------------------------------------
+Greedy play in ``make_env(game, "mask_a3c", mode="eval")`` reset with ``seed``;
+the ConvLSTM state is carried from step to step and zeroed after each life
+loss and each new game. ``StateSet.hidden`` holds the recurrent state that was
+*fed into* the network at each recorded step, so an explainer that holds it
+fixed reproduces the agent's own outputs at that step.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .agents.base import Agent
+
+__all__ = ["StateSet", "collect_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
+
+#: Outputs that are not per-state vectors and are not stored in a StateSet.
+_SKIP_OUTPUTS = ("hidden",)
+
+
+@dataclass
+class StateSet:
+    """States of one greedy trajectory and what the agent computed on them.
+
+    Attributes
+    ----------
+    states : Tensor, shape (N, C, H, W), float32
+        The preprocessed observations.
+    actions : Tensor, shape (N,), int64
+        The greedy action taken in each state.
+    outputs : dict of str to Tensor
+        The agent's outputs per state (first axis N): ``q``/``advantage`` or
+        ``logits``/``probs``/``value``, attention masks, and ``features``
+        (penultimate layer).
+    hidden : tuple of Tensor or None
+        Recurrent state fed into the network at each state (first axis N);
+        ``None`` for feed-forward agents.
+    frames : ndarray, shape (N, 210, 160, 3), uint8, or None
+        Raw RGB frames, if recorded.
+    steps : ndarray, shape (N,), int64
+        Agent step of each state in its game (the paper's numbering for the
+        fixed start: 4, 5, …).
+    episode : ndarray, shape (N,), int64
+        Game index (0 = the first game of the trajectory).
+    game, preset, agent : str
+    seed : int
+    """
+
+    states: torch.Tensor
+    actions: torch.Tensor
+    outputs: dict[str, torch.Tensor]
+    hidden: tuple[torch.Tensor, ...] | None
+    frames: np.ndarray | None
+    steps: np.ndarray
+    episode: np.ndarray
+    game: str = ""
+    preset: str = ""
+    agent: str = ""
+    seed: int = 0
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.states.shape[0])
+
+    def subset(self, index) -> StateSet:
+        """The states at ``index`` (int array, list or slice), same order."""
+        if isinstance(index, slice):
+            index = np.arange(len(self))[index]
+        idx = torch.as_tensor(np.asarray(index, dtype=np.int64))
+        if idx.numel() and (int(idx.min()) < -len(self) or int(idx.max()) >= len(self)):
+            raise ValueError(f"index out of range for a StateSet of {len(self)} states")
+        ni = idx.numpy()
+        return StateSet(
+            states=self.states[idx], actions=self.actions[idx], outputs={k: v[idx] for k, v in self.outputs.items()},
+            hidden=None if self.hidden is None else tuple(h[idx] for h in self.hidden),
+            frames=None if self.frames is None else self.frames[ni], steps=self.steps[ni], episode=self.episode[ni],
+            game=self.game, preset=self.preset, agent=self.agent, seed=self.seed, meta=dict(self.meta),
+        )
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the set with ``torch.save``, atomically."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
+        os.close(fd)
+        try:
+            torch.save({k: getattr(self, k) for k in self.__dataclass_fields__}, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> StateSet:
+        """Read a set written by :meth:`save`."""
+        return cls(**torch.load(path, weights_only=False))
+
+
+def _make_env(agent: Agent, game_index: int):
+    from .envs import make_env
+
+    if agent.preset == "dqn":
+        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if game_index == 0 else 30)
+    return make_env(agent.game, agent.preset, mode="eval")
+
+
+@torch.no_grad()
+def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = False, progress: bool = False) -> StateSet:
+    """Play the greedy agent and record ``n`` consecutive states.
+
+    Parameters
+    ----------
+    agent : Agent
+        Its ``game`` and ``preset`` choose the environment (see the module notes).
+    n : int, optional
+        Number of states (default 997, the paper's benchmark).
+    seed : int, optional
+        Seed of the first game's ``reset``; game ``k`` uses ``seed + k``.
+    frames : bool, optional
+        Also record the raw RGB frames (about 100 kB per state).
+    progress : bool, optional
+        Show a tqdm bar.
+
+    Returns
+    -------
+    StateSet
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is not a positive integer.
+    """
+    from .envs import raw_frame
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer number of states, got {n!r}")
+    game_index = 0
+    env = _make_env(agent, game_index)
+    obs, _ = env.reset(seed=seed)
+    hidden = agent.initial_hidden(1)
+    step0 = 4 if agent.preset == "dqn" else 0
+    t = step0
+    xs, acts, steps, eps, rgb, hid = [], [], [], [], [], []
+    outs: dict[str, list] = {}
+    it = range(n)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc=f"states {agent.game}")
+    for _ in it:
+        x = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=agent.device)[None]
+        out = agent(x, hidden)
+        action = int(out[agent.default_output].argmax(1)[0])
+        xs.append(x[0].cpu())
+        acts.append(action)
+        steps.append(t)
+        eps.append(game_index)
+        if hidden is not None:
+            hid.append(tuple(h[0].cpu() for h in hidden))
+        for k, v in out.items():
+            if k in _SKIP_OUTPUTS or not isinstance(v, torch.Tensor):
+                continue
+            outs.setdefault(k, []).append(v[0].detach().cpu())
+        if frames:
+            rgb.append(raw_frame(env).copy())
+        hidden = out.get("hidden") if agent.recurrent else None
+        obs, _, term, trunc, info = env.step(action)
+        t += 1
+        if info.get("life_lost") and hidden is not None:
+            hidden = agent.initial_hidden(1)
+        if term or trunc:
+            env.close()
+            game_index += 1
+            env = _make_env(agent, game_index)
+            obs, _ = env.reset(seed=seed + game_index)
+            hidden = agent.initial_hidden(1)
+            t = step0
+    env.close()
+    hidden_t = tuple(torch.stack(h) for h in zip(*hid)) if hid else None
+    return StateSet(
+        states=torch.stack(xs), actions=torch.tensor(acts, dtype=torch.int64),
+        outputs={k: torch.stack(v) for k, v in outs.items()}, hidden=hidden_t,
+        frames=np.stack(rgb) if frames else None, steps=np.asarray(steps, dtype=np.int64),
+        episode=np.asarray(eps, dtype=np.int64), game=agent.game, preset=agent.preset,
+        agent=str(agent.meta.get("source", type(agent.net).__name__)), seed=int(seed),
+    )
+
+
+# -- HIGHLIGHTS-DIV ------------------------------------------------------------------
+def importance(scores) -> np.ndarray:
+    """HIGHLIGHTS importance: best minus second-best output per state (``compare_to='second'``).
+
+    Parameters
+    ----------
+    scores : array_like, shape (N, A), A >= 2
+        Q-values (or policy logits) per state.
+    """
+    s = np.asarray(scores.detach().cpu() if isinstance(scores, torch.Tensor) else scores, dtype=np.float64)
+    if s.ndim != 2 or s.shape[1] < 2:
+        raise ValueError(f"scores must have shape (N, A) with A >= 2 actions, got {s.shape}")
+    top2 = np.sort(s, axis=1)[:, -2:]
+    return top2[:, 1] - top2[:, 0]
+
+
+def _features(features) -> np.ndarray:
+    f = np.asarray(features.detach().cpu() if isinstance(features, torch.Tensor) else features, dtype=np.float64)
+    if f.ndim < 2:
+        raise ValueError(f"features must have shape (N, D), got {f.shape}")
+    return f.reshape(f.shape[0], -1)
+
+
+def diversity_threshold(features, *, percentile: float = 3.0, n_sample: int = 1000, seed: int = 42) -> float:
+    """The ``percentile``-th percentile of pairwise Euclidean feature distances.
+
+    Distances are taken among ``n_sample`` states drawn without replacement
+    (all states if there are fewer), over all unordered pairs.
+    """
+    from scipy.spatial.distance import pdist
+
+    f = _features(features)
+    if not 0 <= percentile <= 100:
+        raise ValueError(f"percentile must lie in [0, 100], got {percentile!r}")
+    if isinstance(n_sample, bool) or not isinstance(n_sample, (int, np.integer)) or n_sample < 2:
+        raise ValueError(f"n_sample must be an integer >= 2, got {n_sample!r}")
+    if f.shape[0] < 2:
+        raise ValueError(f"need at least 2 states to compute a diversity threshold, got {f.shape[0]}")
+    if f.shape[0] > n_sample:
+        f = f[np.random.default_rng(seed).choice(f.shape[0], n_sample, replace=False)]
+    return float(np.percentile(pdist(f), percentile))
+
+
+@dataclass(frozen=True)
+class Highlights:
+    """Result of :func:`highlights_div`.
+
+    Attributes
+    ----------
+    states : list of int
+        The chosen states, in ascending order.
+    with_context : list of int
+        The chosen states with ``context_length`` neighbours on each side
+        (clipped to the trajectory), ascending, no duplicates.
+    threshold : float
+        The diversity threshold used.
+    """
+
+    states: list[int]
+    with_context: list[int]
+    threshold: float
+
+
+def _context(chosen: list[int], context_length: int, n: int) -> list[int]:
+    out: set[int] = set()
+    for s in chosen:
+        out.update(range(max(s - context_length, 0), min(s + context_length, n - 1) + 1))
+    return sorted(out)
+
+
+def highlights_div(
+    importance_scores,
+    features,
+    *,
+    budget: int = 5,
+    context_length: int = 10,
+    minimum_gap: int = 10,
+    percentile: float = 3.0,
+    n_sample: int = 1000,
+    seed: int = 42,
+    threshold: float | None = None,
+) -> Highlights:
+    """HIGHLIGHTS-DIV summary states (reference §2.2).
+
+    Greedy loop over the states in descending importance (ties: lower index first):
+
+    1. skip a state if an already chosen state lies closer than
+       ``context_length + minimum_gap`` steps (strictly) to it;
+    2. otherwise accept it if nothing is chosen yet, or if its minimum Euclidean
+       feature distance to every chosen state *and their ±context_length
+       neighbours* exceeds the diversity threshold;
+    3. stop when ``budget`` states are chosen.
+
+    Parameters
+    ----------
+    importance_scores : array_like, shape (N,)
+        E.g. :func:`importance` of the Q-values.
+    features : array_like, shape (N, D)
+        Penultimate-layer activations (the ``features`` output).
+    budget, context_length, minimum_gap : int
+        Paper: 5, 10, 10.
+    percentile : float
+        Diversity threshold = this percentile of the pairwise distances among up
+        to ``n_sample`` random states (paper: 3; its Breakout figures: 75).
+    n_sample : int
+        States sampled for the threshold (paper: 1000).
+    seed : int
+        Seed of that sample.
+    threshold : float, optional
+        Use this threshold instead of computing it.
+
+    Returns
+    -------
+    Highlights
+
+    Raises
+    ------
+    ValueError
+        For mismatched lengths, negative context or gap, or a budget below 1.
+    """
+    imp = np.asarray(importance_scores.detach().cpu() if isinstance(importance_scores, torch.Tensor) else importance_scores, dtype=np.float64).reshape(-1)
+    f = _features(features)
+    n = imp.shape[0]
+    if f.shape[0] != n:
+        raise ValueError(f"importance_scores ({n}) and features ({f.shape[0]}) must have one entry per state")
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise ValueError(f"budget must be a positive integer, got {budget!r}")
+    for name, v in (("context_length", context_length), ("minimum_gap", minimum_gap)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    if np.isnan(imp).any():
+        raise ValueError("importance_scores contain NaN")
+    thr = float(threshold) if threshold is not None else diversity_threshold(f, percentile=percentile, n_sample=n_sample, seed=seed)
+    span = context_length + minimum_gap
+    chosen: list[int] = []
+    for s in np.argsort(-imp, kind="stable"):
+        s = int(s)
+        if any(abs(s - c) < span for c in chosen):
+            continue
+        if chosen:
+            ctx = _context(chosen, context_length, n)
+            dmin = float(np.sqrt(((f[ctx] - f[s]) ** 2).sum(axis=1)).min())
+            if not dmin > thr:
+                continue
+        chosen.append(s)
+        if len(chosen) == budget:
+            break
+    chosen.sort()
+    return Highlights(states=chosen, with_context=_context(chosen, context_length, n), threshold=thr)
+
+
+def select_highlights(states: StateSet, **kwargs) -> Highlights:
+    """:func:`highlights_div` on a :class:`StateSet`: importance of its ``q``/``logits``, its ``features``."""
+    scores = states.outputs.get("q", states.outputs.get("logits"))
+    if scores is None or "features" not in states.outputs:
+        raise ValueError("the StateSet needs 'q' or 'logits' and 'features' outputs for HIGHLIGHTS-DIV")
+    return highlights_div(importance(scores), states.outputs["features"], **kwargs)
