@@ -4,8 +4,17 @@ import pytest
 import torch
 
 from saliency_lib.agents import (
-    OFFICIAL_GAMES, ActorCriticAgent, DQNConfig, DQNNet, MaskA3CConfig, MaskA3CNet, QAgent, build_agent, load_agent,
-    load_official, save_agent,
+    OFFICIAL_GAMES,
+    ActorCriticAgent,
+    DQNConfig,
+    DQNNet,
+    MaskA3CConfig,
+    MaskA3CNet,
+    QAgent,
+    build_agent,
+    load_agent,
+    load_official,
+    save_agent,
 )
 from saliency_lib.agents.official import official_path, read_legacy_state_dict
 

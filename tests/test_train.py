@@ -64,7 +64,7 @@ def test_td_loss_learns_a_bandit():
     target = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 2))
     opt = torch.optim.Adam(net.parameters(), lr=1e-2)
     losses = []
-    for it in range(600):
+    for _ in range(600):
         x = torch.rand(64, 2, 4, 4)
         best = (x[:, 0].mean((1, 2)) > x[:, 1].mean((1, 2))).long()
         a = torch.randint(0, 2, (64,))
@@ -87,8 +87,7 @@ def test_a3c_loss_learns_a_bandit():
     val = nn.Linear(4, 1)
     opt = torch.optim.Adam(list(net.parameters()) + list(val.parameters()), lr=1e-2, eps=1e-3, amsgrad=True)
     args = A2CArgs()
-    first_loss = last_loss = None
-    for it in range(400):
+    for _ in range(400):
         ctx = torch.randint(0, 4, (8,))
         x = nn.functional.one_hot(ctx, 4).float()
         dist = torch.distributions.Categorical(logits=net(x))
@@ -98,8 +97,6 @@ def test_a3c_loss_learns_a_bandit():
         opt.zero_grad()
         loss.backward()
         opt.step()
-        first_loss = first_loss if first_loss is not None else loss.item()
-        last_loss = loss.item()
     greedy = net(torch.eye(4)).argmax(1)
     assert (greedy == torch.arange(4) % 3).all()
 
