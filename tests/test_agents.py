@@ -189,3 +189,11 @@ def test_official_loader_refuses_code_pickles(tmp_path, official_available):
 def test_official_unknown_game():
     with pytest.raises(ValueError, match="no official Mask-A3C checkpoint for 'Pong'"):
         load_official("Pong")
+
+
+def test_official_logged_levels_match_the_reference(official_available):
+    from saliency_lib.agents.official import official_logged_level
+
+    assert round(official_logged_level("Breakout")["logged_mean"]) == 558
+    assert round(official_logged_level("MsPacman")["logged_mean"]) == 4540
+    assert round(official_logged_level("SpaceInvaders")["logged_mean"]) == 18734

@@ -24,7 +24,10 @@ from .base import ActorCriticAgent
 from .checkpoint import load_state_strict, sha256_file
 from .mask_a3c import MaskA3CConfig, MaskA3CNet
 
-__all__ = ["OFFICIAL_GAMES", "official_dir", "official_path", "load_official", "read_legacy_state_dict", "fetch_official"]
+__all__ = [
+    "OFFICIAL_GAMES", "official_dir", "official_path", "load_official", "read_legacy_state_dict", "fetch_official",
+    "official_test_log", "official_logged_level",
+]
 
 REPO = "machine-perception-robotics-group/Mask-Attention_A3C"
 OFFICIAL_SHA256 = {
@@ -130,3 +133,36 @@ def fetch_official(dest: str | os.PathLike | None = None, src: str | os.PathLike
             elif s.is_file():
                 shutil.copyfile(s, dest / sub)
     return done
+
+
+def official_test_log(game: str, directory: str | os.PathLike | None = None):
+    """The official greedy test log of ``game`` as a DataFrame (global_step, time, length, score, running mean)."""
+    import pandas as pd
+
+    if game not in OFFICIAL_SHA256:
+        raise ValueError(f"no official Mask-A3C log for {game!r}; available: {', '.join(OFFICIAL_GAMES)}")
+    base = Path(directory) if directory else official_dir()
+    path = base / "logs" / f"{game}NoFrameskip-v4_Mask-A3C-double+ConvLSTM_test.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"official test log {path} not found; run 'make fetch-official' with MASK_A3C_OFFICIAL_SRC set")
+    df = pd.read_csv(path)
+    return df.rename(columns={"episode length": "length", "reward_sum": "score", "reward_mean": "running_mean"})
+
+
+def official_logged_level(game: str, directory: str | os.PathLike | None = None, last: int = 100) -> dict:
+    """Mean, std (population) and median of the last ``last`` logged test games."""
+    s = official_test_log(game, directory)["score"].tail(last)
+    return {"game": game, "logged_mean": float(s.mean()), "logged_std": float(s.std(ddof=0)), "logged_median": float(s.median()), "logged_games": int(len(s))}
+
+
+def official_scores_table(results: dict, directory: str | os.PathLike | None = None):
+    """Our re-evaluation (``{game: evaluate() result}``) next to the official logged levels."""
+    import pandas as pd
+
+    rows = []
+    for game, r in results.items():
+        lv = official_logged_level(game, directory)
+        rows.append({"game": game, "episodes": len(r["scores"]), "our_mean": r["mean"], "our_std": r["std"],
+                     "our_min": min(r["scores"]), "our_max": max(r["scores"]), "our_scores": " ".join(f"{s:g}" for s in r["scores"]),
+                     **{k: v for k, v in lv.items() if k != "game"}, "ratio_to_logged": r["mean"] / lv["logged_mean"] if lv["logged_mean"] else float("nan")})
+    return pd.DataFrame(rows)
