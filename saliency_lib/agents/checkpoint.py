@@ -114,8 +114,12 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
     Parameters
     ----------
     spec : str or path
-        A checkpoint directory (or its ``model.safetensors`` / ``meta.json``), or
-        ``"official:<Game>"`` for an official Mask-A3C checkpoint.
+        A checkpoint directory (or its ``model.safetensors`` / ``meta.json``),
+        ``"official:<Game>"`` for an official Mask-A3C checkpoint,
+        ``"sb3:[<Game>:]<model.zip>"`` for a Stable-Baselines3 model or
+        ``"cleanrl:[<Game>:]<file>"`` for a CleanRL ``.cleanrl_model``
+        (:mod:`saliency_lib.agents.adapters`; without ``<Game>`` the game is read
+        from an environment id such as ``BreakoutNoFrameskip-v4`` in the path).
     device : str or torch.device
         Where to put the network.
 
@@ -134,8 +138,17 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
 
             return load_official(rest).to(device)
         if scheme in ("sb3", "cleanrl"):
-            raise ValueError(f"agent spec scheme {scheme!r} is not supported yet; use a checkpoint directory or official:<Game>")
-        raise ValueError(f"unknown agent spec scheme {scheme!r} in {spec_s!r}; use a checkpoint directory or official:<Game>")
+            from .adapters import load_cleanrl, load_sb3
+
+            game, sep, path = rest.partition(":")
+            if not sep or os.path.exists(rest):  # "sb3:PATH": the game is read from the path
+                game, path = None, rest
+            loader = load_sb3 if scheme == "sb3" else load_cleanrl
+            return loader(path, game=game, device=device)
+        raise ValueError(
+            f"unknown agent spec scheme {scheme!r} in {spec_s!r}; use a checkpoint directory, official:<Game>, "
+            "sb3:[<Game>:]<model.zip> or cleanrl:[<Game>:]<file.cleanrl_model>"
+        )
     directory = _resolve(spec)
     wpath, mpath = directory / WEIGHTS, directory / META
     for p in (wpath, mpath):

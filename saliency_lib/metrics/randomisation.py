@@ -167,15 +167,17 @@ def randomised_models(agent: Agent, *, order: str = "cascading", init: str = "gl
 def rebuild_explainer(explainer, agent: Agent):
     """The same explainer configuration bound to another agent.
 
-    ``explainer`` may be a factory ``agent -> explainer``, or an explainer
+    ``explainer`` may be a factory ``agent -> explainer`` (a function, or an
+    explainer class, called with default parameters), or an explainer
     object. Objects are rebuilt, in this order of preference, by their
-    ``rebind(agent)`` or ``with_agent(agent)`` method, or by a shallow copy
-    whose ``agent`` attribute is replaced (so shared random draws such as RISE
-    masks stay shared).
+    ``for_agent(agent)`` method (:meth:`saliency_lib.explainers.Explainer.for_agent`:
+    same parameters, same seed, shared RISE masks), ``rebind(agent)`` or
+    ``with_agent(agent)``, or by a shallow copy whose ``agent`` attribute is
+    replaced (so shared random draws stay shared).
     """
-    if isinstance(explainer, type):
-        raise TypeError("pass an explainer object or a factory function agent -> explainer, not a class")
-    for meth in ("rebind", "with_agent"):
+    if isinstance(explainer, type):  # a class is a factory: Occlusion(agent) with default parameters
+        return explainer(agent)
+    for meth in ("for_agent", "rebind", "with_agent"):
         if hasattr(explainer, meth):
             return getattr(explainer, meth)(agent)
     if hasattr(explainer, "attribute"):
@@ -277,7 +279,8 @@ class RandomisationTest:
         n = x.shape[0]
         tgt = self._targets(agent, x, hidden, target)
         t = torch.as_tensor(tgt)
-        orig_exp = rebuild_explainer(explainer, agent) if not hasattr(explainer, "attribute") else explainer
+        bound = hasattr(explainer, "attribute") and not isinstance(explainer, type)
+        orig_exp = explainer if bound and getattr(explainer, "agent", agent) is agent else rebuild_explainer(explainer, agent)
         original = as_maps(explain(orig_exp, x, target=t, hidden=hidden), n, tuple(x.shape[2:]), "original maps")
         out = []
         for level, name, model in randomised_models(agent, order=self.order, init=self.init, seed=self.seed, levels=self.levels):

@@ -1,0 +1,171 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (chapter-agents)=
+# # Agents
+#
+# Every explanation in this book explains one particular agent, so we first meet the
+# agents. There are two kinds. The **DQN agents** are trained the way
+# {cite:t}`huber2022benchmarking` trained theirs: a Nature-DQN network {cite}`mnih2015human`
+# on Huber's preprocessing, with double and dueling heads. The **Mask-A3C agents** are the
+# checkpoints released by {cite:t}`itaya2021visual`: actor-critics whose policy
+# and value branches each carry a spatial attention mask, which is their explanation.
+#
+# This chapter checks that the agents play well enough for their explanations to matter,
+# shows how they learned, and lets you watch them play. All the work is done by
+# `saliency_lib.study.agents`; the cells below only call it.
+
+# %% [markdown]
+# ## Parameters
+#
+# The next cell holds the chapter's parameters. Papermill replaces them, for instance
+# `papermill notebooks/01_agents.ipynb out.ipynb -p game MsPacman`; `None` means "the
+# value of the execution profile" ({doc}`../reproduce` describes the profiles).
+
+# %% tags=["parameters"]
+game = "Breakout"  # Atari game of the chapter
+agent = None  # agent spec (checkpoint directory, official:<Game>, sb3:...); None: the study's agent
+train = False  # train a DQN agent here instead of loading one; later chapters then use it
+frames = None  # frames to train for when train is true; None: the profile's value
+profile = "quick"  # execution profile: "tiny", "quick" or "full"
+seed = 0  # seed of the evaluation games, the GIFs and training
+device = "cpu"  # torch device of the agents
+results_dir = "data/results"  # cache of results, relative to the repository root
+
+# %% [markdown]
+# The parameters become the chapter's frozen configuration. The profile adds how many
+# games to play, how long the GIFs run and which official games to re-evaluate.
+
+# %%
+from saliency_lib.study.agents import (
+    AgentsChapter, agent_gif, chapter_scores, choose_agent, learning_curves, official_curve,
+    official_curves_tabs, official_scores, style_official, style_scores,
+)
+
+cfg = AgentsChapter(game=game, agent=agent, train=train, frames=frames, profile=profile,
+                    seed=seed, device=device, results_dir=results_dir)
+cfg.settings
+
+# %% [markdown]
+# Every number below depends on these settings. In the `tiny` profile, used by the test
+# suite, the games are cut short and the scores mean nothing.
+#
+# ## The agent explained
+#
+# `choose_agent` takes the `agent` parameter if one is given. If `train` is true, it trains
+# a DQN agent with `saliency_lib.train.train_dqn`. Otherwise it uses the agent recorded for
+# the study, or the one shipped in `data/agents`.
+
+# %%
+choice = choose_agent(cfg)
+choice
+
+# %% [markdown]
+# A trained agent is recorded in `study_agents.json` in the results directory, so
+# every later chapter explains it too, through `saliency_lib.study.agents.study_agent`.
+#
+# ## How well do the agents play?
+#
+# Explanations of an agent that has not learned the game tell us little, so we first check
+# the scores. Huber et al. did not publish their agents' scores. We therefore compare
+# with random play, the professional human tester and Nature DQN {cite}`mnih2015human`, and
+# add the official Mask-A3C checkpoint as re-evaluated in the last section.
+
+# %%
+official = official_scores(cfg)
+scores = chapter_scores(cfg, choice, official)
+style_scores(scores, f"Scores on {cfg.game}: greedy games, raw game score (all lives). "
+                     "Random, human and Nature DQN from Mnih et al. (2015).")
+
+# %% [markdown]
+# The human-normalised column puts all agents on one scale: 0 % is random play and 100 %
+# is the human tester. Scores marked "evaluated here" come from the few games of the
+# profile. They show that the agent plays; they are not a benchmark.
+#
+# ## How the agent learned
+#
+# The training log shows how the score grew over the run. Dots are single training games,
+# played with ε-greedy exploration. The line is their rolling mean. Orange points are
+# the greedy evaluations made during training.
+
+# %% mystnb={"figure": {"caption": "Learning curve of the chapter's DQN agent (or of the training run in progress for the game): training games, their rolling mean and greedy evaluations, with random play and Nature DQN as references.", "name": "fig-agents-learning-curve"}}
+learning_curves(cfg, choice)
+
+# %% [markdown]
+# When the run is still in progress, the x-axis covers the whole planned run, so the
+# curve shows how far training has got. Training games score below the greedy
+# evaluations because of their exploration.
+#
+# ## Watching the agents play
+#
+# Numbers hide how an agent plays. The GIF shows the first steps of a greedy game of our
+# DQN agent, from the fixed start that Huber et al. use for their benchmark states.
+
+# %% mystnb={"figure": {"caption": "The chapter's DQN agent playing greedily from Huber et al.'s fixed start (every third step shown).", "name": "fig-agents-gif-dqn"}}
+agent_gif(choice.spec, cfg)
+
+# %% [markdown]
+# The Mask-A3C agent carries its explanation with it. Next to each frame, the GIF shows the
+# policy mask (middle) and the value mask (right). Each mask is upsampled back through the
+# crop, as the official visualiser does, and drawn with the perceptually uniform *inferno*
+# colormap, normalised over the episode.
+
+# %% mystnb={"figure": {"caption": "The official Mask-A3C agent playing greedily: frame, policy mask and value mask (inferno colormap: dark = low, yellow = high attention).", "name": "fig-agents-gif-mask-a3c"}}
+agent_gif(f"official:{cfg.game}", cfg)
+
+# %% [markdown]
+# The policy mask is sparse and follows a few objects, while the value mask covers more of
+# the screen. A later chapter asks whether perturbation saliency maps agree with these masks.
+#
+# ## The official Mask-A3C checkpoints
+#
+# Itaya et al. released one training run per game, with its best checkpoint and a log of
+# greedy test games played during training. We re-evaluate each checkpoint on today's
+# emulator and compare with the level its log reached: the mean of the last 100 test games.
+
+# %%
+style_official(official, "Official Mask-A3C checkpoints: our greedy re-evaluation next to the "
+                         "level logged by the official runs (mean and sd of their last 100 test games).")
+
+# %% [markdown]
+# A ratio near 1 means that the checkpoint still plays at its logged level. Few games make
+# the ratio noisy. Games capped at 10 000 agent steps (Breakout, BeamRider and Space
+# Invaders often reach the cap) bound the score from above.
+#
+# The official test log of the chapter's game shows the whole training run behind its
+# checkpoint.
+
+# %% mystnb={"figure": {"caption": "Official Mask-A3C test log: each dot is one greedy test game played during training; the line is the rolling mean over 100 games; the dashed line is the level of the last 100 games.", "name": "fig-agents-official-curve"}}
+official_curve(cfg.game)
+
+# %% [markdown]
+# The test games keep a wide spread until the end of training. One checkpoint's score
+# from a few games is therefore a rough estimate of the run's level. The tabs below show
+# the logs of all official games.
+
+# %%
+official_curves_tabs(cfg.official_games)
+
+# %% [markdown]
+# The games differ widely in how fast and how steadily the agent learned. Space Invaders,
+# for instance, improves late in training.
+#
+# ## Summary
+#
+# * The study explains one DQN agent per game (shipped in `data/agents`, or trained here
+#   with `-p train true`) and the official Mask-A3C agents.
+# * The score table compares them with random play, the human tester and Nature DQN. The
+#   official table checks that the released checkpoints still reach their logged level.
+# * The next chapters compute saliency maps for these agents and test how far the maps
+#   can be trusted.

@@ -1,0 +1,399 @@
+"""The explainer base classes, the :class:`Attribution` result and the chunked forward machinery.
+
+An explainer is a fully specified method: its constructor takes the agent and
+every hyper-parameter, and ``attribute`` takes the data. The base class owns what
+all methods share: validation of states, targets and recurrent state, the clean
+forward pass, the greedy-action default, the readout of the explained output and,
+for perturbation methods, the chunked forward passes over a flat index of
+``(state, perturbation)`` pairs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ..agents.base import Agent
+from ._validation import check_choice, check_int
+
+__all__ = ["Attribution", "Explainer", "PerturbationExplainer", "explainable_outputs", "OUTPUTS", "PRECISIONS"]
+
+#: Every output name an explainer may be asked to explain.
+OUTPUTS = ("q", "advantage", "logits", "probs", "value", "all")
+#: Arithmetic of the forward passes: float32, or bfloat16 autocast (an option; see the benchmark).
+PRECISIONS = ("fp32", "bf16")
+_SCALAR_OUTPUTS = ("q", "advantage", "logits", "probs", "value")
+
+
+def explainable_outputs(agent: Agent) -> tuple[str, ...]:
+    """The outputs of ``agent`` an explainer can explain, in a fixed order.
+
+    * the scalar outputs the agent declares: ``q`` and ``advantage`` (Q-agents),
+      ``logits``, ``probs`` and ``value`` (actor-critic agents);
+    * ``probs`` for every agent: for a Q-agent, the softmax of its Q-values (the
+      "softmax" option of Huber et al.);
+    * ``all``: the whole action-score vector (``q`` or ``logits``), scored by the
+      L2 change ½‖y(I) − y(I′)‖² of the original Noise Sensitivity.
+    """
+    names = [n for n in agent.outputs if n in _SCALAR_OUTPUTS]
+    if agent.default_output and "probs" not in names:
+        names.append("probs")
+    names.append("all")
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The result of :meth:`Explainer.attribute`; the same type for every method.
+
+    Attributes
+    ----------
+    maps : torch.Tensor
+        ``(N, H, W)`` float32 on the agent's device: one map per state at the
+        agent's input resolution, higher = more important. Not normalised.
+    target : torch.Tensor
+        ``(N,)`` int64: the action index explained for each state (the given
+        target, else the greedy action on the clean state). For the outputs
+        ``value`` and ``all``, and for maps that do not depend on an action
+        (mask attention, random maps), it is the action the agent takes (or the
+        given one) and is recorded only.
+    output : str
+        The explained output (see :func:`explainable_outputs`), or
+        ``"policy_mask"``/``"value_mask"`` for mask attention, ``"none"`` for random maps.
+    method : str
+        Registry name of the method (see :data:`saliency_lib.explainers.EXPLAINERS`).
+    forward_passes : int
+        Network input rows evaluated per state, the clean pass included (for
+        gradient methods, forward passes that are each followed by a backward pass).
+    coarse : torch.Tensor or None
+        ``(N, h, w)`` map before upsampling, for grid methods (Occlusion, Noise
+        Sensitivity, SARFA, mask attention, Grad-CAM); ``None`` otherwise.
+    segments : torch.Tensor or None
+        ``(N, H, W)`` int64 superpixel labels ``0 … F−1`` for LIME; ``None`` otherwise.
+    """
+
+    maps: torch.Tensor
+    target: torch.Tensor
+    output: str
+    method: str
+    forward_passes: int
+    coarse: torch.Tensor | None = None
+    segments: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.maps.shape[0]
+
+    def cpu(self) -> Attribution:
+        """A copy with every tensor on the CPU."""
+        return replace(
+            self,
+            maps=self.maps.cpu(),
+            target=self.target.cpu(),
+            coarse=None if self.coarse is None else self.coarse.cpu(),
+            segments=None if self.segments is None else self.segments.cpu(),
+        )
+
+
+@dataclass
+class _Result:
+    """What a subclass's ``_explain`` hands back to :meth:`Explainer.attribute`."""
+
+    maps: torch.Tensor
+    passes: int
+    coarse: torch.Tensor | None = None
+    segments: torch.Tensor | None = None
+
+
+class Explainer:
+    """Base class: one saliency method bound to one agent.
+
+    Parameters
+    ----------
+    agent : saliency_lib.agents.Agent
+        The agent to explain. Every computation runs on ``agent.device``.
+    output : str, optional
+        The explained output; one of :func:`explainable_outputs` ``(agent)`` that
+        the method supports. Default: the method's reference choice (the action
+        scores ``q``/``logits`` unless a subclass says otherwise).
+    batch_size : int, optional
+        Network input rows per forward call (default 256). Only speed and memory
+        depend on it: all scores are collected before any reduction, so maps agree
+        for every ``batch_size`` up to the floating-point rounding of the network
+        itself (about 1e-7 relative on the CPU).
+    precision : {"fp32", "bf16"}, optional
+        ``"bf16"`` runs the network under ``torch.autocast(dtype=torch.bfloat16)``.
+        An option for speed only; see ``data/benchmarks/explainers.json`` for its
+        accuracy on a trained agent. Default ``"fp32"``.
+
+    Notes
+    -----
+    **Target.** ``attribute(states, target=None)`` explains the agent's greedy
+    action on each clean state, as Huber et al.; ``target`` may instead be an
+    ``int`` or an integer tensor ``(N,)``, e.g. the original agent's actions when
+    a randomised copy is explained (sanity checks).
+
+    **Recurrent agents.** ``hidden`` is the recurrent state of each state (a tuple
+    of tensors with first axis ``N``). It is held fixed while the input is
+    perturbed: every perturbed copy of state ``i`` is evaluated with row ``i`` of
+    ``hidden``. ``hidden=None`` uses the agent's zero state.
+
+    **Randomness.** Stochastic methods take ``seed`` and draw from their own
+    :class:`torch.Generator` on the CPU, never from a global RNG, so maps depend
+    only on the seed and not on the device or ``batch_size``.
+    """
+
+    #: Registry name (see :data:`saliency_lib.explainers.EXPLAINERS`).
+    name: ClassVar[str] = "explainer"
+    #: Outputs this method can explain (intersected with the agent's).
+    supported_outputs: ClassVar[tuple[str, ...]] = OUTPUTS
+    #: Default output; ``None`` means the agent's action scores (``q`` or ``logits``).
+    default_output: ClassVar[str | None] = None
+    #: Paper the method and its default parameters come from.
+    reference: ClassVar[str] = ""
+
+    def __init__(self, agent: Agent, *, output: str | None = None, batch_size: int = 256, precision: str = "fp32"):
+        if not isinstance(agent, Agent):
+            raise TypeError(f"agent must be a saliency_lib.agents.Agent, got {type(agent).__name__}; wrap a network with QAgent(...) or load one with load_agent(...)")
+        self.agent = agent
+        self.output = self._resolve_output(output)
+        self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        self.precision = check_choice("precision", precision, PRECISIONS)
+        self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": self.batch_size, "precision": self.precision}
+        self._params: dict[str, Any] = {}
+
+    # -- configuration ---------------------------------------------------------------
+    def _remember(self, **params: Any) -> None:
+        """Record validated method parameters (shown in :attr:`config`, reused by :meth:`for_agent`)."""
+        self._params.update(params)
+        self._init_kwargs.update(params)
+
+    @property
+    def method_name(self) -> str:
+        """Registry name of this configured method (e.g. ``"ns_chosen"``)."""
+        return self.name
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """Read-only record of the method: name, explained output and every parameter."""
+        return MappingProxyType({"method": self.method_name, "output": self.output, **self._params, "batch_size": self.batch_size, "precision": self.precision})
+
+    def for_agent(self, agent: Agent) -> Explainer:
+        """The same method (same parameters, same seed, shared random masks) bound to ``agent``.
+
+        Used by the sanity checks to explain randomised copies of an agent.
+        """
+        return type(self)(agent, **self._init_kwargs)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.config.items() if k not in ("method",) and not isinstance(v, torch.Tensor))
+        return f"{type(self).__name__}({params})"
+
+    def _resolve_output(self, output: str | None) -> str:
+        valid = tuple(o for o in explainable_outputs(self.agent) if o in self.supported_outputs)
+        if output is None:
+            output = self.default_output or self.agent.default_output
+            if output not in valid:  # a default the agent lacks (e.g. "value" on a Q-agent)
+                raise ValueError(f"{type(self).__name__} explains {output!r} by default, which {self.agent!r} does not have; pass output= one of: {', '.join(valid)}")
+            return output
+        if output not in valid:
+            raise ValueError(
+                f"unknown output {output!r} for {type(self).__name__} on {type(self.agent).__name__} "
+                f"({self.agent.kind}); valid outputs are: {', '.join(valid)}"
+            )
+        return output
+
+    # -- the public call -------------------------------------------------------------
+    def attribute(
+        self,
+        states: torch.Tensor,
+        *,
+        target: int | torch.Tensor | None = None,
+        hidden: tuple[torch.Tensor, ...] | None = None,
+        batch_size: int | None = None,
+    ) -> Attribution:
+        """Saliency maps of ``states``.
+
+        Parameters
+        ----------
+        states : torch.Tensor
+            ``(N, C, H, W)`` batch of preprocessed states (``agent.input_shape``).
+        target : int or torch.Tensor, optional
+            Action index to explain: ``None`` (default) for the greedy action on
+            each clean state, an ``int`` for all states, or an integer tensor ``(N,)``.
+        hidden : tuple of torch.Tensor, optional
+            Recurrent state of each state (recurrent agents only), held fixed while
+            the input is perturbed.
+        batch_size : int, optional
+            Overrides the explainer's ``batch_size`` for this call.
+
+        Returns
+        -------
+        Attribution
+            ``maps`` ``(N, H, W)`` and the bookkeeping described in :class:`Attribution`.
+
+        Raises
+        ------
+        ValueError
+            For states of the wrong shape, a target that is not a valid action
+            index, or a ``hidden`` that does not fit the agent or the batch.
+        """
+        x = self.agent.check_states(states)
+        n = x.shape[0]
+        if n == 0:
+            raise ValueError("states is an empty batch; pass at least one state")
+        hidden = self._check_hidden(hidden, n)
+        bs = self.batch_size if batch_size is None else check_int("batch_size", batch_size, minimum=1)
+        with torch.no_grad():
+            clean = self.agent(x, hidden)  # float32: defines the greedy action
+        actions = self._resolve_target(target, clean[self.agent.default_output].argmax(dim=1), n)
+        passes = 1
+        if self.precision != "fp32" and self._uses_clean_readout:
+            with torch.no_grad():
+                clean = self._forward(x, hidden)  # reference readout in the same arithmetic as the perturbed passes
+            passes += 1
+        res = self._explain(x, hidden, actions, clean, bs)
+        return Attribution(
+            maps=res.maps.float(),
+            target=actions,
+            output=self._output_label(),
+            method=self.method_name,
+            forward_passes=passes + res.passes,
+            coarse=None if res.coarse is None else res.coarse.float(),
+            segments=res.segments,
+        )
+
+    # -- hooks -----------------------------------------------------------------------
+    #: Whether ``_explain`` reads the clean outputs (then a ``bf16`` run adds a ``bf16`` clean pass).
+    _uses_clean_readout: ClassVar[bool] = True
+
+    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _output_label(self) -> str:
+        return self.output
+
+    # -- helpers for subclasses ------------------------------------------------------
+    @property
+    def _hw(self) -> tuple[int, int]:
+        return tuple(self.agent.input_shape[1:])
+
+    def _autocast(self, device: torch.device):
+        if self.precision == "bf16":
+            return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _forward(self, rows: torch.Tensor, hidden) -> dict[str, torch.Tensor]:
+        with self._autocast(rows.device):
+            return self.agent(rows, hidden)
+
+    def _readout(self, out: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """The explained output as float32 ``(rows, K)``: action scores, probabilities or ``value`` (K = 1)."""
+        name = self.output
+        if name == "all":
+            y = out[self.agent.default_output]
+        elif name == "probs" and "probs" not in out:
+            y = torch.softmax(out[self.agent.default_output].float(), dim=1)
+        elif name == "value":
+            y = out["value"].reshape(-1, 1)
+        else:
+            y = out[name]
+        return y.float()
+
+    def _select(self, vec: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Pick the explained scalar from readouts ``(N, …, K)``: column ``actions[i]``, or ``value``."""
+        if self.output == "value":
+            return vec[..., 0]
+        if self.output == "all":  # pragma: no cover - guarded by supported_outputs
+            raise RuntimeError("output 'all' has no single scalar")
+        idx = actions.reshape(-1, *([1] * (vec.dim() - 1))).expand(*vec.shape[:-1], 1)
+        return vec.gather(-1, idx)[..., 0]
+
+    def _drop_score(self, clean_vec: torch.Tensor, pert_vec: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Score of each perturbation ``(N, P)`` as Occlusion and Noise Sensitivity define it.
+
+        ``1 − f_a(I′)`` for a scalar output; ``½‖y(I) − y(I′)‖²`` for ``output="all"``.
+        """
+        if self.output == "all":
+            return 0.5 * (pert_vec - clean_vec[:, None]).pow(2).sum(dim=-1)
+        return 1.0 - self._select(pert_vec, actions)
+
+    def _check_hidden(self, hidden, n: int):
+        if hidden is None:
+            return None
+        if not self.agent.recurrent:
+            raise ValueError(f"hidden was given but {self.agent!r} is not recurrent; pass hidden=None")
+        if not isinstance(hidden, (tuple, list)) or not hidden or not all(isinstance(h, torch.Tensor) for h in hidden):
+            raise ValueError(f"hidden must be a tuple of tensors with first axis {n} (one row per state), got {type(hidden).__name__}")
+        bad = [tuple(h.shape) for h in hidden if h.dim() == 0 or h.shape[0] != n]
+        if bad:
+            raise ValueError(f"hidden tensors must have first axis {n} (one row per state), got shapes {bad}; index the recurrent state with Agent.index_hidden")
+        return tuple(h.to(self.agent.device) for h in hidden)
+
+    def _resolve_target(self, target, greedy: torch.Tensor, n: int) -> torch.Tensor:
+        a = self.agent.n_actions
+        hint = (
+            f"; target is the action index (None = greedy action, an int in [0, {a}) or an integer tensor of shape ({n},)); "
+            f"choose the explained output with output= (one of: {', '.join(explainable_outputs(self.agent))})"
+        )
+        if target is None:
+            return greedy
+        if isinstance(target, (bool, np.bool_)):
+            raise ValueError(f"target must not be a bool, got {target!r}{hint}")
+        if isinstance(target, numbers.Integral):
+            t = torch.full((n,), int(target), dtype=torch.long, device=greedy.device)
+        elif isinstance(target, (torch.Tensor, np.ndarray)):
+            t = torch.as_tensor(target)
+            if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+                raise ValueError(f"target tensor must have an integer dtype, got {t.dtype}{hint}")
+            if t.dim() == 0:
+                t = t.expand(n)
+            if tuple(t.shape) != (n,):
+                raise ValueError(f"target tensor must have shape ({n},), got {tuple(t.shape)}{hint}")
+            t = t.to(device=greedy.device, dtype=torch.long)
+        else:
+            raise ValueError(f"invalid target {target!r}{hint}")
+        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= a):
+            raise ValueError(f"target actions must lie in [0, {a}), got values in [{int(t.min())}, {int(t.max())}]{hint}")
+        return t
+
+
+class PerturbationExplainer(Explainer):
+    """Base class of the perturbation methods: chunked, batched forward passes.
+
+    A subclass declares how many perturbations each state gets and builds the
+    perturbed inputs for any slice of the flat index ``j = i · P + k`` (state
+    ``i``, perturbation ``k``) as one tensor. The base evaluates the slices of
+    ``batch_size`` rows in order, each with rows ``i`` of the recurrent state,
+    and returns all readouts ``(N, P, K)`` before the subclass reduces them.
+    """
+
+    def _perturbed_readouts(
+        self,
+        x: torch.Tensor,
+        hidden,
+        n_perturbations: int,
+        make_rows: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        batch_size: int,
+    ) -> torch.Tensor:
+        n = x.shape[0]
+        total = n * n_perturbations
+        out: torch.Tensor | None = None
+        with torch.no_grad():
+            for start in range(0, total, batch_size):
+                stop = min(start + batch_size, total)
+                flat = torch.arange(start, stop, device=x.device)
+                state_idx = torch.div(flat, n_perturbations, rounding_mode="floor")
+                pert_idx = flat - state_idx * n_perturbations
+                rows = make_rows(state_idx, pert_idx)
+                vec = self._readout(self._forward(rows, Agent.index_hidden(hidden, state_idx)))
+                if out is None:
+                    out = torch.empty((total, vec.shape[1]), dtype=torch.float32, device=x.device)
+                out[start:stop] = vec
+        return out.view(n, n_perturbations, -1)

@@ -1,0 +1,79 @@
+"""Name → explainer registry."""
+
+from __future__ import annotations
+
+from functools import partial
+from types import MappingProxyType
+
+from ..agents.base import Agent
+from ._base import Explainer
+from .gradient import GradCAM, Gradient, IntegratedGradients
+from .lime import LimeFelzenszwalb, LimeQuickshift, LimeSLIC
+from .mask_attention import MaskAttention
+from .noise_sensitivity import NoiseSensitivity
+from .occlusion import Occlusion
+from .random_map import RandomMap
+from .rise import RISE
+from .sarfa import SARFA
+
+__all__ = ["EXPLAINERS", "get_explainer"]
+
+#: Registry: name → constructor (a class, or a ``functools.partial`` fixing a preset).
+#: Call as ``EXPLAINERS[name](agent, **params)`` or through :func:`get_explainer`.
+EXPLAINERS = MappingProxyType(
+    {
+        "occlusion": partial(Occlusion),
+        "noise_sensitivity": partial(NoiseSensitivity),
+        "ns_original": partial(NoiseSensitivity, variant="original"),
+        "ns_chosen": partial(NoiseSensitivity, variant="chosen"),
+        "ns_black": partial(NoiseSensitivity, variant="black"),
+        "sarfa": partial(SARFA),
+        "rise": partial(RISE),
+        "lime_slic": partial(LimeSLIC),
+        "lime_quickshift": partial(LimeQuickshift),
+        "lime_felzenszwalb": partial(LimeFelzenszwalb),
+        "mask_policy": partial(MaskAttention, branch="policy"),
+        "mask_value": partial(MaskAttention, branch="value"),
+        "gradient": partial(Gradient),
+        "integrated_gradients": partial(IntegratedGradients),
+        "gradcam": partial(GradCAM),
+        "random": partial(RandomMap),
+    }
+)
+
+
+def get_explainer(name: str, agent: Agent, **params) -> Explainer:
+    """Build the explainer registered as ``name`` for ``agent``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`EXPLAINERS`.
+    agent : saliency_lib.agents.Agent
+        The agent to explain.
+    **params
+        The method's keyword parameters (see its class). A preset's fixed
+        parameters (e.g. ``variant`` of ``"ns_chosen"``) cannot be overridden.
+
+    Returns
+    -------
+    Explainer
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the valid ones), a parameter that
+        contradicts the preset, or an invalid parameter value.
+    TypeError
+        For a parameter the method does not have.
+    """
+    if name not in EXPLAINERS:
+        raise ValueError(f"unknown explainer {name!r}; valid names are: {', '.join(EXPLAINERS)}")
+    ctor = EXPLAINERS[name]
+    fixed = sorted(set(params) & set(ctor.keywords))
+    if fixed:
+        preset = ", ".join(f"{k}={ctor.keywords[k]!r}" for k in fixed)
+        general = [k for k, c in EXPLAINERS.items() if c.func is ctor.func and not c.keywords]
+        fix = f"use {general[0]!r}" if general else f"construct {ctor.func.__name__} directly"
+        raise ValueError(f"explainer {name!r} fixes {preset}; {fix} to choose {', '.join(fixed)}")
+    return ctor(agent, **params)

@@ -1,0 +1,38 @@
+"""Evaluation metrics for saliency maps: sanity checks, insertion/deletion, statistics.
+
+Every metric is configured in its constructor and evaluated by
+``evaluate(agent, states, ...)``, which returns a tidy table in the schema of
+:mod:`saliency_lib.results`. Class metadata ``name``, ``higher_is_better`` and
+``reference`` describe the score.
+"""
+
+from .insertion_deletion import MEASURES, SUBSTRATES, Deletion, Insertion, auc, make_substrate, random_saliency
+from .randomisation import (
+    INITS,
+    ORDERS,
+    ORIGINAL,
+    REFERENCE_LAYERS,
+    RandomisationTest,
+    randomise_modules,
+    randomised_models,
+    rebuild_explainer,
+)
+from .similarity import (
+    SIMILARITIES,
+    ConstantMapWarning,
+    hog_pearson,
+    is_constant,
+    normalise_map,
+    similarity,
+    spearman,
+    ssim,
+    ssim_2d,
+)
+from .statistics import bootstrap_ci, holm, paired_wilcoxon, ranking_table, summarise
+
+__all__ = [
+    "RandomisationTest", "randomised_models", "randomise_modules", "rebuild_explainer", "INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS",
+    "Insertion", "Deletion", "SUBSTRATES", "MEASURES", "make_substrate", "random_saliency", "auc",
+    "SIMILARITIES", "ConstantMapWarning", "similarity", "spearman", "ssim", "ssim_2d", "hog_pearson", "normalise_map", "is_constant",
+    "summarise", "bootstrap_ci", "holm", "paired_wilcoxon", "ranking_table",
+]

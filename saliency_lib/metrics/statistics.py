@@ -1,0 +1,266 @@
+"""Summaries and tests on tidy result tables.
+
+* :func:`summarise`: per group, n, mean ± std (as the paper reports) and a
+  seeded bootstrap confidence interval of the mean.
+* :func:`paired_wilcoxon`: Wilcoxon signed-rank tests between every pair of
+  methods on the states both were evaluated on, with Holm correction.
+* :func:`ranking_table`: methods ranked by their mean, with the methods each
+  one is significantly better or worse than.
+
+All functions take a table in the :mod:`saliency_lib.results` schema (or any
+DataFrame with the named columns) and return a new DataFrame.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["bootstrap_ci", "summarise", "holm", "paired_wilcoxon", "ranking_table"]
+
+_CI_METHODS = ("percentile", "basic", "BCa")
+
+
+def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, method: str = "percentile") -> tuple[float, float]:
+    """Bootstrap confidence interval of the mean of ``values`` (NaNs dropped).
+
+    Parameters
+    ----------
+    values : array_like, 1-D
+    confidence : float
+        Confidence level in (0, 1); default 0.95.
+    n_resamples : int
+        Bootstrap resamples (default 2000).
+    seed : int
+        Seed of the resampling.
+    method : {"percentile", "basic", "BCa"}
+        Passed to :func:`scipy.stats.bootstrap`.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        ``(nan, nan)`` for fewer than 2 finite values; ``(v, v)`` if all values equal ``v``.
+    """
+    from scipy.stats import bootstrap
+
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    if method not in _CI_METHODS:
+        raise ValueError(f"unknown method {method!r}; valid values are: {', '.join(_CI_METHODS)}")
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return float("nan"), float("nan")
+    if np.ptp(v) == 0:
+        return float(v[0]), float(v[0])
+    res = bootstrap((v,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method=method,
+                    rng=np.random.default_rng(seed), vectorized=True)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _group_cols(df: pd.DataFrame, by: Sequence[str]) -> list[str]:
+    missing = [c for c in by if c not in df.columns]
+    if missing:
+        raise ValueError(f"group columns {missing} are not in the table; available columns: {', '.join(df.columns)}")
+    return list(by)
+
+
+DEFAULT_BY = ("experiment", "agent", "game", "method", "substrate", "level", "layer", "step", "measure")
+
+
+def summarise(
+    df: pd.DataFrame,
+    by: Sequence[str] = DEFAULT_BY,
+    *,
+    value: str = "value",
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    ddof: int = 0,
+    method: str = "percentile",
+) -> pd.DataFrame:
+    """Mean, std and bootstrap CI of ``value`` per group.
+
+    Parameters
+    ----------
+    df : DataFrame
+    by : sequence of str
+        Group columns; columns that are entirely NA are dropped from the
+        grouping (e.g. ``step`` for sanity tables). Default: every key column
+        except ``state``.
+    value : str
+        Column to summarise.
+    confidence, n_resamples, seed, method
+        See :func:`bootstrap_ci`. Every group uses the same seed.
+    ddof : int
+        Delta degrees of freedom of the std (default 0, NumPy's default, as the
+        paper's tables).
+
+    Returns
+    -------
+    DataFrame
+        Group columns plus ``n`` (finite values), ``n_nan``, ``mean``, ``std``,
+        ``ci_low``, ``ci_high``.
+    """
+    by = _group_cols(df, by)
+    if value not in df.columns:
+        raise ValueError(f"value column {value!r} is not in the table")
+    by = [c for c in by if not df[c].isna().all()]
+    rows = []
+    groups = df.groupby(by, dropna=False, sort=True) if by else [((), df)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        v = pd.to_numeric(g[value], errors="coerce").to_numpy(dtype=np.float64)
+        fin = v[np.isfinite(v)]
+        lo, hi = bootstrap_ci(fin, confidence=confidence, n_resamples=n_resamples, seed=seed, method=method)
+        rows.append({**dict(zip(by, key)), "n": int(fin.size), "n_nan": int(v.size - fin.size),
+                     "mean": float(fin.mean()) if fin.size else float("nan"),
+                     "std": float(fin.std(ddof=ddof)) if fin.size > ddof else float("nan"),
+                     "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values (NaNs stay NaN and do not count)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full_like(p, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+def _wide(df: pd.DataFrame, pair_on: Sequence[str], between: str, value: str) -> pd.DataFrame:
+    dup = df.duplicated([*pair_on, between], keep=False)
+    if dup.any():
+        raise ValueError(
+            f"the table has several rows per ({', '.join([*pair_on, between])}); filter it to one measure, "
+            "level/step and substrate first (e.g. df[df.measure == 'q_ratio_auc'])"
+        )
+    return df.pivot(index=list(pair_on), columns=between, values=value)
+
+
+def paired_wilcoxon(
+    df: pd.DataFrame,
+    *,
+    between: str = "method",
+    pair_on: Sequence[str] = ("state",),
+    value: str = "value",
+    alternative: str = "two-sided",
+) -> pd.DataFrame:
+    """Paired Wilcoxon signed-rank tests between every pair of ``between`` groups.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One measure of one setting: exactly one row per (``pair_on``, ``between``).
+    between : str
+        Column whose values are compared (default ``"method"``).
+    pair_on : sequence of str
+        Columns that identify a pair (default ``("state",)``: the same state).
+    value : str
+        Value column.
+    alternative : {"two-sided", "less", "greater"}
+        Passed to :func:`scipy.stats.wilcoxon` (``a`` versus ``b``).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``a``, ``b``, ``n`` (pairs with finite values), ``mean_diff``
+        and ``median_diff`` (a − b), ``statistic``, ``p_value``, ``p_holm``
+        (Holm-corrected over all pairs).
+
+    Raises
+    ------
+    ValueError
+        If a (pair, group) combination has several rows.
+    """
+    from scipy.stats import wilcoxon
+
+    if alternative not in ("two-sided", "less", "greater"):
+        raise ValueError(f"unknown alternative {alternative!r}; valid values are: two-sided, less, greater")
+    wide = _wide(df, pair_on, between, value)
+    names = list(wide.columns)
+    rows = []
+    for a, b in combinations(names, 2):
+        x = wide[a].to_numpy(dtype=np.float64)
+        y = wide[b].to_numpy(dtype=np.float64)
+        ok = np.isfinite(x) & np.isfinite(y)
+        d = x[ok] - y[ok]
+        stat = p = float("nan")
+        if d.size and np.any(d != 0):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = wilcoxon(x[ok], y[ok], alternative=alternative)
+            stat, p = float(r.statistic), float(r.pvalue)
+        elif d.size:
+            stat, p = 0.0, 1.0
+        rows.append({"a": a, "b": b, "n": int(d.size), "mean_diff": float(d.mean()) if d.size else float("nan"),
+                     "median_diff": float(np.median(d)) if d.size else float("nan"), "statistic": stat, "p_value": p})
+    out = pd.DataFrame(rows, columns=["a", "b", "n", "mean_diff", "median_diff", "statistic", "p_value"])
+    out["p_holm"] = holm(out["p_value"].to_numpy()) if len(out) else pd.Series(dtype=float)
+    return out
+
+
+def ranking_table(
+    df: pd.DataFrame,
+    *,
+    higher_is_better: bool = True,
+    between: str = "method",
+    pair_on: Sequence[str] = ("state",),
+    value: str = "value",
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Rank methods by their mean on one measure and say which differences are significant.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One measure of one setting (see :func:`paired_wilcoxon`).
+    higher_is_better : bool
+        Direction of the measure (insertion AUC: True; deletion AUC and
+        sanity-check similarity: False).
+    alpha : float
+        Family-wise significance level of the Holm-corrected paired Wilcoxon tests.
+
+    Returns
+    -------
+    DataFrame
+        One row per method, best first: ``rank``, ``method``, ``n``, ``mean``,
+        ``std``, ``ci_low``, ``ci_high``, ``better_than`` and ``worse_than``
+        (comma-separated methods with a significant difference) and ``tied_with``
+        (methods not significantly different).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    summ = summarise(df, by=[between], value=value, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    tests = paired_wilcoxon(df, between=between, pair_on=pair_on, value=value)
+    summ = summ.sort_values("mean", ascending=not higher_is_better, kind="stable").reset_index(drop=True)
+    better = {m: [] for m in summ[between]}
+    worse = {m: [] for m in summ[between]}
+    tied = {m: [] for m in summ[between]}
+    for t in tests.itertuples():
+        if np.isfinite(t.p_holm) and t.p_holm < alpha:
+            a_wins = (t.mean_diff > 0) == higher_is_better
+            win, lose = (t.a, t.b) if a_wins else (t.b, t.a)
+            better[win].append(str(lose))
+            worse[lose].append(str(win))
+        else:
+            tied[t.a].append(str(t.b))
+            tied[t.b].append(str(t.a))
+    summ.insert(0, "rank", np.arange(1, len(summ) + 1))
+    summ["better_than"] = [", ".join(better[m]) for m in summ[between]]
+    summ["worse_than"] = [", ".join(worse[m]) for m in summ[between]]
+    summ["tied_with"] = [", ".join(tied[m]) for m in summ[between]]
+    return summ.drop(columns=["n_nan"])

@@ -1,0 +1,597 @@
+"""Chapter 1 (Agents): which agents the study explains, how well they play, how they learned.
+
+The chapter's notebook (``notebooks/01_agents.py``) only calls these functions.
+
+* :class:`AgentsChapter`: the chapter's frozen configuration, built from the
+  notebook's ``parameters`` cell and the execution profile.
+* :func:`study_agent`: the agent the study explains for a game. Later chapters call
+  it too, so an agent trained in chapter 1 (``-p train true``) is used everywhere.
+* :func:`score_table`: shipped agents (``data/agents/*/meta.json``) with their scores
+  (``data/agents/scores.csv``) next to random play, the human tester and Nature DQN.
+* :func:`learning_curves`, :func:`agent_gif`, :func:`official_scores`,
+  :func:`official_curve`, :func:`official_curves_tabs`: the chapter's figures and tables.
+
+Functions that need a missing input (no trained agent yet, official checkpoints not
+fetched) return a :class:`~saliency_lib.study.display.Note` that says what is
+missing and how to get it, instead of raising.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import json
+import os
+import re
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..games import game_info
+from .cache import cached_file, cached_json
+from .display import Note
+from .paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
+from .profiles import profile_settings
+from .published import published_scores
+
+__all__ = [
+    "AgentsChapter", "AgentChoice", "shipped_agents", "study_agent", "record_study_agent", "train_study_agent",
+    "choose_agent", "evaluate_agent", "score_table", "chapter_scores", "style_scores", "find_logs", "learning_curves",
+    "agent_gif", "official_available", "official_scores", "style_official", "official_curve", "official_curves_tabs",
+    "figure_image",
+]
+
+STUDY_AGENTS_JSON = "study_agents.json"
+_NAME = re.compile(r"^(?P<algo>[a-z0-9_]+(?:-sync)?)-(?P<game>[A-Za-z]+)(?:-(?P<variant>[a-z0-9_]+))?-s(?P<seed>\d+)$")
+
+
+def _rel(path: str | os.PathLike) -> str:
+    """``path`` relative to the repository root when inside it (for tables and cache keys)."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _as_bool(value, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise TypeError(f"{name} must be true or false, got {value!r}")
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AgentsChapter:
+    """Configuration of chapter 1; every field is a parameter of the notebook."""
+
+    game: str = "Breakout"
+    """Atari game of the chapter."""
+    agent: str | None = None
+    """Agent spec (checkpoint directory, ``official:<Game>``, ``sb3:…``); None: :func:`study_agent`."""
+    train: bool = False
+    """Train a DQN agent in the chapter instead of loading one (then recorded for the study)."""
+    frames: int | None = None
+    """Frames to train for when ``train``; None: the profile's ``train_frames``."""
+    profile: str = "quick"
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_lib.study.profiles`)."""
+    seed: int = 0
+    """Seed of evaluations, GIFs and training."""
+    device: str = "cpu"
+    """Torch device of the agents."""
+    results_dir: str = RESULTS_DIR
+    """Cache of results (relative paths are under the repository root)."""
+    agents_dir: str = AGENTS_DIR
+    """Shipped agents."""
+    settings: dict = field(init=False, repr=False, compare=False)
+    """The profile's settings (episodes, GIF length, …), with ``frames`` applied."""
+
+    def __post_init__(self):
+        game_info(self.game)
+        # papermill's ``-p train true`` passes the string "true"; ``-p frames 2e6`` a float.
+        object.__setattr__(self, "train", _as_bool(self.train, "train"))
+        if isinstance(self.frames, float) and self.frames.is_integer():
+            object.__setattr__(self, "frames", int(self.frames))
+        if self.frames is not None and (not isinstance(self.frames, int) or isinstance(self.frames, bool) or self.frames <= 0):
+            raise ValueError(f"frames must be a positive integer or None, got {self.frames!r}")
+        if self.agent in ("", "None"):
+            object.__setattr__(self, "agent", None)
+        object.__setattr__(self, "settings", profile_settings(self.profile, train_frames=self.frames))
+
+    @property
+    def official_games(self) -> list[str]:
+        """Official Mask-A3C games of the chapter (the chapter's game first)."""
+        from ..agents.official import OFFICIAL_GAMES
+
+        if self.settings["official_games"] == "game":
+            return [self.game] if self.game in OFFICIAL_GAMES else []
+        return sorted(OFFICIAL_GAMES, key=lambda g: (g != self.game, g))
+
+
+# -- shipped and recorded agents ------------------------------------------------------------
+
+def shipped_agents(agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame:
+    """One row per checkpoint directory in ``agents_dir`` (read from its ``meta.json``).
+
+    Columns: ``agent`` (directory name), ``path``, ``algo``, ``game``, ``variant``,
+    ``seed``, ``frames``, ``improvements``, ``sha256``.
+    """
+    cols = ["agent", "path", "algo", "game", "variant", "seed", "frames", "improvements", "sha256"]
+    rows = []
+    base = repo_path(agents_dir)
+    for meta_path in sorted(base.glob("*/meta.json")) if base.is_dir() else []:
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as e:
+            warnings.warn(f"skipping {meta_path}: not valid JSON ({e})", stacklevel=2)
+            continue
+        m = _NAME.match(meta_path.parent.name)
+        parsed = m.groupdict() if m else {}
+        variant = meta.get("variant") or (meta.get("config") or {}).get("variant") or parsed.get("variant")
+        rows.append({
+            "agent": meta_path.parent.name, "path": _rel(meta_path.parent),
+            "algo": meta.get("algo") or parsed.get("algo") or meta.get("arch", "?"),
+            "game": meta.get("game") or parsed.get("game"), "variant": variant,
+            "seed": meta.get("seed", int(parsed["seed"]) if parsed.get("seed") else None),
+            "frames": meta.get("frames"), "improvements": ", ".join(meta.get("improvements", [])),
+            "sha256": meta.get("sha256"),
+        })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _record_path(results_dir) -> Path:
+    return repo_path(results_dir) / STUDY_AGENTS_JSON
+
+
+def record_study_agent(game: str, path: str | os.PathLike, *, results_dir: str | os.PathLike = RESULTS_DIR, **info) -> Path:
+    """Make ``path`` the study's agent for ``game`` (``<results_dir>/study_agents.json``)."""
+    game_info(game)
+    f = _record_path(results_dir)
+    data = json.loads(f.read_text()) if f.is_file() else {}
+    data[game] = {"path": _rel(path), "recorded": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **info}
+    f.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, f)
+    return f
+
+
+def _recorded(game: str, results_dir) -> str | None:
+    f = _record_path(results_dir)
+    if not f.is_file():
+        return None
+    entry = json.loads(f.read_text()).get(game)
+    if not entry:
+        return None
+    if not (repo_path(entry["path"]) / "meta.json").is_file():
+        warnings.warn(f"{f} records {entry['path']} for {game}, which no longer exists; ignoring it", stacklevel=3)
+        return None
+    return entry["path"]
+
+
+def study_agent(game: str, *, results_dir: str | os.PathLike = RESULTS_DIR, agents_dir: str | os.PathLike = AGENTS_DIR,
+                algo: str = "dqn") -> str | None:
+    """The agent the study explains for ``game``, or None when there is none yet.
+
+    In order: the agent recorded by :func:`record_study_agent` (chapter 1 with
+    ``train=True``), then the shipped agent ``<algo>-<game>-s<seed>`` in ``agents_dir``
+    with the lowest seed and no variant. Returns a path relative to the repository root.
+    """
+    rec = _recorded(game, results_dir)
+    if rec:
+        return rec
+    df = shipped_agents(agents_dir)
+    df = df[(df["game"] == game) & (df["algo"] == algo)]
+    if df.empty:
+        return None
+    df = df.assign(_v=df["variant"].notna(), _s=df["seed"].fillna(1e9)).sort_values(["_v", "_s", "agent"])
+    return df["path"].iloc[0]
+
+
+def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str | os.PathLike = RESULTS_DIR,
+                      out: str | os.PathLike | None = None, eval_max_steps: int = 10_000, progress: bool = False) -> str:
+    """Train a DQN agent with :func:`saliency_lib.train.train_dqn` and record it for the study.
+
+    The run goes to ``out`` (default ``runs/study-dqn-<game>-s<seed>-<frames>``); the
+    agent is ``out/agent``. A finished run with the same arguments is reused, not
+    retrained. Short runs scale the replay buffer, the warm-up and the evaluation
+    interval down with ``frames``; every other hyper-parameter is
+    :class:`~saliency_lib.train.DQNArgs`' default.
+    """
+    from ..train import DQNArgs, train_dqn
+
+    out = repo_path(out or Path(RUNS_DIR) / f"study-dqn-{game}-s{seed}-{frames}")
+    defaults = DQNArgs()
+    args = DQNArgs(
+        game=game, frames=frames, seed=seed,
+        buffer_size=min(defaults.buffer_size, max(10_000, frames // 4)),
+        learning_starts=min(defaults.learning_starts, max(1_000, frames // 40)),
+        eval_every=min(defaults.eval_every, max(frames // 5, 4 * defaults.num_envs)),
+        eval_episodes=1, eval_max_steps=eval_max_steps,
+    )
+    agent_dir = out / "agent"
+    done = (agent_dir / "meta.json").is_file() and json.loads((agent_dir / "meta.json").read_text()).get("train_args") == json.loads(
+        json.dumps(asdict(args)))
+    if not done:
+        train_dqn(args, out, progress=progress)
+    record_study_agent(game, agent_dir, results_dir=results_dir, source="trained in chapter 1", frames=frames, seed=seed)
+    return _rel(agent_dir)
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """The agent a chapter explains: its spec (None: none yet) and where it came from."""
+
+    game: str
+    spec: str | None
+    how: str
+    detail: str = ""
+
+    def __bool__(self) -> bool:
+        return self.spec is not None
+
+    def _repr_markdown_(self) -> str:
+        if self.spec is None:
+            return Note(self.detail, kind="warning", title=f"No trained agent for {self.game} yet")._repr_markdown_()
+        return f"**Agent for {self.game}:** `{self.spec}` ({self.how}). {self.detail}"
+
+
+def _describe(spec: str) -> str:
+    meta_path = repo_path(spec) / "meta.json"
+    if not meta_path.is_file():
+        return ""
+    meta = json.loads(meta_path.read_text())
+    parts = [meta.get("algo", meta.get("arch", "")).upper()]
+    if meta.get("frames"):
+        parts.append(f"{meta['frames'] / 1e6:.3g} M frames")
+    if meta.get("improvements"):
+        parts.append(", ".join(meta["improvements"]))
+    return "; ".join(p for p in parts if p) + "."
+
+
+def choose_agent(cfg: AgentsChapter) -> AgentChoice:
+    """The chapter's agent: the ``agent`` parameter, a freshly trained one (``train``), or :func:`study_agent`."""
+    if cfg.agent:
+        return AgentChoice(cfg.game, cfg.agent, "given as the `agent` parameter", _describe(cfg.agent))
+    if cfg.train:
+        spec = train_study_agent(cfg.game, cfg.settings["train_frames"], seed=cfg.seed, results_dir=cfg.results_dir,
+                                 eval_max_steps=cfg.settings["eval_max_steps"] or 10_000)
+        return AgentChoice(cfg.game, spec, "trained in this chapter and recorded for the study", _describe(spec))
+    spec = study_agent(cfg.game, results_dir=cfg.results_dir, agents_dir=cfg.agents_dir)
+    if spec is None:
+        return AgentChoice(cfg.game, None, "missing", (
+            f"No DQN agent for {cfg.game} is shipped in `{_rel(repo_path(cfg.agents_dir))}` and none was trained for the study. "
+            "The sections on our agent are left empty; the official Mask-A3C agent is shown below. "
+            f"To train one here, run this chapter with `papermill notebooks/01_agents.ipynb out.ipynb -p game {cfg.game} "
+            "-p train true -p frames 2000000`; later chapters then use it."))
+    how = "recorded for the study" if _recorded(cfg.game, cfg.results_dir) else "shipped"
+    return AgentChoice(cfg.game, spec, how, _describe(spec))
+
+
+# -- scores -----------------------------------------------------------------------------------
+
+def evaluate_agent(spec: str, *, episodes: int, seed: int, max_steps: int | None, results_dir=RESULTS_DIR,
+                   device: str = "cpu") -> dict:
+    """Greedy scores of ``spec`` (:func:`saliency_lib.play.evaluate`), cached by weights hash and protocol."""
+    import torch
+
+    from ..agents import load_agent
+    from ..play import evaluate
+
+    agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec, device=device)
+    config = {"what": "evaluate", "agent": spec, "sha256": agent.meta.get("sha256"), "game": agent.game,
+              "preset": agent.preset, "episodes": episodes, "seed": seed, "max_steps": max_steps}
+
+    def compute():
+        torch.set_num_threads(1)
+        r = evaluate(agent, episodes, seed, max_steps=max_steps, progress=False)
+        return {"scores": r["scores"], "mean": r["mean"], "std": r["std"], "steps": r["steps"]}
+
+    r = cached_json("evaluate", config, compute, results_dir=results_dir)
+    return {"episodes": episodes, "seed": seed, "max_steps": max_steps, **r}
+
+
+def _score_columns(df: pd.DataFrame) -> pd.DataFrame:
+    ren = {"our_mean": "mean", "score_mean": "mean", "eval_mean": "mean", "our_std": "std", "score_std": "std", "eval_std": "std"}
+    return df.rename(columns={k: v for k, v in ren.items() if k in df.columns and v not in df.columns})
+
+
+def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = AGENT_SCORES_CSV, *,
+                games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
+    """Shipped agents with their scores, next to random play, the human tester and Nature DQN.
+
+    Parameters
+    ----------
+    agents_dir : path
+        Checkpoint directories with ``meta.json`` (:func:`shipped_agents`).
+    scores_csv : path or None
+        Optional evaluation table with columns ``agent`` (directory name or path),
+        ``episodes``, ``mean``, ``std`` (``our_mean``/``our_std`` are accepted).
+        Agents it lacks fall back to ``eval_score`` in their ``meta.json``.
+    games : list of str, optional
+        Keep only these games.
+    extra : list of dict, optional
+        Further rows (``agent``, ``algo``, ``game``, ``episodes``, ``mean``, ``std``,
+        ``score_source`` …), e.g. the official Mask-A3C re-evaluation or an agent
+        trained in the chapter. A row whose ``agent`` is already present fills its
+        missing score.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per agent: ``agent, algo, game, frames, episodes, mean, std,
+        score_source, random, human, dqn_nature, normalised`` where ``normalised`` is
+        the human-normalised score ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
+    """
+    agents = shipped_agents(agents_dir)
+    df = agents[["agent", "path", "algo", "game", "variant", "frames"]].copy()
+    df["episodes"], df["mean"], df["std"], df["score_source"] = np.nan, np.nan, np.nan, ""
+    if scores_csv is not None and repo_path(scores_csv).is_file():
+        sc = _score_columns(pd.read_csv(repo_path(scores_csv)))
+        if "agent" not in sc.columns or "mean" not in sc.columns:
+            raise ValueError(f"{scores_csv} must have the columns 'agent' and 'mean' (got {list(sc.columns)})")
+        sc = sc.assign(agent=sc["agent"].astype(str).map(lambda a: Path(a.rstrip("/")).name))
+        for _, s in sc.iterrows():
+            hit = df["agent"] == s["agent"]
+            df.loc[hit, "mean"] = s["mean"]
+            df.loc[hit, "std"] = s.get("std", np.nan)
+            df.loc[hit, "episodes"] = s.get("episodes", np.nan)
+            df.loc[hit, "score_source"] = _rel(repo_path(scores_csv))
+    for i, row in df[df["mean"].isna()].iterrows():
+        meta = json.loads((repo_path(row["path"]) / "meta.json").read_text())
+        if meta.get("eval_score") is not None:
+            df.loc[i, ["mean", "score_source"]] = [float(meta["eval_score"]), "meta.json (eval_score)"]
+    for row in extra or []:
+        hit = df["agent"] == row.get("agent")
+        if hit.any():
+            for k, v in row.items():
+                if k in df.columns and (pd.isna(df.loc[hit, k]).all() or df.loc[hit, k].eq("").all()):
+                    df.loc[hit, k] = v
+        else:
+            df = pd.concat([df, pd.DataFrame([row])], ignore_index=True)
+    if games is not None:
+        df = df[df["game"].isin(games)]
+    pub = pd.DataFrame([{"game": g, **published_scores(g)} for g in sorted(set(df["game"].dropna()))],
+                       columns=["game", "random", "human", "dqn_nature", "dqn_nature_sd"])
+    df = df.merge(pub, on="game", how="left")
+    df["normalised"] = 100 * (df["mean"] - df["random"]) / (df["human"] - df["random"])
+    cols = ["agent", "algo", "game", "variant", "frames", "episodes", "mean", "std", "score_source",
+            "random", "human", "dqn_nature", "normalised", "path"]
+    return df[cols].reset_index(drop=True)
+
+
+def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFrame | Note | None = None) -> pd.DataFrame | Note:
+    """:func:`score_table` for the chapter's game: shipped agents, the chapter's agent
+    (evaluated here when no score is shipped) and the official Mask-A3C agent."""
+    extra = []
+    if choice:
+        name = Path(choice.spec).name if (repo_path(choice.spec) / "meta.json").is_file() else choice.spec
+        base = score_table(cfg.agents_dir, games=[cfg.game])
+        known = base.loc[base["agent"] == name, "mean"]
+        if known.empty or known.isna().all():
+            s = cfg.settings
+            r = evaluate_agent(choice.spec, episodes=s["episodes"], seed=cfg.seed, max_steps=s["eval_max_steps"],
+                               results_dir=cfg.results_dir, device=cfg.device)
+            meta_path = repo_path(choice.spec) / "meta.json"
+            meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+            cap = f", ≤ {r['max_steps']} steps" if r["max_steps"] else ""
+            extra.append({"agent": name, "algo": meta.get("algo", "?"), "game": cfg.game, "frames": meta.get("frames"),
+                          "episodes": r["episodes"], "mean": r["mean"], "std": r["std"],
+                          "score_source": f"evaluated here ({r['episodes']} games{cap})", "path": choice.spec})
+    if isinstance(official, pd.DataFrame):
+        for _, o in official[official["game"] == cfg.game].iterrows():
+            extra.append({"agent": f"official:{cfg.game}", "algo": "mask-a3c", "game": cfg.game, "variant": "double+ConvLSTM",
+                          "frames": np.nan,
+                          "episodes": o["episodes"], "mean": o["our_mean"], "std": o["our_std"],
+                          "score_source": o.get("source", OFFICIAL_SCORES_CSV), "path": f"official:{cfg.game}"})
+    table = score_table(cfg.agents_dir, games=[cfg.game], extra=extra)
+    if table.empty:
+        return Note(f"No scores for {cfg.game}: no agent is shipped or trained for it and the official "
+                    "checkpoints are not fetched (`make fetch-official`).", kind="warning", title="No agents")
+    return table
+
+
+def style_scores(table: pd.DataFrame, caption: str):
+    """The score table as a captioned, formatted pandas Styler (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    t = table.drop(columns=["path"]).rename(columns={
+        "agent": "Agent", "algo": "Algorithm", "game": "Game", "variant": "Variant", "frames": "Frames (M)",
+        "episodes": "Games", "mean": "Score (mean)", "std": "Score (sd)", "score_source": "Score from",
+        "random": "Random", "human": "Human", "dqn_nature": "Nature DQN", "normalised": "Human-normalised (%)"})
+    t["Frames (M)"] = t["Frames (M)"].astype(float) / 1e6
+    fmt = {"Frames (M)": "{:.3g}", "Games": "{:.0f}", "Score (mean)": "{:,.1f}", "Score (sd)": "{:,.1f}",
+           "Random": "{:,.1f}", "Human": "{:,.1f}", "Nature DQN": "{:,.1f}", "Human-normalised (%)": "{:.0f}"}
+    return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
+
+
+# -- learning curves --------------------------------------------------------------------------
+
+def find_logs(spec: str | None, game: str, *, algo: str = "dqn", seed: int = 0) -> Path | None:
+    """Directory with ``train_log.csv`` for an agent: the checkpoint itself, its run
+    directory (``<run>/agent``), or the run in progress ``runs/<algo>-<game>-s<seed>``."""
+    cands = []
+    if spec and not spec.startswith("official:"):
+        p = repo_path(spec)
+        cands += [p, p.parent]
+        meta = p / "meta.json"
+        if meta.is_file():
+            m = re.search(r"\((.+)\)$", json.loads(meta.read_text()).get("source", ""))
+            if m:
+                cands.append(repo_path(m.group(1)))
+    cands.append(repo_path(RUNS_DIR) / f"{algo}-{game}-s{seed}")
+    for c in cands:
+        if (c / "train_log.csv").is_file():
+            return c
+    return None
+
+
+def figure_image(fig, *, dpi: int = 110):
+    """A matplotlib figure as an ``IPython.display.Image`` (PNG), so it displays once, in any kernel."""
+    from IPython.display import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return Image(data=buf.getvalue(), format="png")
+
+
+def learning_curves(cfg: AgentsChapter, choice: AgentChoice):
+    """Learning curve of the chapter's agent (or of the run in progress for the game) as an image, or a Note."""
+    from ..viz import plot_learning_curves
+
+    logs = find_logs(choice.spec, cfg.game, seed=cfg.seed)
+    if logs is None:
+        return Note(f"No training logs for {cfg.game}: neither the agent's directory nor `runs/dqn-{cfg.game}-s{cfg.seed}` "
+                    "holds a `train_log.csv`.", title="No learning curve")
+    train = pd.read_csv(logs / "train_log.csv")
+    evals = pd.read_csv(logs / "eval_log.csv") if (logs / "eval_log.csv").is_file() else None
+    planned = json.loads((logs / "args.json").read_text()).get("frames") if (logs / "args.json").is_file() else None
+    pub = published_scores(cfg.game)
+    fig = plot_learning_curves(train, evals, title=f"DQN on {cfg.game}: learning curve ({_rel(logs)})",
+                               references={"random": pub["random"], "Nature DQN": pub["dqn_nature"]},
+                               planned_frames=planned)
+    return figure_image(fig)
+
+
+# -- GIFs ---------------------------------------------------------------------------------------
+
+def agent_gif(spec: str | None, cfg: AgentsChapter, *, every: int = 3):
+    """A GIF of ``spec`` playing greedily (Mask-A3C: masks overlaid), cached under ``<results_dir>/_media``."""
+    from IPython.display import Image
+
+    if spec is None:
+        return Note(f"No agent for {cfg.game} to show.", title="No GIF")
+    if spec.startswith("official:") and not official_available(spec.partition(":")[2]):
+        return Note("The official Mask-A3C checkpoints are not fetched; run `make fetch-official` "
+                    "(with `MASK_A3C_OFFICIAL_SRC=<dir>` for a local copy).", title="Official agent not available")
+    import torch
+
+    from ..agents import load_agent
+    from ..play import write_gif
+
+    agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec, device=cfg.device)
+    steps = cfg.settings["gif_steps"]
+    config = {"what": "gif", "agent": spec, "sha256": agent.meta.get("sha256"), "seed": cfg.seed, "max_steps": steps, "every": every}
+
+    def make(path):
+        torch.set_num_threads(1)
+        write_gif(agent, path, seed=cfg.seed, max_steps=steps, every=every)
+
+    path = cached_file("gif", config, ".gif", make, results_dir=cfg.results_dir)
+    return Image(filename=str(path))
+
+
+# -- official Mask-A3C ---------------------------------------------------------------------------
+
+def official_available(game: str | None = None, *, logs: bool = False) -> bool:
+    """Whether the official checkpoint (or, with ``logs``, the test log) of ``game`` is present."""
+    from ..agents.official import OFFICIAL_GAMES, official_dir, official_path
+
+    games = [game] if game else list(OFFICIAL_GAMES)
+    try:
+        for g in games:
+            if logs:
+                if not (official_dir() / "logs" / f"{g}NoFrameskip-v4_Mask-A3C-double+ConvLSTM_test.csv").is_file():
+                    return False
+            else:
+                official_path(g)
+    except (FileNotFoundError, ValueError):
+        return False
+    return True
+
+
+_MISSING_OFFICIAL = ("The official Mask-A3C checkpoints and logs are not available (looked in `$MASK_A3C_OFFICIAL_DIR`, "
+                     "default `data/external/mask_a3c_official`). Run `make fetch-official`, with "
+                     "`MASK_A3C_OFFICIAL_SRC=<dir>` to copy a local copy including the logs.")
+
+
+def official_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
+    """Our re-evaluation of the official checkpoints next to their logged level.
+
+    Games present in ``data/official_scores.csv`` (``saliency-study official-scores``)
+    are read from it; the others are evaluated here with the profile's episodes and
+    step cap, cached under ``<results_dir>/official_scores-<hash>/``. Column ``source``
+    says which.
+    """
+    from ..agents.official import official_scores_table
+
+    games = [g for g in cfg.official_games if official_available(g, logs=True)]
+    if not games:
+        return Note(_MISSING_OFFICIAL, title="Official agents not available")
+    parts = []
+    csv = repo_path(OFFICIAL_SCORES_CSV)
+    if csv.is_file():
+        shipped = pd.read_csv(csv)
+        shipped = shipped[shipped["game"].isin(games)].assign(source=OFFICIAL_SCORES_CSV)
+        parts.append(shipped)
+        games = [g for g in games if g not in set(shipped["game"])]
+    s = cfg.settings
+    for g in games:
+        if not official_available(g):
+            continue
+        r = evaluate_agent(f"official:{g}", episodes=s["official_episodes"], seed=cfg.seed, max_steps=s["official_max_steps"],
+                           results_dir=cfg.results_dir, device=cfg.device)
+        cap = f", ≤ {r['max_steps']} steps" if r["max_steps"] else ""
+        row = official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=f"evaluated here ({r['episodes']} games{cap})")
+        parts.append(row)
+    if not parts:
+        return Note(_MISSING_OFFICIAL, title="Official agents not available")
+    df = pd.concat(parts, ignore_index=True)
+    order = {g: i for i, g in enumerate(cfg.official_games)}
+    return df.sort_values("game", key=lambda c: c.map(order)).reset_index(drop=True)
+
+
+def style_official(table: pd.DataFrame, caption: str):
+    """The official re-evaluation table as a captioned Styler (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    cols = {"game": "Game", "episodes": "Games", "our_mean": "Ours (mean)", "our_std": "Ours (sd)",
+            "logged_mean": "Logged (mean of last 100)", "logged_std": "Logged (sd)", "ratio_to_logged": "Ours / logged",
+            "source": "Ours from"}
+    t = table[[c for c in cols if c in table.columns]].rename(columns=cols)
+    fmt = {"Games": "{:.0f}", "Ours (mean)": "{:,.1f}", "Ours (sd)": "{:,.1f}", "Logged (mean of last 100)": "{:,.1f}",
+           "Logged (sd)": "{:,.1f}", "Ours / logged": "{:.2f}"}
+    return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
+
+
+def _official_figure(game: str, *, window: int, ax=None):
+    from ..agents.official import official_logged_level, official_test_log
+    from ..viz import plot_official_curve
+
+    return plot_official_curve(official_test_log(game), game=game, level=official_logged_level(game)["logged_mean"],
+                               window=window, ax=ax)
+
+
+def official_curve(game: str, *, window: int = 100):
+    """The official test log of ``game`` (greedy test games during training) as an image, or a Note."""
+    if not official_available(game, logs=True):
+        return Note(_MISSING_OFFICIAL, title="Official logs not available")
+    return figure_image(_official_figure(game, window=window))
+
+
+def official_curves_tabs(games: list[str], *, window: int = 100, dpi: int = 80):
+    """An ipywidgets ``Tab`` with the official learning curve of each game, or a Note.
+
+    The widget's state (PNG bytes) is saved with the notebook, so the tabs work in
+    the static book without a kernel.
+    """
+    import ipywidgets as w
+
+    games = [g for g in games if official_available(g, logs=True)]
+    if not games:
+        return Note(_MISSING_OFFICIAL, title="Official logs not available")
+    children = []
+    for g in games:
+        buf = io.BytesIO()
+        _official_figure(g, window=window).savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        children.append(w.Image(value=buf.getvalue(), format="png", layout=w.Layout(max_width="100%")))
+    tabs = w.Tab(children=children)
+    for i, g in enumerate(games):
+        tabs.set_title(i, g)
+    return tabs

@@ -1,0 +1,104 @@
+"""Results cached by configuration hash under ``data/results/``.
+
+A cached result lives in ``<results_dir>/<name>-<hash>/`` where ``hash`` is
+:func:`saliency_lib.results.config_hash` of everything that determines it (agent
+and its weights hash, games, episodes, seeds, caps, library version of the
+computing code when relevant). The directory holds ``config.json`` and the
+result. A re-run with the same configuration loads it; any change of the
+configuration computes a new one next to it. Files are written atomically.
+
+Binary media (GIFs) are cheap to recompute and large, so they go to
+``<results_dir>/_media/`` which is not committed (see the book's README).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from ..results import canonical_json, config_hash
+from .paths import repo_path
+
+__all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "MEDIA"]
+
+MEDIA = "_media"
+
+
+def _atomic(path: Path, write: Callable[[str], None]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def cache_dir(name: str, config: Mapping, results_dir: str | os.PathLike = "data/results") -> Path:
+    """``<results_dir>/<name>-<config_hash(config)>`` (not created)."""
+    if not name or "/" in name or name.startswith((".", "_")):
+        raise ValueError(f"name {name!r} must be a plain file-name prefix (no '/', not starting with '.' or '_')")
+    return repo_path(results_dir) / f"{name}-{config_hash(config)}"
+
+
+def _write_config(d: Path, config: Mapping) -> None:
+    text = json.dumps(json.loads(canonical_json(config)), indent=2, sort_keys=True) + "\n"
+    _atomic(d / "config.json", lambda p: Path(p).write_text(text))
+
+
+def cached_table(name: str, config: Mapping, compute: Callable[[], pd.DataFrame], *,
+                 results_dir: str | os.PathLike = "data/results") -> pd.DataFrame:
+    """Load the table of ``config`` from the cache, or ``compute()`` and store it as CSV.
+
+    The returned frame's ``attrs`` hold ``cache`` (the directory) and ``cached``
+    (whether it was loaded rather than computed).
+    """
+    d = cache_dir(name, config, results_dir)
+    f = d / "table.csv"
+    if f.is_file():
+        df = pd.read_csv(f)
+        df.attrs.update(cache=str(d), cached=True)
+        return df
+    df = compute()
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"compute() must return a pandas.DataFrame, got {type(df).__name__}")
+    _write_config(d, config)
+    _atomic(f, lambda p: df.to_csv(p, index=False))
+    df = df.copy()
+    df.attrs.update(cache=str(d), cached=False)
+    return df
+
+
+def cached_json(name: str, config: Mapping, compute: Callable[[], object], *,
+                results_dir: str | os.PathLike = "data/results"):
+    """Like :func:`cached_table` for a JSON-able value."""
+    d = cache_dir(name, config, results_dir)
+    f = d / "value.json"
+    if f.is_file():
+        return json.loads(f.read_text())
+    value = compute()
+    text = canonical_json({"value": value})
+    _write_config(d, config)
+    _atomic(f, lambda p: Path(p).write_text(text))
+    return json.loads(text)["value"]
+
+
+def cached_file(name: str, config: Mapping, suffix: str, make: Callable[[str], object], *,
+                results_dir: str | os.PathLike = "data/results") -> Path:
+    """Path of a media file of ``config`` under ``<results_dir>/_media/``; ``make(path)`` writes it if missing."""
+    if not suffix.startswith("."):
+        raise ValueError(f"suffix must start with '.', got {suffix!r}")
+    f = repo_path(results_dir) / MEDIA / f"{name}-{config_hash(config)}{suffix}"
+    if not f.is_file():
+        _atomic(f, make)
+        _atomic(f.with_suffix(".json"), lambda p: Path(p).write_text(canonical_json(config) + "\n"))
+    return f

@@ -1,0 +1,89 @@
+"""Summaries, bootstrap CIs, paired Wilcoxon tests and the ranking table."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import wilcoxon
+
+from saliency_lib.metrics import bootstrap_ci, holm, paired_wilcoxon, ranking_table, summarise
+from saliency_lib.results import to_table
+
+
+def _auc_table(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=n)
+    shift = {"good": 1.0, "same_a": 0.0, "same_b": 0.0, "bad": -1.0}
+    rows = [{"state": i, "measure": "q_ratio_auc", "value": base[i] + s + 0.3 * rng.normal()}
+            for m, s in shift.items() for i in range(n)]
+    df = pd.DataFrame(rows)
+    df["method"] = np.repeat(list(shift), n)
+    return to_table(df, experiment="insertion", agent="toy", game="Breakout", substrate="black")
+
+
+def test_bootstrap_ci_is_seeded_and_covers_the_mean():
+    v = np.random.default_rng(1).normal(loc=2.0, size=60)
+    lo, hi = bootstrap_ci(v, seed=3)
+    assert (lo, hi) == bootstrap_ci(v, seed=3)
+    assert lo < v.mean() < hi
+    assert hi - lo == pytest.approx(2 * 1.96 * v.std(ddof=1) / np.sqrt(60), rel=0.2)
+    assert bootstrap_ci([np.nan, 1.0]) == (pytest.approx(np.nan, nan_ok=True), pytest.approx(np.nan, nan_ok=True))
+    assert bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5)
+    with pytest.raises(ValueError, match="confidence must lie in \\(0, 1\\), got 95"):
+        bootstrap_ci(v, confidence=95)
+
+
+def test_summarise_mean_std_ci():
+    t = _auc_table()
+    s = summarise(t, n_resamples=500)
+    assert len(s) == 4 and set(s.columns) >= {"method", "measure", "n", "mean", "std", "ci_low", "ci_high"}
+    assert "step" not in s.columns and "level" not in s.columns  # all-NA group columns are dropped
+    g = s.set_index("method").loc["good"]
+    v = t[t["method"] == "good"]["value"]
+    assert g["mean"] == pytest.approx(v.mean()) and g["std"] == pytest.approx(v.std(ddof=0))
+    assert g["ci_low"] < g["mean"] < g["ci_high"] and g["n"] == 40
+    with pytest.raises(ValueError, match="group columns \\['colour'\\] are not in the table"):
+        summarise(t, by=["colour"])
+
+
+def test_nan_values_are_counted_not_averaged():
+    t = _auc_table(10)
+    t.loc[0, "value"] = np.nan
+    s = summarise(t, by=["method"], n_resamples=200).set_index("method")
+    assert s.loc["good", "n"] == 9 and s.loc["good", "n_nan"] == 1 and np.isfinite(s.loc["good", "mean"])
+
+
+def test_holm():
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+    assert np.isnan(holm([0.01, np.nan])[1])
+    assert holm([0.9, 0.8]).max() <= 1.0
+
+
+def test_paired_wilcoxon_matches_scipy():
+    t = _auc_table()
+    w = paired_wilcoxon(t)
+    assert len(w) == 6
+    row = w[(w["a"] == "bad") & (w["b"] == "good")].iloc[0]
+    x = t[t["method"] == "bad"].sort_values("state")["value"].to_numpy()
+    y = t[t["method"] == "good"].sort_values("state")["value"].to_numpy()
+    ref = wilcoxon(x, y)
+    assert row["p_value"] == pytest.approx(ref.pvalue) and row["statistic"] == pytest.approx(ref.statistic)
+    assert row["mean_diff"] == pytest.approx((x - y).mean())
+    assert (w["p_holm"] >= w["p_value"]).all()
+    with pytest.raises(ValueError, match="several rows per \\(state, method\\)"):
+        paired_wilcoxon(pd.concat([t, t.assign(measure="advantage_auc")]))
+
+
+def test_ranking_table_marks_significant_differences():
+    r = ranking_table(_auc_table(), n_resamples=300)
+    assert r["method"].tolist()[0] == "good" and r["method"].tolist()[-1] == "bad"
+    assert r["rank"].tolist() == [1, 2, 3, 4]
+    good = r.set_index("method").loc["good"]
+    assert set(good["better_than"].split(", ")) == {"same_a", "same_b", "bad"}
+    same = r.set_index("method").loc["same_a"]
+    assert same["tied_with"] == "same_b" and same["worse_than"] == "good" and same["better_than"] == "bad"
+    # lower-is-better flips the order (e.g. deletion AUC)
+    r2 = ranking_table(_auc_table(), higher_is_better=False, n_resamples=300)
+    assert r2["method"].tolist()[0] == "bad"
+    assert set(r2.set_index("method").loc["bad", "better_than"].split(", ")) == {"same_a", "same_b", "good"}
+    with pytest.raises(ValueError, match="alpha must lie in \\(0, 1\\), got 5"):
+        ranking_table(_auc_table(), alpha=5)

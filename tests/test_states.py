@@ -1,0 +1,129 @@
+"""State selection: the greedy trajectory and HIGHLIGHTS-DIV."""
+
+import numpy as np
+import pytest
+import torch
+
+from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, build_agent
+from saliency_lib.states import (
+    StateSet,
+    collect_states,
+    diversity_threshold,
+    highlights_div,
+    importance,
+    select_highlights,
+)
+
+torch.set_num_threads(1)
+
+
+def test_importance_is_best_minus_second():
+    q = np.array([[1.0, 3.0, 2.0], [5.0, 5.0, 0.0], [-1.0, -4.0, -2.0]])
+    np.testing.assert_allclose(importance(q), [1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="A >= 2"):
+        importance(np.ones((3, 1)))
+
+
+def _features(n=200, seed=0):
+    # a slowly varying trajectory in feature space: neighbours are similar
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.standard_normal((n, 8)) * 0.1, axis=0)
+
+
+def test_picks_most_important_and_respects_gap():
+    n = 200
+    imp = np.zeros(n)
+    imp[[50, 55, 120, 170, 69, 70]] = [10, 9, 8, 7, 6, 5.5]
+    f = np.arange(n, dtype=float)[:, None] * np.ones((1, 4))  # distance grows with time
+    h = highlights_div(imp, f, budget=3, context_length=10, minimum_gap=10, threshold=0.0)
+    # 55 and 69 lie within context + gap = 20 steps of 50; 120 and 170 are free
+    assert h.states == [50, 120, 170]
+    assert all(abs(a - b) >= 20 for a in h.states for b in h.states if a != b)
+    assert h.with_context == list(range(40, 61)) + list(range(110, 131)) + list(range(160, 181))
+    # exactly context + gap apart is allowed (the original's strict inequality)
+    imp2 = np.zeros(n)
+    imp2[[50, 70]] = [2, 1]
+    assert highlights_div(imp2, f, budget=2, context_length=10, minimum_gap=10, threshold=0.0).states == [50, 70]
+
+
+def test_context_clipped_to_trajectory():
+    imp = np.zeros(30)
+    imp[[2, 28]] = [3, 2]
+    f = np.arange(30, dtype=float)[:, None]
+    h = highlights_div(imp, f, budget=2, context_length=5, minimum_gap=0, threshold=0.0)
+    assert h.states == [2, 28]
+    assert h.with_context == [0, 1, 2, 3, 4, 5, 6, 7, 23, 24, 25, 26, 27, 28, 29]
+
+
+def test_diversity_rejects_similar_states():
+    n = 120
+    f = np.zeros((n, 2))
+    f[:, 0] = np.arange(n)
+    f[90] = f[5]  # state 90 looks like state 5, which lies in the context of state 10
+    imp = np.zeros(n)
+    imp[[10, 90, 60]] = [3, 2, 1]
+    h = highlights_div(imp, f, budget=2, context_length=5, minimum_gap=5, threshold=1.5)
+    assert h.states == [10, 60]  # 90 is important but not diverse
+    # the test is strict (distance > threshold): equal features are rejected even at threshold 0
+    assert highlights_div(imp, f, budget=2, context_length=5, minimum_gap=5, threshold=0.0).states == [10, 60]
+    assert highlights_div(imp, f, budget=2, context_length=5, minimum_gap=5, threshold=-1.0).states == [10, 90]
+    # with a context of 4, state 5 is no longer a neighbour of 10: the nearest context state (6) is 1 away
+    assert highlights_div(imp, f, budget=2, context_length=4, minimum_gap=6, threshold=0.5).states == [10, 90]
+
+
+def test_threshold_is_percentile_of_sampled_pairwise_distances():
+    f = _features(300)
+    from scipy.spatial.distance import pdist
+
+    assert diversity_threshold(f, percentile=50, n_sample=1000) == pytest.approx(np.percentile(pdist(f), 50))
+    t = diversity_threshold(f, percentile=3, n_sample=50, seed=1)
+    assert t == diversity_threshold(f, percentile=3, n_sample=50, seed=1)
+    assert t != diversity_threshold(f, percentile=3, n_sample=50, seed=2)
+    h = highlights_div(np.random.default_rng(0).random(300), f, budget=5)
+    assert len(h.states) == 5 and h.threshold == pytest.approx(diversity_threshold(f))
+
+
+def test_highlights_bad_inputs():
+    f = _features(50)
+    imp = np.ones(50)
+    with pytest.raises(ValueError, match="one entry per state"):
+        highlights_div(imp[:40], f)
+    with pytest.raises(ValueError, match="budget must be a positive integer, got 0"):
+        highlights_div(imp, f, budget=0)
+    with pytest.raises(ValueError, match="minimum_gap must be a non-negative integer, got -1"):
+        highlights_div(imp, f, minimum_gap=-1)
+    with pytest.raises(ValueError, match="percentile must lie in \\[0, 100\\], got 300"):
+        diversity_threshold(f, percentile=300)
+
+
+def test_collect_states_dqn_fixed_start():
+    agent = build_agent("DQNNet", {"n_actions": 4}, game="Breakout", preset="dqn")
+    s = collect_states(agent, 6, seed=0)
+    assert s.states.shape == (6, 4, 84, 84) and s.hidden is None and s.frames is None
+    assert s.steps.tolist() == [4, 5, 6, 7, 8, 9]  # the paper's numbering: steps 0-3 fill the stack
+    assert (s.states[0] > 0).flatten(1).any(1).all()  # the first state is a full stack (no zero frames)
+    torch.testing.assert_close(s.actions, s.outputs["q"].argmax(1))
+    assert s.outputs["features"].shape == (6, 512)
+    again = collect_states(agent, 6, seed=0)
+    assert torch.equal(again.states, s.states)
+    sub = s.subset([4, 1])
+    assert torch.equal(sub.states[0], s.states[4]) and sub.steps.tolist() == [8, 5]
+    h = select_highlights(s, budget=2, context_length=0, minimum_gap=0, threshold=-1.0)
+    assert len(h.states) == 2
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        collect_states(agent, 0)
+
+
+def test_collect_states_recurrent_hidden_reproduces_outputs(tmp_path):
+    torch.manual_seed(0)
+    agent = ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
+    s = collect_states(agent, 5, seed=1, frames=True)
+    assert s.states.shape == (5, 1, 80, 80) and s.frames.shape == (5, 210, 160, 3)
+    assert [h.shape for h in s.hidden] == [(5, 64, 10, 10)] * 2
+    assert s.hidden[0][0].abs().max() == 0  # zero state at the start of the game
+    with torch.no_grad():
+        out = agent(s.states, s.hidden)
+    torch.testing.assert_close(out["logits"], s.outputs["logits"], rtol=1e-4, atol=1e-5)
+    p = s.save(tmp_path / "s.pt")
+    back = StateSet.load(p)
+    assert torch.equal(back.hidden[1], s.hidden[1]) and back.game == "Breakout"
