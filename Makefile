@@ -34,7 +34,7 @@ lint: $(STAMP)
 demo: $(STAMP)
 	@if [ -n "$$MASK_A3C_OFFICIAL_SRC" ]; then $(MAKE) --no-print-directory fetch-official; fi
 	mkdir -p build
-	$(PY) -m saliency_lib evaluate official:Breakout --episodes 1 --seed 0 --max-steps 1500 --gif build/breakout_masks.gif
+	$(PY) -m saliency_lib evaluate official:Breakout --episodes 1 --seed 0 --max-steps 1500 --gif build/breakout_masks.gif --mask-display sig5
 
 ## book: the main job (until the book lands: the demonstration)
 book: demo

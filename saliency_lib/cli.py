@@ -20,7 +20,7 @@ def _cmd_evaluate(args) -> int:
     result = evaluate(agent, args.episodes, args.seed, max_steps=args.max_steps, progress=not args.quiet)
     result = {"agent": args.agent, "game": agent.game, "preset": agent.preset, "episodes": args.episodes, "seed": args.seed, **result}
     if args.gif:
-        ep = write_gif(agent, args.gif, seed=args.seed, max_steps=args.max_steps or 1500)
+        ep = write_gif(agent, args.gif, seed=args.seed, max_steps=args.max_steps or 1500, display=args.mask_display)
         result["gif"] = args.gif
         result["gif_steps"] = ep.steps
     print(json.dumps(result))
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--gif", help="write a GIF of one game (Mask-A3C: masks overlaid)")
     e.add_argument("--max-steps", type=int, default=None, help="cap on agent steps per game")
+    e.add_argument("--mask-display", choices=("mask", "sig5"), default="mask", help="GIF: the real mask M or the official sigmoid(5·z) view")
     e.add_argument("--threads", type=int, default=1)
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(func=_cmd_evaluate)

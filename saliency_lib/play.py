@@ -34,7 +34,7 @@ def _env_for(agent: Agent, first: bool):
 
 
 @torch.no_grad()
-def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = False, max_steps: int | None = None) -> Episode:
+def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = False, max_steps: int | None = None, sig5: bool = False) -> Episode:
     """Play one full game greedily and return its raw score.
 
     ``dqn`` agents use Huber's evaluation wrapper with the fixed start (``first``) or
@@ -55,7 +55,8 @@ def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = 
         if record:
             ep.frames.append(raw_frame(env).copy())
             for n in names:
-                ep.masks[n].append(out[n][0].cpu().numpy())
+                m = torch.sigmoid(5 * out[n.replace("_mask", "_att")]) if sig5 else out[n]
+                ep.masks[n].append(m[0].cpu().numpy())
         hidden = out.get("hidden")
         obs, r, term, trunc, info = env.step(action)
         ep.score += float(r)
@@ -80,15 +81,19 @@ def evaluate(agent: Agent, episodes: int = 10, seed: int = 0, *, max_steps: int 
     return {"scores": scores, "mean": float(np.mean(scores)), "std": float(np.std(scores)), "steps": steps, "frames": 4 * steps}
 
 
-def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, every: int = 2, fps: int = 15) -> Episode:
+def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, every: int = 2, fps: int = 15, display: str = "mask") -> Episode:
     """Write a GIF of one game. Mask-A3C agents get their policy and value masks overlaid.
 
     Masks are upsampled back through the crop as in the official visualiser and
     shown with one colour scale per branch (min-max over the episode, as the official code).
+    ``display="mask"`` shows the mask M used in the forward pass; ``display="sig5"`` shows
+    the official visualisation's sigmoid(5·z), whose contrast is much higher.
     """
+    if display not in ("mask", "sig5"):
+        raise ValueError(f"display must be 'mask' or 'sig5', got {display!r}")
     import imageio.v2 as imageio
 
-    ep = play_episode(agent, seed=seed, record=True, max_steps=max_steps)
+    ep = play_episode(agent, seed=seed, record=True, max_steps=max_steps, sig5=display == "sig5")
     crop = mask_a3c_crop(agent.game) if agent.preset == "mask_a3c" else None
     norms = {}
     for n, ms in ep.masks.items():
@@ -102,7 +107,7 @@ def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, 
             lo, hi = norms[n]
             m = (ms[t] - lo) / (hi - lo + 1e-12)
             heat, inside = mask_to_frame(m, crop)
-            panels.append(overlay(rgb, heat, alpha=0.55, where=inside))
+            panels.append(overlay(rgb, heat, where=inside))
         out.append(side_by_side(*panels))
     imageio.mimsave(path, out, duration=1000 / fps, loop=0)
     return ep

@@ -16,10 +16,15 @@ def colorize(values: np.ndarray, cmap: str = "inferno") -> np.ndarray:
     return (rgba[..., :3] * 255).astype(np.uint8)
 
 
-def overlay(rgb: np.ndarray, heat01: np.ndarray, *, alpha: float = 0.5, cmap: str = "inferno", where: np.ndarray | None = None) -> np.ndarray:
-    """Blend a [0, 1] heat map (same H×W as ``rgb``) onto a frame."""
-    heat = colorize(heat01, cmap).astype(np.float32)
-    out = rgb.astype(np.float32) * (1 - alpha) + heat * alpha
+def overlay(rgb: np.ndarray, heat01: np.ndarray, *, alpha: float = 0.7, cmap: str = "inferno", where: np.ndarray | None = None) -> np.ndarray:
+    """Blend a [0, 1] heat map (same H×W as ``rgb``) onto a frame.
+
+    The blend weight is ``alpha · heat``, so unimportant regions keep the game's own
+    pixels and important ones take the colormap's bright end.
+    """
+    heat = np.clip(heat01, 0.0, 1.0)
+    w = (alpha * heat)[..., None]
+    out = rgb.astype(np.float32) * (1 - w) + colorize(heat, cmap).astype(np.float32) * w
     if where is not None:
         out = np.where(where[..., None], out, rgb)
     return out.clip(0, 255).astype(np.uint8)

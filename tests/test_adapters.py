@@ -86,8 +86,18 @@ def sb3_ppo(tmp_path_factory):
     return model, path
 
 
+def _sb3_tensor(model, obs) -> torch.Tensor:
+    """SB3's own preprocessing of ``obs`` (transpose to CHW, float), made contiguous.
+
+    ``obs_to_tensor`` returns a channels-last *view*; convolutions on it round
+    differently (~1e-6 relative), which shows only for ``normalize_images=False``
+    models whose activations reach 1e2. The values are the same.
+    """
+    return model.policy.obs_to_tensor(obs)[0].contiguous()
+
+
 def _sb3_logits_values(model, obs):
-    obs_t, _ = model.policy.obs_to_tensor(obs)
+    obs_t = _sb3_tensor(model, obs)
     with torch.no_grad():
         dist = model.policy.get_distribution(obs_t).distribution
         return dist.logits, dist.probs, model.policy.predict_values(obs_t)[:, 0]
@@ -130,7 +140,7 @@ def test_sb3_dqn_q_values_and_actions_equal_sb3(sb3_dqn, sb3_obs):
     assert isinstance(agent, QAgent) and agent.game == "Breakout" and agent.preset == "dqn" and agent.n_actions == 4
     x = states_from_obs(sb3_obs, layout="NHWC")
     with torch.no_grad():
-        ref = model.q_net(model.policy.obs_to_tensor(sb3_obs)[0])
+        ref = model.q_net(_sb3_tensor(model, sb3_obs))
         out = agent(x)
     torch.testing.assert_close(out["q"], ref, rtol=0, atol=ATOL)
     assert out["features"].shape == (16, 512)
@@ -175,17 +185,14 @@ def test_sb3_a2c_and_custom_policy_kwargs(tmp_path, sb3_obs):
         logits, _, values = _sb3_logits_values(model, sb3_obs)
         with torch.no_grad():
             out = agent(x)
-        # Without normalize_images the inputs are 0..255 and values reach ~1e2; SB3 feeds the conv a
-        # channels-last view (its transpose), whose rounding differs by ~1e-6 relative from ours.
-        rtol = 1e-5 if name == "ppo_custom" else 0
-        torch.testing.assert_close(torch.log_softmax(out["logits"], 1), logits, rtol=rtol, atol=ATOL)
-        torch.testing.assert_close(out["value"], values, rtol=rtol, atol=ATOL)
+        torch.testing.assert_close(torch.log_softmax(out["logits"], 1), logits, rtol=0, atol=ATOL)
+        torch.testing.assert_close(out["value"], values, rtol=0, atol=ATOL)
     assert agent.meta["input_scale"] == 255.0 and agent.net.vf_features_extractor is not None
     assert load_sb3(tmp_path / "a2c.zip", game="Breakout").meta["algorithm"] == "A2C"
     dqn.save(tmp_path / "dqn_arch.zip")
     agent = load_sb3(tmp_path / "dqn_arch.zip", game="Breakout")
     with torch.no_grad():
-        torch.testing.assert_close(agent(x)["q"], dqn.q_net(dqn.policy.obs_to_tensor(sb3_obs)[0]), rtol=0, atol=ATOL)
+        torch.testing.assert_close(agent(x)["q"], dqn.q_net(_sb3_tensor(dqn, sb3_obs)), rtol=0, atol=ATOL)
     assert agent(x)["features"].shape == (16, 64)
 
 
@@ -199,7 +206,7 @@ def test_sb3_qrdqn_q_is_mean_of_quantiles(tmp_path, sb3_obs):
     agent = load_sb3(tmp_path / "qrdqn.zip", game="Breakout")
     x = states_from_obs(sb3_obs, layout="NHWC")
     with torch.no_grad():
-        ref = model.quantile_net(model.policy.obs_to_tensor(sb3_obs)[0]).mean(dim=1)
+        ref = model.quantile_net(_sb3_tensor(model, sb3_obs)).mean(dim=1)
         torch.testing.assert_close(agent(x)["q"], ref, rtol=0, atol=ATOL)
     np.testing.assert_array_equal(agent.act(x).numpy(), model.predict(sb3_obs, deterministic=True)[0])
     assert agent.meta["algorithm"] == "QR-DQN" and agent.meta["n_quantiles"] == 200
@@ -503,3 +510,14 @@ def test_loading_never_unpickles_sb3_data(sb3_dqn, monkeypatch):
 
     monkeypatch.setattr(pickle, "loads", refuse)
     assert load_sb3(sb3_dqn[1]).n_actions == 4
+
+
+def test_load_agent_in_a_fresh_process(sb3_dqn):
+    """load_agent registers the ALE environments itself (nothing imported saliency_lib.envs before)."""
+    import subprocess
+    import sys
+
+    code = f"from saliency_lib.agents import load_agent; print(load_agent({f'sb3:{sb3_dqn[1]}'!r}).game)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "Breakout"

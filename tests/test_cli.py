@@ -24,7 +24,7 @@ def test_evaluate_official_prints_one_json_line_and_writes_gif(tmp_path, officia
     h, w = frames[0].shape[:2]
     assert h == 210 and w == 3 * 160 + 2 * 4  # frame | policy mask | value mask
     f = np.asarray(frames[30])[..., :3].astype(int)
-    assert np.abs(f[:, 164:324] - f[:, :160]).mean() > 1  # the mask overlay changes the picture
+    assert np.abs(f[:, 328:488] - f[:, :160]).mean() > 1  # the value-mask overlay changes the picture
 
 
 def test_bad_agent_spec_is_a_clear_error(tmp_path):

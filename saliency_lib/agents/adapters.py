@@ -386,6 +386,8 @@ def _check_action_count(game: str, n_actions: int, source: str) -> None:
     """The model's action count must be the size of ``game``'s minimal action set (our envs use it)."""
     import gymnasium as gym
 
+    from .. import envs  # noqa: F401  (registers the ALE environments with gymnasium)
+
     env = gym.make(f"{game}NoFrameskip-v4")
     try:
         n_game = int(env.action_space.n)

@@ -374,6 +374,16 @@ class PerturbationExplainer(Explainer):
     and returns all readouts ``(N, P, K)`` before the subclass reduces them.
     """
 
+    @staticmethod
+    def _state_runs(state_idx: torch.Tensor):
+        """``(i, rows)`` for each run of rows of one state in a chunk (rows are state-major, so ≤ 2 runs
+        per chunk unless there are fewer perturbations per state than rows per chunk)."""
+        states, counts = torch.unique_consecutive(state_idx, return_counts=True)
+        start = 0
+        for i, k in zip(states.tolist(), counts.tolist()):
+            yield i, slice(start, start + k)
+            start += k
+
     def _perturbed_readouts(
         self,
         x: torch.Tensor,

@@ -19,8 +19,11 @@ __all__ = [
     "gaussian_blur",
     "grid_positions",
     "box_masks",
+    "box_indices",
     "disk_masks",
+    "disk_indices",
     "blurred_point_masks",
+    "blurred_point_window",
     "linear_interp_matrix",
     "bilinear_resize",
     "rise_masks",
@@ -115,12 +118,44 @@ def box_masks(tops: torch.Tensor, lefts: torch.Tensor, side: int, size: tuple[in
     return in_r[:, :, None] & in_c[:, None, :]
 
 
+def box_indices(tops: torch.Tensor, lefts: torch.Tensor, side: int, size: tuple[int, int]) -> torch.Tensor:
+    """Flat pixel indices ``(B, side²)`` of the squares of :func:`box_masks`.
+
+    Indices past the border are clamped onto the last row/column, which belongs
+    to the clipped square, so writing one value through all indices sets exactly
+    the pixels of :func:`box_masks` (some more than once).
+    """
+    h, w = size
+    off = torch.arange(side, device=tops.device)
+    iy = (tops[:, None] + off).clamp(max=h - 1)
+    ix = (lefts[:, None] + off).clamp(max=w - 1)
+    return (iy[:, :, None] * w + ix[:, None, :]).flatten(1)
+
+
 def disk_masks(cy: torch.Tensor, cx: torch.Tensor, radius: float, size: tuple[int, int]) -> torch.Tensor:
     """Boolean masks ``(B, H, W)``, True where ``(y − cy)² + (x − cx)² ≤ radius²``."""
     h, w = size
     dy = torch.arange(h, device=cy.device)[None, :, None] - cy[:, None, None]
     dx = torch.arange(w, device=cy.device)[None, None, :] - cx[:, None, None]
     return dy * dy + dx * dx <= radius * radius
+
+
+def disk_indices(cy: torch.Tensor, cx: torch.Tensor, radius: int, size: tuple[int, int]) -> torch.Tensor:
+    """Flat pixel indices ``(B, K)`` of the disks of :func:`disk_masks` (centres inside the image).
+
+    ``K`` is the number of offsets with ``dy² + dx² ≤ radius²``; offsets that fall
+    outside the image point at the centre instead, which is part of the disk, so
+    writing one value through all indices sets exactly the disk's pixels.
+    """
+    h, w = size
+    r = int(radius)
+    d = torch.arange(-r, r + 1, device=cy.device)
+    dy, dx = torch.meshgrid(d, d, indexing="ij")
+    keep = dy * dy + dx * dx <= radius * radius
+    dy, dx = dy[keep], dx[keep]
+    py, px = cy[:, None] + dy, cx[:, None] + dx
+    valid = (py >= 0) & (py < h) & (px >= 0) & (px < w)
+    return torch.where(valid, py * w + px, (cy * w + cx)[:, None])
 
 
 def _delta_profiles(n: int, sigma: float, *, device=None) -> torch.Tensor:
@@ -154,6 +189,41 @@ def blurred_point_masks(cy: torch.Tensor, cx: torch.Tensor, sigma: float, size: 
     m = centre_row[:, :, None] * col_arm[:, None, :] + row_arm[:, :, None] * centre_col[:, None, :]
     m = m / m.flatten(1).amax(dim=1)[:, None, None]
     return m.float()
+
+
+def blurred_point_window(cy: torch.Tensor, cx: torch.Tensor, sigma: float, size: tuple[int, int], *, truncate: float = 4.0):
+    """The masks of :func:`blurred_point_masks` restricted to their support, for sparse updates.
+
+    A filtered impulse is exactly zero farther than the kernel radius
+    ``k = int(truncate·σ + 0.5)`` from it (SciPy's reflections fold back inside
+    that range), so each mask lives in the ``(2k + 3)²`` window around its centre.
+
+    Returns
+    -------
+    index : torch.Tensor
+        ``(B, K)`` int64 flat pixel indices of the window (positions outside the
+        image point at the centre and carry weight 0).
+    weight : torch.Tensor
+        ``(B, K)`` float32 mask values there (peak 1).
+    """
+    h, w = size
+    half = int(truncate * float(sigma) + 0.5) + 1
+    ph = _delta_profiles(h, sigma, device=cy.device)
+    pw = _delta_profiles(w, sigma, device=cy.device)
+    d = torch.arange(-half, half + 1, device=cy.device)
+    ys, xs = cy[:, None] + d, cx[:, None] + d  # (B, 2·half + 1)
+    vy, vx = (ys >= 0) & (ys < h), (xs >= 0) & (xs < w)
+    ys_c, xs_c = ys.clamp(0, h - 1), xs.clamp(0, w - 1)
+    iy, ix = (cy + 1)[:, None], (cx + 1)[:, None]  # impulse columns in the padded profiles
+    centre_row = ph[ys_c, iy] * vy
+    row_arm = (ph[ys_c, iy - 1] + ph[ys_c, iy + 1]) * vy
+    centre_col = pw[xs_c, ix] * vx
+    col_arm = (pw[xs_c, ix - 1] + pw[xs_c, ix] + pw[xs_c, ix + 1]) * vx
+    m = centre_row[:, :, None] * col_arm[:, None, :] + row_arm[:, :, None] * centre_col[:, None, :]
+    m = (m / m.flatten(1).amax(dim=1)[:, None, None]).flatten(1)
+    valid = (vy[:, :, None] & vx[:, None, :]).flatten(1)
+    index = torch.where(valid, (ys_c[:, :, None] * w + xs_c[:, None, :]).flatten(1), (cy * w + cx)[:, None])
+    return index, m.float()
 
 
 def linear_interp_matrix(in_size: int, out_size: int, *, mode: str = "clamp", dtype=torch.float64, device=None) -> torch.Tensor:

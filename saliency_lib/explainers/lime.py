@@ -76,41 +76,55 @@ def felzenszwalb_segments(image: np.ndarray, *, scale: float = 21.0, sigma: floa
 
 
 # -- the local surrogate --------------------------------------------------------------------
-def lime_kernel(design: np.ndarray, kernel_width: float = 0.25) -> np.ndarray:
+def lime_kernel(design: torch.Tensor, kernel_width: float = 0.25) -> torch.Tensor:
     """LIME's sample weights: ``sqrt(exp(−d² / width²))`` with ``d`` the cosine distance to all-ones.
 
     For a binary row with ``k`` of ``F`` ones, ``d = 1 − sqrt(k / F)`` (1 for an
-    all-zero row, as ``sklearn.metrics.pairwise_distances(metric="cosine")``).
+    all-zero row), which is ``sklearn.metrics.pairwise_distances(metric="cosine")``
+    to the all-ones row as lime computes it.
     """
-    k = design.sum(axis=1)
-    d = 1.0 - np.sqrt(k / design.shape[1])
-    return np.sqrt(np.exp(-(d**2) / kernel_width**2))
+    design = torch.as_tensor(design, dtype=torch.float64)
+    d = 1.0 - torch.sqrt(design.sum(dim=1) / design.shape[1])
+    return torch.sqrt(torch.exp(-(d**2) / kernel_width**2))
 
 
-def lime_weights(design: np.ndarray, y: np.ndarray, *, kernel_width: float = 0.25, alpha: float = 1.0) -> np.ndarray:
-    """Superpixel weights: weighted ``sklearn.linear_model.Ridge(alpha, fit_intercept=True)``.
+def lime_weights(design, y, *, kernel_width: float = 0.25, alpha: float = 1.0) -> torch.Tensor:
+    """Superpixel weights: the kernel-weighted ridge regression of lime, in float64.
 
-    This is ``lime_base.LimeBase.explain_instance_with_data`` with its defaults for
-    images (all features kept, ``model_regressor=None``).
+    This is the estimator of ``lime_base.LimeBase.explain_instance_with_data`` with
+    lime's defaults for images (all features kept, ``model_regressor=None``):
+    ``sklearn.linear_model.Ridge(alpha, fit_intercept=True)`` fitted with
+    ``sample_weight = lime_kernel(design)``. It is solved here with the same
+    algebra as scikit-learn's Cholesky solver (weighted centring, rows scaled by
+    the square root of the weights, ``(XᵀX + αI) w = Xᵀy``) in PyTorch, which
+    follows ``torch.set_num_threads`` and avoids an oversubscribed BLAS thread
+    pool; ``tests/test_explainers_lime.py`` checks it against scikit-learn.
 
     Parameters
     ----------
-    design : numpy.ndarray
+    design : array-like
         ``(S, F)`` binary samples, row 0 all ones.
-    y : numpy.ndarray
+    y : array-like
         ``(S,)`` explained output of each sample.
+    kernel_width, alpha : float
+        Kernel width and ridge penalty.
 
     Returns
     -------
-    numpy.ndarray
-        ``(F,)`` regression coefficients.
+    torch.Tensor
+        ``(F,)`` float64 regression coefficients.
     """
-    from sklearn.linear_model import Ridge
-
-    design = np.asarray(design, dtype=np.float64)
-    model = Ridge(alpha=alpha, fit_intercept=True)
-    model.fit(design, np.asarray(y, dtype=np.float64), sample_weight=lime_kernel(design, kernel_width))
-    return model.coef_
+    x = torch.as_tensor(design, dtype=torch.float64)
+    y = torch.as_tensor(y, dtype=torch.float64)
+    sw = lime_kernel(x, kernel_width)
+    x_off = (sw @ x) / sw.sum()
+    y_off = (sw @ y) / sw.sum()
+    root = sw.sqrt()
+    xs = (x - x_off) * root[:, None]
+    ys = (y - y_off) * root
+    gram = xs.T @ xs
+    gram.diagonal().add_(alpha)
+    return torch.linalg.solve(gram, xs.T @ ys)
 
 
 class Lime(PerturbationExplainer):
@@ -196,7 +210,7 @@ class Lime(PerturbationExplainer):
         self.n_samples = check_int("n_samples", n_samples, minimum=2, hint="; LIME needs the unperturbed sample and at least one perturbed one")
         self.hide_colour = check_float("hide_colour", hide_colour)
         self.kernel_width = check_float("kernel_width", kernel_width, low=0.0, low_open=True)
-        self.alpha = check_float("alpha", alpha, low=0.0)
+        self.alpha = check_float("alpha", alpha, low=0.0, low_open=True, hint="; alpha is the ridge penalty")
         self.seed = check_int("seed", seed, minimum=0)
         self._remember(n_samples=self.n_samples, hide_colour=self.hide_colour, kernel_width=self.kernel_width, alpha=self.alpha, seed=self.seed)
         if type(self) is Lime:
@@ -219,21 +233,27 @@ class Lime(PerturbationExplainer):
         segments = self.segment(x)
         n_features = (segments.flatten(1).amax(dim=1) + 1).tolist()
         design = lime_design(self.n_samples, max(n_features), torch.Generator().manual_seed(self.seed))
-        design_dev = design.to(x.device)
+        design_dev = design.to(x.device, x.dtype)
         seg_dev = segments.to(x.device)
+        seg_flat = seg_dev.flatten(1)
         hide = self.hide_colour
 
         def make_rows(state_idx, pert_idx):
-            keep = torch.gather(design_dev[pert_idx], 1, seg_dev[state_idx].flatten(1)).view(-1, 1, h, w).to(x.dtype)
-            rows = x[state_idx] * keep
-            return rows if hide == 0.0 else rows + hide * (1.0 - keep)
+            rows = x.new_empty((len(state_idx), *x.shape[1:]))
+            samples = design_dev.index_select(0, pert_idx)  # (B, F_max)
+            for i, run in self._state_runs(state_idx):
+                keep = samples[run].index_select(1, seg_flat[i]).view(-1, 1, h, w)  # superpixel on/off → pixels
+                torch.mul(x[i], keep, out=rows[run])
+                if hide != 0.0:
+                    rows[run].add_(hide * (1.0 - keep))
+            return rows
 
         vec = self._perturbed_readouts(x, hidden, self.n_samples, make_rows, batch_size)
-        y = self._select(vec, actions).double().cpu().numpy()  # (N, S)
+        y = self._select(vec, actions).double().cpu()  # (N, S)
         maps = torch.empty(len(x), h, w, dtype=torch.float32)
-        for i, f in enumerate(n_features):
-            coef = lime_weights(design[:, :f].numpy(), y[i], kernel_width=self.kernel_width, alpha=self.alpha)
-            maps[i] = torch.as_tensor(coef, dtype=torch.float32)[segments[i]]
+        for i, f in enumerate(n_features):  # one small ridge solve per state
+            coef = lime_weights(design[:, :f], y[i], kernel_width=self.kernel_width, alpha=self.alpha)
+            maps[i] = coef.float()[segments[i]]
         return _Result(maps.to(x.device), self.n_samples, segments=seg_dev)
 
 

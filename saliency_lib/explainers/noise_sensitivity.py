@@ -6,7 +6,7 @@ import torch
 
 from ..agents.base import Agent
 from ._base import PerturbationExplainer, _Result
-from ._masks import bilinear_resize, blurred_point_masks, disk_masks, gaussian_blur, grid_positions
+from ._masks import bilinear_resize, blurred_point_window, disk_indices, gaussian_blur, grid_positions
 from ._validation import check_bool, check_choice, check_float, check_int
 
 __all__ = ["NoiseSensitivity", "NS_VARIANTS", "PERTURBATIONS"]
@@ -72,17 +72,25 @@ class _PointPerturbation(PerturbationExplainer):
         gh, gw = self.grid_shape
         ys = grid_positions(h, self.stride, device=x.device)
         xs = grid_positions(w, self.stride, device=x.device)
+        n, c = x.shape[:2]
         if self.perturbation == "blur":
-            diff = self.blurred(x) - x
+            # I' = I + M·(G(I) − I), written only inside each mask's support window
+            diff = (self.blurred(x) - x).reshape(n, c, h * w)
+            chan = torch.arange(c, device=x.device)[None, :, None]
 
             def make_rows(state_idx, pert_idx):
-                m = blurred_point_masks(ys[pert_idx // gw], xs[pert_idx % gw], float(self.radius), (h, w)).to(x.dtype)
-                return x[state_idx] + diff[state_idx] * m[:, None]
+                rows = x.index_select(0, state_idx)
+                idx, wt = blurred_point_window(ys[pert_idx // gw], xs[pert_idx % gw], float(self.radius), (h, w))
+                vals = diff[state_idx[:, None, None], chan, idx[:, None, :]] * wt.to(x.dtype)[:, None, :]
+                rows.view(len(rows), c, h * w).scatter_add_(2, idx[:, None].expand(-1, c, -1), vals)
+                return rows
         else:
 
             def make_rows(state_idx, pert_idx):
-                m = disk_masks(ys[pert_idx // gw], xs[pert_idx % gw], self.radius, (h, w))
-                return x[state_idx].masked_fill(m[:, None], 0.0)
+                rows = x.index_select(0, state_idx)
+                idx = disk_indices(ys[pert_idx // gw], xs[pert_idx % gw], self.radius, (h, w))
+                rows.view(len(rows), c, h * w).scatter_(2, idx[:, None].expand(-1, c, -1), 0.0)
+                return rows
 
         return self._perturbed_readouts(x, hidden, gh * gw, make_rows, batch_size)
 

@@ -8,7 +8,7 @@ import torch
 
 from ..agents.base import Agent
 from ._base import PerturbationExplainer, _Result
-from ._masks import bilinear_resize, box_masks, grid_positions
+from ._masks import bilinear_resize, box_indices, grid_positions
 from ._validation import check_float, check_int
 
 __all__ = ["Occlusion"]
@@ -105,11 +105,13 @@ class Occlusion(PerturbationExplainer):
         gh, gw = self.grid_shape
         tops = grid_positions(h, self.stride, device=x.device)
         lefts = grid_positions(w, self.stride, device=x.device)
-        colour = torch.tensor(self.colour, dtype=x.dtype, device=x.device)
+        c = x.shape[1]
 
         def make_rows(state_idx: torch.Tensor, pert_idx: torch.Tensor) -> torch.Tensor:
-            m = box_masks(tops[pert_idx // gw], lefts[pert_idx % gw], self.patch, (h, w))
-            return torch.where(m[:, None], colour, x[state_idx])
+            rows = x.index_select(0, state_idx)
+            idx = box_indices(tops[pert_idx // gw], lefts[pert_idx % gw], self.patch, (h, w))
+            rows.view(len(rows), c, h * w).scatter_(2, idx[:, None].expand(-1, c, -1), self.colour)
+            return rows
 
         vec = self._perturbed_readouts(x, hidden, gh * gw, make_rows, batch_size)
         coarse = self._drop_score(self._readout(clean), vec, actions).view(-1, gh, gw)

@@ -127,7 +127,11 @@ class RISE(PerturbationExplainer):
         masks = self._masks_on(x.device)
 
         def make_rows(state_idx, pert_idx):
-            return x[state_idx] * masks[pert_idx][:, None]
+            rows = x.new_empty((len(state_idx), *x.shape[1:]))
+            m = masks.index_select(0, pert_idx)[:, None]
+            for i, run in self._state_runs(state_idx):
+                torch.mul(x[i], m[run], out=rows[run])
+            return rows
 
         vec = self._perturbed_readouts(x, hidden, self.n_masks, make_rows, batch_size)
         f = self._select(vec, actions)  # (N, n_masks)

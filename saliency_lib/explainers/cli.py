@@ -1,0 +1,164 @@
+"""``saliency-study explain AGENT --method M --states N --out DIR``: saliency maps of an agent's own states.
+
+:func:`add_explain_parser` adds the subcommand to the main parser; the
+subcommand runs :func:`run_explain`. :func:`collect_states` plays the evaluation
+protocol of the agent's preset and returns the states to explain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..agents.base import Agent
+
+__all__ = ["add_explain_parser", "run_explain", "collect_states"]
+
+
+@torch.no_grad()
+def collect_states(agent: Agent, n: int, seed: int = 0):
+    """Play the fixed evaluation protocol of ``agent``'s preset greedily and keep ``n`` states.
+
+    * ``dqn`` preset (Huber et al. §1.2 and §2.1): ``make_env(game, "dqn",
+      mode="eval", fixed_start=True)``; the first state is the one after the
+      fixed start and the 4 fill steps. If a game ends before ``n`` states, the
+      environment is reset (fixed start again) and collection goes on.
+    * ``mask_a3c`` preset (Itaya et al. §1.1): ``make_env(game, "mask_a3c",
+      mode="eval")`` reset with ``seed``; the ConvLSTM state is carried from step
+      to step and zeroed when ``info["life_lost"]`` is set or a game ends.
+
+    Parameters
+    ----------
+    agent : saliency_lib.agents.Agent
+        The agent that plays (greedy actions).
+    n : int
+        Number of states to keep (consecutive steps from the start).
+    seed : int, optional
+        Seed of the environment reset (default 0).
+
+    Returns
+    -------
+    states : torch.Tensor
+        ``(n, C, H, W)`` float32 on the agent's device.
+    hidden : tuple of torch.Tensor or None
+        For recurrent agents, the recurrent state *entering* each kept step
+        (first axis ``n``), i.e. what the agent used to act on that state; else ``None``.
+    frames : list of numpy.ndarray
+        The raw 210×160×3 RGB frame behind each state (``saliency_lib.envs.raw_frame``).
+    actions : torch.Tensor
+        ``(n,)`` int64 greedy actions taken.
+    """
+    from ..envs import make_env, raw_frame
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1 (the number of states to collect), got {n!r}")
+    if agent.preset == "dqn":
+        env = make_env(agent.game, "dqn", mode="eval", fixed_start=True)
+    else:
+        env = make_env(agent.game, agent.preset, mode="eval")
+    obs, _ = env.reset(seed=seed)
+    hidden = agent.initial_hidden(1)
+    states, hiddens, frames, actions = [], [], [], []
+    try:
+        while len(states) < n:
+            x = torch.as_tensor(obs, device=agent.device)[None]
+            out = agent(x, hidden)
+            action = int(out[agent.default_output].argmax(dim=1)[0])
+            states.append(x[0])
+            frames.append(raw_frame(env).copy())
+            actions.append(action)
+            if hidden is not None:
+                hiddens.append(hidden)
+            hidden = out.get("hidden") if agent.recurrent else None
+            obs, _, term, trunc, info = env.step(action)
+            if info.get("life_lost") and hidden is not None:
+                hidden = agent.initial_hidden(1)
+            if (term or trunc) and len(states) < n:
+                obs, _ = env.reset()
+                hidden = agent.initial_hidden(1)
+    finally:
+        env.close()
+    stacked_hidden = tuple(torch.cat(parts) for parts in zip(*hiddens)) if hiddens else None
+    return torch.stack(states), stacked_hidden, frames, torch.tensor(actions, dtype=torch.long, device=agent.device)
+
+
+def _overlay_png(map_: np.ndarray, frame: np.ndarray, agent: Agent) -> np.ndarray:
+    """One map over its raw frame: min-max scaled to [0, 1], resized back to the raw frame."""
+    from ..games import mask_a3c_crop
+    from ..viz import map84_to_frame, mask_to_frame, overlay
+
+    lo, hi = float(map_.min()), float(map_.max())
+    heat = (map_ - lo) / (hi - lo) if hi > lo else np.zeros_like(map_)
+    if agent.preset == "mask_a3c":
+        heat_frame, inside = mask_to_frame(heat, mask_a3c_crop(agent.game), frame.shape[:2])
+        return overlay(frame, heat_frame, where=inside)
+    return overlay(frame, np.clip(map84_to_frame(heat, frame.shape[:2]), 0.0, 1.0))
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """Run the ``explain`` subcommand: collect states, explain them, write ``maps.npz`` and PNG overlays.
+
+    Writes to ``args.out``: ``maps.npz`` with ``maps`` (N, H, W), ``states``
+    (N, C, H, W), ``actions`` (N,), ``target`` (N,) and ``forward_passes``;
+    ``state_XXXX.png`` overlays; and ``explain.json`` with the method's config.
+    Returns 0.
+    """
+    import imageio.v2 as imageio
+
+    from ..agents import load_agent
+    from ._registry import EXPLAINERS, get_explainer
+
+    torch.set_num_threads(args.threads)
+    if args.method not in EXPLAINERS:
+        raise ValueError(f"unknown explainer {args.method!r}; valid names are: {', '.join(EXPLAINERS)}")
+    if args.states < 1:
+        raise ValueError(f"--states must be >= 1, got {args.states}")
+    agent = load_agent(args.agent, device=args.device)
+    params = {"batch_size": args.batch_size}
+    ctor = EXPLAINERS[args.method]
+    if "seed" in inspect.signature(ctor.func).parameters:
+        params["seed"] = args.seed
+    explainer = get_explainer(args.method, agent, **params)
+
+    states, hidden, frames, actions = collect_states(agent, args.states, args.seed)
+    result = explainer.attribute(states, target=actions, hidden=hidden).cpu()
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    maps = result.maps.numpy()
+    np.savez_compressed(
+        out / "maps.npz", maps=maps, states=states.cpu().numpy(), actions=actions.cpu().numpy(),
+        target=result.target.numpy(), forward_passes=result.forward_passes,
+    )
+    for i, (m, frame) in enumerate(zip(maps, frames)):
+        imageio.imwrite(out / f"state_{i:04d}.png", _overlay_png(m, frame, agent))
+    info = {"agent": str(args.agent), "game": agent.game, "preset": agent.preset, "states": args.states, "seed": args.seed,
+            "config": {k: v for k, v in explainer.config.items() if not callable(v)}, "forward_passes": result.forward_passes}
+    (out / "explain.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    print(json.dumps({"out": str(out), "method": explainer.method_name, "states": args.states, "forward_passes": result.forward_passes}))
+    return 0
+
+
+def add_explain_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``explain AGENT --method M --states N --out DIR [--seed S] [--batch-size B]`` to ``subparsers``.
+
+    The subcommand's ``func`` is :func:`run_explain`.
+    """
+    from ._registry import EXPLAINERS
+
+    p = subparsers.add_parser("explain", help="saliency maps of the states an agent visits (maps.npz + PNG overlays)")
+    p.add_argument("agent", help="checkpoint directory, or official:<Game>")
+    p.add_argument("--method", required=True, help=f"explainer: {', '.join(EXPLAINERS)}")
+    p.add_argument("--states", type=int, required=True, help="number of consecutive states of the evaluation protocol")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--seed", type=int, default=0, help="environment seed and seed of stochastic explainers")
+    p.add_argument("--batch-size", type=int, default=256, help="network rows per forward call")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=run_explain)
+    return p

@@ -1,0 +1,430 @@
+"""The book pipeline: ``saliency-study book [--profile quick|full|tiny] [--only NOTEBOOK]``.
+
+:func:`build_book` runs three steps and prints the time of each:
+
+1. **Assets.** :func:`saliency_lib.study.assets.install_assets` puts the offline
+   JavaScript into ``book/_offline/vendor/`` (``npm pack`` once, then from the cache).
+2. **Chapters.** Each ``notebooks/*.py`` (jupytext percent format) is converted to
+   ``notebooks/*.ipynb`` and executed by papermill with the profile's parameters,
+   on the kernel of *this* interpreter (:func:`resolve_kernel`). The executed
+   notebook goes to ``book/chapters/``. A failing cell raises
+   :class:`ChapterError` and stops the build; the failed notebook is kept under
+   ``book/_build/failed/``. A chapter whose inputs (source, parameters, library
+   code, data files, official checkpoints) are unchanged since its last execution
+   is not executed again (``force=True`` overrides).
+3. **HTML.** ``jupyter-book build book`` renders the executed notebooks (its own
+   execution is off, see ``book/_config.yml``) with warnings as errors, into
+   ``book/_build/html``. Every page is then checked for external or broken
+   ``<script>``/``<link>``/``<img>`` references (:func:`check_offline`).
+
+Expensive results inside chapters are cached separately, by configuration hash,
+under ``data/results/`` (:mod:`saliency_lib.study.cache`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from .paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, repo_path
+from .profiles import PROFILE_NAMES
+
+__all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "check_offline",
+           "add_book_parser", "run_book", "EXECUTORS"]
+
+EXECUTORS = ("local",)
+"""Where chapters execute. Only ``local`` (papermill, one chapter after the other) exists."""
+BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "_static", "_templates")
+_META_KEY = "saliency_study"
+
+
+class ChapterError(RuntimeError):
+    """A chapter failed to execute; ``notebook`` is the partly executed copy."""
+
+    def __init__(self, message: str, notebook: Path | None = None):
+        super().__init__(message)
+        self.notebook = notebook
+
+
+@dataclass
+class BookBuild:
+    """What :func:`build_book` did."""
+
+    profile: str
+    html_dir: Path | None
+    chapters: dict[str, dict] = field(default_factory=dict)
+    """Chapter name → ``{"path", "executed", "seconds"}``."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Step → seconds (``assets``, ``chapters``, ``html``, ``check``, ``total``)."""
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+def list_notebooks(notebooks_dir: str | os.PathLike = "notebooks") -> list[Path]:
+    """The chapter sources ``notebooks/*.py``, in file-name order."""
+    d = repo_path(notebooks_dir)
+    return sorted(p for p in d.glob("*.py") if not p.name.startswith(("_", ".")))
+
+
+def resolve_kernel(name: str = "python3") -> str:
+    """Check that the Jupyter kernel ``name`` runs this interpreter and return ``name``.
+
+    Papermill starts the kernel from its kernelspec. The venv's own ``python3``
+    kernelspec (``<venv>/share/jupyter/kernels/python3``) has ``argv[0] == "python"``,
+    which jupyter_client replaces by ``sys.executable``. A user-level kernelspec of the
+    same name that points at another interpreter would shadow it; this is refused.
+
+    Raises
+    ------
+    RuntimeError
+        The kernelspec is missing or its command runs another interpreter.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from jupyter_client.manager import KernelManager
+
+    ksm = KernelSpecManager()
+    try:
+        spec = ksm.get_kernel_spec(name)
+    except NoSuchKernel as e:
+        raise RuntimeError(f"no Jupyter kernel {name!r}; install ipykernel into this environment "
+                           f"({sys.executable} -m pip install ipykernel)") from e
+    km = KernelManager(kernel_name=name, kernel_spec_manager=ksm)
+    cmd = km.format_kernel_cmd()
+    exe = shutil.which(cmd[0]) or cmd[0]
+    if os.path.abspath(exe) != os.path.abspath(sys.executable):
+        raise RuntimeError(
+            f"kernel {name!r} ({spec.resource_dir}) runs {exe}, not this interpreter {sys.executable}; "
+            f"remove the shadowing kernelspec (jupyter kernelspec remove {name}) or pass another kernel_name"
+        )
+    return name
+
+
+def _sha_files(paths: Sequence[Path], root: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        if p.is_file():
+            h.update(p.relative_to(root).as_posix().encode() if p.is_relative_to(root) else str(p).encode())
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _inputs_fingerprint(results_dir: str | os.PathLike) -> dict:
+    """Hashes of what a chapter's output depends on besides its source and parameters."""
+    from ..agents.official import official_dir
+
+    lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py"))
+    agents = repo_path(AGENTS_DIR)
+    data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
+                                                 repo_path(results_dir) / "study_agents.json"]
+    off = official_dir()
+    official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
+    return {"library": _sha_files(lib, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
+            "official": [str(off)] + [f"{p.relative_to(off)}:{p.stat().st_size}" for p in official]}
+
+
+def _key(source: str, parameters: Mapping, fingerprint: Mapping) -> str:
+    blob = json.dumps({"source": source, "parameters": dict(parameters), "inputs": fingerprint,
+                       "python": sys.executable, "format": 1}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not (path.is_file() and path.read_text() == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _stage_sources(book_dir: Path, stage: Path) -> Path:
+    """Copy the book's sources (not its outputs) to ``stage/book``."""
+    dst = stage / "book"
+    dst.mkdir(parents=True, exist_ok=True)
+    for pattern in BOOK_SOURCES:
+        for src in book_dir.glob(pattern):
+            target = dst / src.name
+            if src.is_dir():
+                shutil.copytree(src, target, dirs_exist_ok=True)
+            else:
+                shutil.copy2(src, target)
+    return dst
+
+
+# -- chapters -------------------------------------------------------------------------------
+
+def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_dir: Path, profile: str,
+                     parameters: Mapping, results_dir, kernel: str, fingerprint: Mapping, force: bool,
+                     timeout: float | None, log: Callable[[str], None]) -> dict:
+    import jupytext
+    import nbformat
+    import papermill as pm
+
+    name = py.stem
+    source = py.read_text()
+    nb = jupytext.reads(source, fmt="py:percent")
+    ipynb = ipynb_dir / f"{name}.ipynb"
+    _write_if_changed(ipynb, nbformat.writes(nb) + "\n")
+    declared = pm.inspect_notebook(str(ipynb))
+    if not declared:
+        raise ChapterError(f"{py} has no cell tagged 'parameters'; every chapter needs one (profile, …)")
+    wanted = {"profile": profile, **({"results_dir": str(results_dir)} if results_dir is not None else {}), **parameters}
+    params = {k: v for k, v in wanted.items() if k in declared}
+    unknown = sorted(set(parameters) - set(declared))
+    if unknown:
+        log(f"[book] {name}: ignoring parameters it does not declare: {', '.join(unknown)}")
+    key = _key(source, params, fingerprint)
+    out = chapters_dir / f"{name}.ipynb"
+    if out.is_file() and not force:
+        old = nbformat.read(out, as_version=4).metadata.get(_META_KEY, {})
+        if old.get("key") == key:
+            log(f"[book] {name}: up to date (executed {old.get('executed')}, {old.get('seconds', 0):.1f} s), not re-executed")
+            return {"path": str(out), "executed": False, "seconds": 0.0}
+    log(f"[book] {name}: executing with {params} …")
+    tmp = failed_dir.parent / ".exec" / f"{name}.ipynb"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(str(ipynb), str(tmp), parameters=params, kernel_name=kernel, cwd=str(REPO_ROOT),
+                            progress_bar=False, request_save_on_cell_execute=False, execution_timeout=timeout)
+    except pm.PapermillExecutionError as e:
+        failed_dir.mkdir(parents=True, exist_ok=True)
+        kept = failed_dir / f"{name}.ipynb"
+        if tmp.is_file():
+            shutil.move(str(tmp), kept)
+        raise ChapterError(f"chapter {name} failed in cell {e.exec_count}: {e.ename}: {e.evalue} "
+                           f"(executed notebook kept at {kept})", kept) from e
+    seconds = time.perf_counter() - t0
+    done = nbformat.read(tmp, as_version=4)
+    done.metadata[_META_KEY] = {"key": key, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
+                                "executed": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(done, tmp)
+    os.replace(tmp, out)
+    log(f"[book] {name}: executed in {seconds:.1f} s")
+    return {"path": str(out), "executed": True, "seconds": seconds}
+
+
+# -- offline check ----------------------------------------------------------------------------
+
+class _Refs(HTMLParser):
+    ATTRS = {"script": ("src",), "link": ("href",), "img": ("src",), "iframe": ("src",), "source": ("src", "srcset"),
+             "video": ("src", "poster"), "audio": ("src",), "embed": ("src",), "object": ("data",)}
+
+    def __init__(self):
+        super().__init__()
+        self.refs: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for attr in self.ATTRS.get(tag, ()):
+            if a.get(attr):
+                self.refs.append((tag, a[attr]))
+
+
+def check_offline(html_dir: str | os.PathLike) -> list[str]:
+    """Problems with the resources that the pages of ``html_dir`` load.
+
+    For every ``*.html`` page, each ``src``/``href`` of ``script``, ``link``, ``img``,
+    ``iframe``, ``source``, ``video``, ``audio``, ``embed`` and ``object`` must be a
+    relative URL (or ``data:``) that names an existing file. Hyperlinks (``<a>``) may
+    point anywhere. Returns one message per problem; empty means offline-clean.
+    """
+    html_dir = Path(html_dir)
+    problems = []
+    for page in sorted(html_dir.rglob("*.html")):
+        if "_static" in page.relative_to(html_dir).parts:  # theme assets, e.g. webpack templates
+            continue
+        parser = _Refs()
+        parser.feed(page.read_text(errors="replace"))
+        rel_page = page.relative_to(html_dir).as_posix()
+        for tag, url in parser.refs:
+            if url.startswith(("data:", "blob:", "#")):
+                continue
+            parts = urlsplit(url)
+            if parts.scheme or url.startswith("//"):
+                problems.append(f"{rel_page}: <{tag}> loads the external URL {url}")
+                continue
+            target = (page.parent / unquote(parts.path)).resolve()
+            if not target.is_file():
+                problems.append(f"{rel_page}: <{tag}> refers to {url}, which does not exist")
+            elif not target.is_relative_to(html_dir.resolve()):
+                problems.append(f"{rel_page}: <{tag}> refers to {url}, outside the HTML folder")
+    return problems
+
+
+# -- the pipeline -------------------------------------------------------------------------------
+
+def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = None, executor: str = "local",
+               parameters: Mapping | None = None, book_dir: str | os.PathLike = "book",
+               notebooks_dir: str | os.PathLike = "notebooks", build_dir: str | os.PathLike | None = None,
+               results_dir: str | os.PathLike | None = None, force: bool = False, html: bool = True,
+               kernel_name: str = "python3", timeout: float | None = 4 * 3600,
+               log: Callable[[str], None] | None = None) -> BookBuild:
+    """Execute the chapters with papermill and build the HTML book.
+
+    Parameters
+    ----------
+    profile : {"quick", "full", "tiny"}
+        Execution profile passed to every chapter (:mod:`saliency_lib.study.profiles`).
+    only : str or list of str, optional
+        Execute only these chapters (``"01_agents"`` or ``"01_agents.py"``). Other
+        chapters keep their executed notebooks; one that has none is executed too,
+        since the HTML needs it.
+    executor : {"local"}
+        Where chapters run (:data:`EXECUTORS`).
+    parameters : mapping, optional
+        Extra parameters for every chapter that declares them (e.g. ``{"game": "MsPacman"}``).
+    book_dir, notebooks_dir : path
+        Book sources (``_config.yml``, ``_toc.yml``, pages) and chapter sources.
+    build_dir : path, optional
+        Build somewhere else: the book sources are copied to ``build_dir/book``, the
+        chapters are executed into ``build_dir/book/chapters`` and the HTML goes to
+        ``build_dir/book/_build/html``. Default: in place (``book/chapters``,
+        ``book/_build/html``).
+    results_dir : path, optional
+        Passed to chapters as their ``results_dir`` parameter (default: theirs, ``data/results``).
+    force : bool
+        Execute chapters even when their inputs are unchanged.
+    html : bool
+        Build the HTML (False: execute only).
+    kernel_name : str
+        Jupyter kernel; it must run this interpreter (:func:`resolve_kernel`).
+    timeout : float or None
+        Seconds a single cell may run.
+    log : callable, optional
+        Progress messages (default: print to stderr).
+
+    Returns
+    -------
+    BookBuild
+
+    Raises
+    ------
+    ChapterError
+        A chapter raised; the message names the cell and the kept notebook.
+    RuntimeError
+        The kernel runs another interpreter, the HTML build fails, or a page loads an
+        external or missing resource.
+    """
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if profile not in PROFILE_NAMES:
+        raise ValueError(f"unknown profile {profile!r}; valid profiles are: {', '.join(PROFILE_NAMES)}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; valid executors are: {', '.join(EXECUTORS)}")
+    t_start = time.perf_counter()
+    src_book = repo_path(book_dir)
+    sources = list_notebooks(notebooks_dir)
+    if not sources:
+        raise FileNotFoundError(f"no chapter sources (*.py) in {repo_path(notebooks_dir)}")
+    names = {p.stem for p in sources}
+    selected = None
+    if only:
+        selected = {Path(o).stem for o in ([only] if isinstance(only, str) else only)}
+        missing = sorted(selected - names)
+        if missing:
+            raise ValueError(f"unknown chapter(s) {missing}; chapters are: {', '.join(sorted(names))}")
+    if build_dir is None:
+        bdir, ipynb_dir = src_book, repo_path(notebooks_dir)
+    else:
+        bdir = _stage_sources(src_book, Path(build_dir))
+        ipynb_dir = Path(build_dir) / "notebooks"
+    chapters_dir, out_dir = bdir / "chapters", bdir / "_build"
+    result = BookBuild(profile=profile, html_dir=None)
+
+    t0 = time.perf_counter()
+    from .assets import install_assets
+
+    install_assets(bdir)
+    result.timings["assets"] = time.perf_counter() - t0
+    log(f"[book] assets: {result.timings['assets']:.1f} s")
+
+    t0 = time.perf_counter()
+    kernel = resolve_kernel(kernel_name)
+    fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
+    for py in sources:
+        out = chapters_dir / f"{py.stem}.ipynb"
+        if selected is not None and py.stem not in selected and out.is_file():
+            log(f"[book] {py.stem}: skipped (--only), keeping {out}")
+            continue
+        result.chapters[py.stem] = _execute_chapter(
+            py, ipynb_dir=ipynb_dir, chapters_dir=chapters_dir, failed_dir=out_dir / "failed", profile=profile,
+            parameters=dict(parameters or {}), results_dir=results_dir, kernel=kernel, fingerprint=fingerprint,
+            force=force or (selected is not None and py.stem in selected), timeout=timeout, log=log)
+    result.timings["chapters"] = time.perf_counter() - t0
+    log(f"[book] chapters: {result.timings['chapters']:.1f} s")
+
+    if html:
+        t0 = time.perf_counter()
+        cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+               "build", str(bdir), "--builder", "html", "--warningiserror", "--keep-going", "--quiet"]
+        proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
+        result.timings["html"] = time.perf_counter() - t0
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip()[-6000:]
+            raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
+        result.html_dir = out_dir / "html"
+        log(f"[book] html: {result.timings['html']:.1f} s -> {result.html_dir}")
+        t0 = time.perf_counter()
+        problems = check_offline(result.html_dir)
+        result.timings["check"] = time.perf_counter() - t0
+        if problems:
+            raise RuntimeError("the HTML is not self-contained:\n" + "\n".join(problems[:50]))
+        log(f"[book] offline check: every <script>/<link>/<img> of every page is a local file ({result.timings['check']:.1f} s)")
+    result.timings["total"] = time.perf_counter() - t_start
+    log(f"[book] total: {result.timings['total']:.1f} s (profile {profile})")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "timings.json").write_text(json.dumps(
+        {"profile": profile, "timings_s": {k: round(v, 1) for k, v in result.timings.items()},
+         "chapters": {k: {"executed": v["executed"], "seconds": round(v["seconds"], 1)} for k, v in result.chapters.items()},
+         "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}, indent=2) + "\n")
+    return result
+
+
+# -- command line -------------------------------------------------------------------------------
+
+def _param(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def run_book(args: argparse.Namespace) -> int:
+    """Entry point of ``saliency-study book``."""
+    try:
+        b = build_book(args.profile, only=args.only, executor=args.executor, parameters=dict(args.param or []),
+                       force=args.force, html=not args.no_html)
+    except ChapterError as e:
+        print(f"saliency-study book: {e}", file=sys.stderr)
+        return 1
+    if b.html_dir is not None:
+        print(b.html_dir / "index.html")
+    return 0
+
+
+def add_book_parser(subparsers, func: Callable | None = None) -> argparse.ArgumentParser:
+    """Add ``book`` to the ``saliency-study`` sub-commands (``func`` defaults to :func:`run_book`)."""
+    p = subparsers.add_parser("book", help="execute the chapters (papermill) and build the HTML book (Jupyter Book)",
+                              description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--profile", choices=PROFILE_NAMES, default="quick", help="execution profile (default: quick)")
+    p.add_argument("--only", action="append", metavar="NOTEBOOK", help="execute only this chapter (repeatable), e.g. 01_agents")
+    p.add_argument("--executor", choices=EXECUTORS, default="local", help="where chapters execute (default: local)")
+    p.add_argument("--param", "-p", action="append", type=_param, metavar="KEY=VALUE",
+                   help="extra chapter parameter, JSON-parsed when possible (repeatable), e.g. -p game=MsPacman")
+    p.add_argument("--force", action="store_true", help="execute chapters even if their inputs are unchanged")
+    p.add_argument("--no-html", action="store_true", help="execute the chapters only")
+    p.set_defaults(func=func or run_book)
+    return p

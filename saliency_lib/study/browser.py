@@ -1,0 +1,425 @@
+"""Check the rendered book in headless Chromium, over the DevTools protocol.
+
+:func:`check_book` serves ``book/_build/html`` from ``127.0.0.1`` (a random free
+port), loads every page in a fresh headless Chromium and reports, per page:
+
+* requests that failed or returned an HTTP error (404 …), and every request that
+  left ``127.0.0.1`` (the book must work offline);
+* ``<img>`` elements that did not load (``naturalWidth == 0``), widget images included;
+* Python tracebacks shown on the page;
+* widget views that did not render, and mathematics that MathJax did not typeset;
+* JavaScript exceptions.
+
+It can save screenshots. The protocol runs over the browser's websocket
+(``websocket-client``), with one flattened session per page; no chromedriver is needed.
+Chromium comes from Debian's packages: :func:`ensure_chromium` installs it when it is
+missing and the process runs as root.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+__all__ = ["find_chromium", "ensure_chromium", "ChromiumMissing", "Chromium", "serve", "PageReport", "check_book",
+           "expected_outputs", "CHROMIUM_FLAGS"]
+
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-default-apps",
+                  "--disable-extensions", "--mute-audio", "--hide-scrollbars", "--disable-dev-shm-usage")
+_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+class ChromiumMissing(RuntimeError):
+    """No Chromium, and it cannot be installed here."""
+
+
+def find_chromium() -> str | None:
+    """Path of a Chromium/Chrome executable, or None."""
+    env = os.environ.get("CHROMIUM")
+    if env and Path(env).is_file():
+        return env
+    for name in _CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def ensure_chromium(*, install: bool = True) -> str:
+    """Chromium's path; installs Debian's ``chromium`` and ``chromium-driver`` when missing and root.
+
+    Raises
+    ------
+    ChromiumMissing
+        Not installed and not root (or ``install=False``).
+    RuntimeError
+        ``apt-get`` failed.
+    """
+    path = find_chromium()
+    if path:
+        return path
+    if not install or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        raise ChromiumMissing("Chromium is not installed and this process is not root; install it with "
+                              "'sudo apt-get install -y chromium chromium-driver' (or set CHROMIUM=/path/to/chrome)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    path = find_chromium()
+    if not path:
+        raise RuntimeError("apt-get installed chromium, but no chromium executable is on PATH")
+    return path
+
+
+# -- a minimal DevTools-protocol client ----------------------------------------------------------
+
+class _CDP:
+    """Synchronous DevTools client over one websocket; events are buffered."""
+
+    def __init__(self, ws_url: str, timeout: float = 30.0):
+        import websocket  # websocket-client
+
+        self.ws = websocket.create_connection(ws_url, timeout=timeout, suppress_origin=True, max_size=None)
+        self._next = 0
+        self.events: list[dict] = []
+
+    def _read(self, timeout: float) -> dict | None:
+        import websocket
+
+        self.ws.settimeout(max(timeout, 0.01))
+        try:
+            return json.loads(self.ws.recv())
+        except websocket.WebSocketTimeoutException:
+            return None
+
+    def call(self, method: str, params: dict | None = None, *, session: str | None = None, timeout: float = 60.0) -> dict:
+        self._next += 1
+        msg = {"id": self._next, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        self.ws.send(json.dumps(msg))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = self._read(deadline - time.monotonic())
+            if m is None:
+                continue
+            if m.get("id") == self._next:
+                if "error" in m:
+                    raise RuntimeError(f"DevTools {method} failed: {m['error']}")
+                return m.get("result", {})
+            if "method" in m:
+                self.events.append(m)
+        raise TimeoutError(f"DevTools {method}: no answer within {timeout} s")
+
+    def pump(self, seconds: float) -> None:
+        """Read events for ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            m = self._read(deadline - time.monotonic())
+            if m and "method" in m:
+                self.events.append(m)
+
+    def close(self) -> None:
+        try:
+            self.ws.close()
+        except Exception:  # noqa: BLE001 - closing a dead socket
+            pass
+
+
+class Chromium:
+    """A headless Chromium with a fresh profile, driven over the DevTools protocol.
+
+    Use as a context manager; :meth:`open` returns a :class:`_Page`.
+    """
+
+    def __init__(self, executable: str | None = None, *, width: int = 1280, height: int = 900):
+        self.executable = executable or ensure_chromium()
+        self.width, self.height = width, height
+        self.proc: subprocess.Popen | None = None
+        self.profile: tempfile.TemporaryDirectory | None = None
+        self.cdp: _CDP | None = None
+
+    def __enter__(self) -> Chromium:
+        self.profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
+        args = [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile.name}", "--remote-debugging-port=0",
+                "--remote-debugging-address=127.0.0.1", f"--window-size={self.width},{self.height}", "about:blank"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        port_file = Path(self.profile.name) / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
+                raise RuntimeError(f"Chromium exited with {self.proc.returncode} before it opened DevTools: {err}")
+            if time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                raise TimeoutError("Chromium did not open its DevTools port within 60 s")
+            time.sleep(0.1)
+        port, path = port_file.read_text().splitlines()[:2]
+        self.cdp = _CDP(f"ws://127.0.0.1:{port}{path}")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.cdp:
+            try:
+                self.cdp.call("Browser.close", timeout=5)
+            except Exception:  # noqa: BLE001 - the browser may already be gone
+                pass
+            self.cdp.close()
+        if self.proc:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+            if self.proc.stderr:
+                self.proc.stderr.close()
+        if self.profile:
+            self.profile.cleanup()
+
+    def open(self) -> _Page:
+        target = self.cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        return _Page(self, target, session)
+
+
+class _Page:
+    def __init__(self, browser: Chromium, target: str, session: str):
+        self.browser, self.target, self.session = browser, target, session
+        self.cdp = browser.cdp
+        for domain in ("Page", "Network", "Runtime", "Log"):
+            self.call(f"{domain}.enable")
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": browser.width, "height": browser.height, "deviceScaleFactor": 1, "mobile": False})
+
+    def call(self, method, params=None, timeout=60.0):
+        return self.cdp.call(method, params, session=self.session, timeout=timeout)
+
+    def evaluate(self, expression: str, timeout: float = 30.0):
+        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, timeout)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"page script failed: {r['exceptionDetails'].get('text')} {r['exceptionDetails'].get('exception', {}).get('description', '')}")
+        return r["result"].get("value")
+
+    def events(self) -> list[dict]:
+        mine = [e for e in self.cdp.events if e.get("sessionId") == self.session]
+        self.cdp.events = [e for e in self.cdp.events if e.get("sessionId") != self.session]
+        return mine
+
+    def navigate(self, url: str, *, ready: str = "true", timeout: float = 60.0, settle: float = 1.0) -> list[dict]:
+        """Load ``url``; wait for the load event, then for the JS condition ``ready`` and a quiet network."""
+        self.events()
+        self.call("Page.navigate", {"url": url})
+        events: list[dict] = []
+        deadline = time.monotonic() + timeout
+        loaded = False
+        while time.monotonic() < deadline and not loaded:
+            self.cdp.pump(0.2)
+            new = self.events()
+            events += new
+            loaded = any(e["method"] == "Page.loadEventFired" for e in new)
+        if not loaded:
+            raise TimeoutError(f"{url} did not finish loading within {timeout} s")
+        self.evaluate("document.querySelectorAll('img[loading=lazy]').forEach(i => { i.loading = 'eager'; }); true")
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            self.cdp.pump(0.25)
+            new = self.events()
+            events += new
+            if any(e["method"].startswith("Network.") for e in new):
+                quiet_since = time.monotonic()
+            if time.monotonic() - quiet_since >= settle and self.evaluate(f"Boolean({ready})"):
+                break
+        return events
+
+    def screenshot(self, path: str | os.PathLike, *, full_page: bool = False) -> Path:
+        params = {"format": "png"}
+        if full_page:
+            m = self.call("Page.getLayoutMetrics")
+            size = m.get("cssContentSize") or m["contentSize"]
+            params.update(captureBeyondViewport=True,
+                          clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16000), "scale": 1})
+        data = self.call("Page.captureScreenshot", params)["data"]
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(data))
+        return path
+
+    def close(self) -> None:
+        self.cdp.call("Target.closeTarget", {"targetId": self.target})
+
+
+# -- serving ---------------------------------------------------------------------------------
+
+@contextmanager
+def serve(directory: str | os.PathLike):
+    """Serve ``directory`` on ``http://127.0.0.1:<free port>/`` in a thread; yields the base URL."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+# -- the check ---------------------------------------------------------------------------------
+
+_PROBE = r"""(() => {
+  const main = document.querySelector('main') || document.body;
+  const imgs = [...document.images];
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+  const subareas = [...document.querySelectorAll('.widget-subarea')];
+  const tb = [...document.querySelectorAll('pre, .output')].filter(e => /Traceback \(most recent call last\)|^\s*\w+Error: /m.test(e.innerText || ''));
+  return {
+    title: document.title,
+    images: imgs.map(i => ({src: (i.currentSrc || i.src || '').slice(0, 200), ok: i.complete && i.naturalWidth > 0,
+                            main: main.contains(i), widget: !!i.closest('.widget-subarea')})),
+    figures: main.querySelectorAll('figure').length,
+    tables: main.querySelectorAll('table').length,
+    tracebacks: tb.map(e => (e.innerText || '').slice(0, 300)),
+    widget_views: views,
+    widgets_rendered: subareas.filter(e => e.children.length > 0).length,
+    widget_errors: document.querySelectorAll('.jupyter-widgets-error-widget').length,
+    math: document.querySelectorAll('div.math, span.math').length,
+    mathjax: document.querySelectorAll('mjx-container').length,
+    text_length: (main.innerText || '').length,
+  };
+})()"""
+
+_READY = ("document.readyState === 'complete' && [...document.images].every(i => i.complete) && "
+          "(document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length <= "
+          "[...document.querySelectorAll('.widget-subarea')].filter(e => e.children.length > 0).length) && "
+          "(document.querySelectorAll('div.math, span.math').length === 0 || document.querySelectorAll('mjx-container').length > 0)")
+
+
+@dataclass
+class PageReport:
+    """What one page showed and which requests it made."""
+
+    page: str
+    probe: dict
+    requests: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    js_errors: list[str] = field(default_factory=list)
+    screenshot: str | None = None
+
+    @property
+    def problems(self) -> list[str]:
+        p = [f"request failed: {f}" for f in self.failed]
+        p += [f"request left 127.0.0.1: {u}" for u in self.external]
+        p += [f"image did not load: {i['src']}" for i in self.probe["images"] if not i["ok"]]
+        p += [f"shows a Python traceback: {t!r}" for t in self.probe["tracebacks"]]
+        if self.probe["widgets_rendered"] < self.probe["widget_views"] or self.probe["widget_errors"]:
+            p.append(f"widgets: {self.probe['widgets_rendered']} of {self.probe['widget_views']} views rendered, "
+                     f"{self.probe['widget_errors']} error widgets")
+        if self.probe["math"] and not self.probe["mathjax"]:
+            p.append(f"{self.probe['math']} math elements but MathJax typeset none")
+        p += [f"JavaScript error: {e}" for e in self.js_errors]
+        return p
+
+
+def _summarise(page: str, events: list[dict], base: str) -> PageReport:
+    host = urlsplit(base).netloc
+    rep = PageReport(page=page, probe={})
+    urls = {}
+    for e in events:
+        m, p = e["method"], e.get("params", {})
+        if m == "Network.requestWillBeSent":
+            url = p["request"]["url"]
+            urls[p["requestId"]] = url
+            rep.requests.append(url)
+            parts = urlsplit(url)
+            if parts.scheme not in ("data", "blob", "about") and parts.netloc != host:
+                rep.external.append(url)
+        elif m == "Network.responseReceived" and p["response"]["status"] >= 400:
+            rep.failed.append(f"{p['response']['status']} {p['response']['url']}")
+        elif m == "Network.loadingFailed" and not p.get("canceled"):
+            rep.failed.append(f"{p.get('errorText')} {urls.get(p['requestId'], '?')}")
+        elif m == "Runtime.exceptionThrown":
+            d = p["exceptionDetails"]
+            rep.js_errors.append((d.get("exception", {}).get("description") or d.get("text", ""))[:300])
+    return rep
+
+
+def check_book(html_dir: str | os.PathLike, *, pages: list[str] | None = None, screenshots: dict[str, str] | None = None,
+               screenshots_dir: str | os.PathLike | None = None, chromium: str | None = None,
+               timeout: float = 60.0) -> list[PageReport]:
+    """Load every page of ``html_dir`` in headless Chromium and report what each shows.
+
+    Parameters
+    ----------
+    html_dir : path
+        The built HTML (``book/_build/html``).
+    pages : list of str, optional
+        Pages relative to ``html_dir`` (default: every ``*.html`` outside ``_static``).
+    screenshots : dict, optional
+        Page → file name for a screenshot (``"full:"`` prefix on the name: full page),
+        saved under ``screenshots_dir``.
+    chromium : str, optional
+        Browser executable (default: :func:`ensure_chromium`).
+
+    Returns
+    -------
+    list of PageReport
+        One per page; :attr:`PageReport.problems` lists what went wrong.
+    """
+    html_dir = Path(html_dir)
+    if pages is None:
+        pages = sorted(p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
+                       if "_static" not in p.relative_to(html_dir).parts)
+    screenshots = screenshots or {}
+    reports = []
+    with serve(html_dir) as base, Chromium(chromium) as browser:
+        page = browser.open()
+        for rel in pages:
+            events = page.navigate(base + rel, ready=_READY, timeout=timeout)
+            rep = _summarise(rel, events, base)
+            rep.probe = page.evaluate(_PROBE)
+            if rel in screenshots and screenshots_dir is not None:
+                name = screenshots[rel]
+                full = name.startswith("full:")
+                rep.screenshot = str(page.screenshot(Path(screenshots_dir) / name.removeprefix("full:"), full_page=full))
+            reports.append(rep)
+        page.close()
+    return reports
+
+
+def expected_outputs(ipynb: str | os.PathLike) -> dict:
+    """What an executed chapter should show: image outputs, HTML tables, widget views, errors."""
+    nb = json.loads(Path(ipynb).read_text())
+    n = {"images": 0, "tables": 0, "widgets": 0, "errors": 0}
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "error":
+                n["errors"] += 1
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                n["widgets"] += 1
+            elif any(k.startswith("image/") for k in data):
+                n["images"] += 1
+            elif "<table" in "".join(data.get("text/html", "")):
+                n["tables"] += 1
+    return n
