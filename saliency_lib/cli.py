@@ -51,6 +51,14 @@ def _cmd_official_scores(args) -> int:
     return 0
 
 
+def _cmd_ship(args) -> int:
+    from .train.ship import ship_agent
+
+    row = ship_agent(args.run, args.dest, episodes=args.episodes, seed=args.seed, published=args.published, published_source=args.published_source)
+    print(json.dumps(row))
+    return 0
+
+
 def _cmd_train(args) -> int:
     from .train.cli import run_train
 
@@ -85,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--threads", type=int, default=1)
     o.add_argument("--quiet", action="store_true")
     o.set_defaults(func=_cmd_official_scores)
+
+    s = sub.add_parser("ship", help="copy a finished run's agent, logs and learning curve to data/agents and score it")
+    s.add_argument("run", help="training run directory (with agent/)")
+    s.add_argument("--dest", required=True, help="e.g. data/agents/dqn-Breakout-s0")
+    s.add_argument("--episodes", type=int, default=10)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--published", type=float, default=None, help="a published score at a similar budget")
+    s.add_argument("--published-source", default="")
+    s.set_defaults(func=_cmd_ship)
 
     try:
         from .train.cli import add_train_parser

@@ -148,3 +148,22 @@ def test_smoke_kill_and_resume(tmp_path, algo, extra):
     # resuming with other hyper-parameters is refused
     r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra[:-2], "--seed", "5", "--resume"]), env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "arguments differ" in r.stderr
+
+
+def test_ship_agent_copies_scores_and_plots(tmp_path):
+    import pandas as pd
+
+    from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
+    from saliency_lib.train.ship import ship_agent
+
+    run = tmp_path / "run"
+    agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4, meta={"algo": "dqn", "seed": 0})
+    save_agent(agent, run / "agent", frames=1000)
+    (run / "train_log.csv").write_text("step,frames,time,episode_score,loss,q_mean,epsilon,fps\n10,40,1,2.0,,,1,\n20,80,2,3.0,,,1,\n")
+    (run / "eval_log.csv").write_text("step,frames,eval_mean,eval_std,eval_scores\n20,80,1.0,0.0,[1.0]\n")
+    row = ship_agent(run, tmp_path / "agents" / "dqn-Breakout-s0", episodes=1)
+    dest = tmp_path / "agents" / "dqn-Breakout-s0"
+    assert (dest / "model.safetensors").exists() and (dest / "learning_curve.png").stat().st_size > 1000
+    table = pd.read_csv(tmp_path / "agents" / "scores.csv")
+    assert list(table["agent"]) == ["dqn-Breakout-s0"] and table["random_score"][0] == 1.7
+    assert row["episodes"] == 1 and load_agent(dest).meta["eval_episodes"] == 1
