@@ -31,8 +31,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check saliency_lib tests benchmarks
 
 ## demo: load an agent, play, write a GIF with its attention masks
-demo: $(STAMP)
-	@if [ -n "$$MASK_A3C_OFFICIAL_SRC" ]; then $(MAKE) --no-print-directory fetch-official; fi
+demo: fetch-official
 	mkdir -p build
 	$(PY) -m saliency_lib evaluate official:Breakout --episodes 1 --seed 0 --max-steps 1500 --gif build/breakout_masks.gif --mask-display sig5
 
