@@ -25,23 +25,25 @@ Observation mapping
 Our ``"dqn"`` preset (:func:`saliency_lib.envs.make_env`) gives float32 states
 ``(N, 4, 84, 84)`` in [0, 1], channel = frame, index 3 newest.
 
-========================  ===============================================  ==========================================
-                          SB3 (``make_atari_env`` + ``VecFrameStack(4)``)   CleanRL (``dqn_atari`` / ``ppo_atari``)
-========================  ===============================================  ==========================================
-observation               uint8 ``(N, 84, 84, 4)``, stacked on the LAST     uint8 ``(N, 4, 84, 84)`` (``FrameStack``),
-                          axis, index 3 newest; ``VecTransposeImage``       index 3 newest
+========================  ====================================================  ============================================
+aspect                    SB3 (``make_atari_env`` + ``VecFrameStack(4)``)       CleanRL (``dqn_atari`` / ``ppo_atari``)
+========================  ====================================================  ============================================
+observation               uint8 ``(N, 84, 84, 4)``, frames stacked on the       uint8 ``(N, 4, 84, 84)`` (``FrameStack``),
+                          LAST axis, index 3 newest; ``VecTransposeImage``      index 3 newest
                           makes it ``(N, 4, 84, 84)`` inside the policy
-scaling in the network    ``obs.float() / 255`` when ``normalize_images``   ``x / 255.0`` in ``forward``
+scaling in the network    ``obs.float() / 255`` when ``normalize_images``       ``x / 255.0`` in ``forward``
                           (the default); none otherwise
-our state → their input   ``states = obs_chw / 255``: the network input is  ``states = obs / 255``: the network input
-                          our state, unchanged (×255 instead when           is our state, unchanged
+our state → their input   ``states = obs_chw / 255``: the network input is      ``states = obs / 255``: the network input
+                          our state, unchanged (×255 when                       is our state, unchanged
                           ``normalize_images=False``)
-========================  ===============================================  ==========================================
+========================  ====================================================  ============================================
 
 So ``states = obs.transpose(0, 3, 1, 2) / 255`` for SB3's ``VecFrameStack``
 observations and ``states = obs / 255`` for CleanRL's (:func:`states_from_obs`); the
 inverse is ``round(states * 255)`` (:func:`states_to_obs`). For states of the form
-``k / 255`` this is exact, and our networks compute bit-identical outputs.
+``k / 255`` this is exact, and the rebuilt networks give SB3's and CleanRL's outputs
+(equal within 1e-5 in the tests; SB3 convolves a channels-last view, which rounds
+slightly differently from our contiguous states).
 
 Preprocessing differences
 -------------------------
@@ -60,6 +62,11 @@ from the ones they were trained on. SB3's ``AtariWrapper`` (defaults) against ou
   the games marked ``fire_reset`` (so not in Frostbite);
 * SB3 clips rewards to their sign (training only) and caps episodes at 108 000
   raw frames, as we do.
+
+In ``mode="train"`` our preset reproduces SB3's states bit for bit (same seed,
+same actions; checked for Breakout in ``tests/test_adapters.py``). SB3's
+``make_atari_env`` needs the ALE environments registered first:
+``gymnasium.register_envs(ale_py)`` (importing :mod:`saliency_lib.envs` does it).
 
 CleanRL's Atari scripts use SB3's ``NoopResetEnv``, ``MaxAndSkipEnv``,
 ``EpisodicLifeEnv``, ``FireResetEnv`` and ``ClipRewardEnv``, then gymnasium's
