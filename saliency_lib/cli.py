@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("evaluate", help="play greedy games and print one JSON line of scores")
-    e.add_argument("agent", help="checkpoint directory, or official:<Game>")
+    e.add_argument("agent", help="checkpoint directory, official:<Game>, sb3:[<Game>:]model.zip or cleanrl:[<Game>:]file")
     e.add_argument("--episodes", type=int, default=10)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--gif", help="write a GIF of one game (Mask-A3C: masks overlaid)")
