@@ -103,6 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--published-source", default="")
     s.set_defaults(func=_cmd_ship)
 
+    from .metrics.cli import add_metrics_parsers
+
+    add_metrics_parsers(sub)
+    try:
+        from .explainers.cli import add_explain_parser
+    except ImportError:  # pragma: no cover
+        add_explain_parser = None
+    if add_explain_parser is not None:
+        add_explain_parser(sub)
+
     try:
         from .train.cli import add_train_parser
     except ImportError:  # pragma: no cover - the trainers ship with the package

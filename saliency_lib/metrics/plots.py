@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .randomisation import ORIGINAL, REFERENCE_LAYERS
+from .similarity import SIMILARITIES
 from .statistics import summarise
 
 __all__ = ["plot_randomisation", "plot_curves"]
@@ -54,7 +55,9 @@ def plot_randomisation(
     t = table[table["experiment"] == "sanity"]
     if t.empty:
         raise ValueError("the table has no sanity-check rows (experiment == 'sanity')")
-    measures = list(measures) if measures else list(dict.fromkeys(t["measure"]))
+    if not measures:
+        present = list(dict.fromkeys(t["measure"]))
+        measures = [m for m in SIMILARITIES if m in present] + [m for m in present if m not in SIMILARITIES]
     s = summarise(t, by=["method", "level", "layer", "measure"], confidence=confidence, seed=seed)
     fig, axes = plt.subplots(1, len(measures), figsize=(4.2 * len(measures), 3.6), squeeze=False)
     methods = list(dict.fromkeys(t["method"]))
