@@ -7,7 +7,7 @@ EXECUTOR ?= local
 STAMP := $(VENV)/.installed
 export MASK_A3C_OFFICIAL_DIR ?= $(CURDIR)/data/external/mask_a3c_official
 
-.PHONY: env test book demo fetch-official lint clean
+.PHONY: env test book book-assets demo fetch-official lint clean
 
 env: $(STAMP)
 
@@ -35,8 +35,14 @@ demo: fetch-official
 	mkdir -p build
 	$(PY) -m saliency_lib evaluate official:Breakout --episodes 1 --seed 0 --max-steps 1500 --gif build/breakout_masks.gif --mask-display sig5
 
-## book: the main job (until the book lands: the demonstration)
-book: demo
+## book: execute the chapters (papermill, PROFILE=quick|full|tiny) and build book/_build/html
+book: $(STAMP)
+	@if [ -n "$$MASK_A3C_OFFICIAL_SRC" ]; then $(MAKE) --no-print-directory fetch-official; fi
+	$(PY) -m saliency_lib book --profile $(PROFILE) --executor $(EXECUTOR)
+
+## book-assets: fetch the book's offline JavaScript (npm pack, once) into book/_offline
+book-assets: $(STAMP)
+	$(PY) -m saliency_lib book --assets-only
 
 clean:
-	rm -rf build book/_build
+	rm -rf build book/_build book/_offline book/chapters

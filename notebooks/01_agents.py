@@ -34,14 +34,14 @@
 # value of the execution profile" ({doc}`../reproduce` describes the profiles).
 
 # %% tags=["parameters"]
-game = "Breakout"  # Atari game of the chapter
-agent = None  # agent spec (checkpoint directory, official:<Game>, sb3:...); None: the study's agent
-train = False  # train a DQN agent here instead of loading one; later chapters then use it
-frames = None  # frames to train for when train is true; None: the profile's value
-profile = "quick"  # execution profile: "tiny", "quick" or "full"
-seed = 0  # seed of the evaluation games, the GIFs and training
-device = "cpu"  # torch device of the agents
-results_dir = "data/results"  # cache of results, relative to the repository root
+game = "Breakout"  # Atari game
+agent = None  # agent spec (directory, official:<Game>, ...); None: the study's
+train = False  # train a DQN agent here; later chapters then explain it
+frames = None  # frames to train for; None: the profile's value
+profile = "quick"  # "tiny", "quick" or "full"
+seed = 0  # seed of the evaluation games, GIFs and training
+device = "cpu"  # torch device
+results_dir = "data/results"  # result cache, relative to the repository
 
 # %% [markdown]
 # The parameters become the chapter's frozen configuration. The profile adds how many
@@ -49,13 +49,15 @@ results_dir = "data/results"  # cache of results, relative to the repository roo
 
 # %%
 from saliency_lib.study.agents import (
-    AgentsChapter, agent_gif, chapter_scores, choose_agent, learning_curves, official_curve,
-    official_curves_tabs, official_scores, style_official, style_scores,
+    AgentsChapter, agent_gif, chapter_scores, choose_agent,
+    learning_curves, official_curve, official_curves_tabs,
+    official_scores, style_official, style_scores,
 )
 
-cfg = AgentsChapter(game=game, agent=agent, train=train, frames=frames, profile=profile,
-                    seed=seed, device=device, results_dir=results_dir)
-cfg.settings
+cfg = AgentsChapter(game=game, agent=agent, train=train, frames=frames,
+                    profile=profile, seed=seed, device=device,
+                    results_dir=results_dir)
+cfg
 
 # %% [markdown]
 # Every number below depends on these settings. In the `tiny` profile, used by the test
@@ -72,8 +74,8 @@ choice = choose_agent(cfg)
 choice
 
 # %% [markdown]
-# A trained agent is recorded in `study_agents.json` in the results directory, so
-# every later chapter explains it too, through `saliency_lib.study.agents.study_agent`.
+# A trained agent is recorded in `_local/study_agents.json` in the results directory,
+# so every later chapter explains it too, through `saliency_lib.study.agents.study_agent`.
 #
 # ## How well do the agents play?
 #
@@ -85,13 +87,14 @@ choice
 # %%
 official = official_scores(cfg)
 scores = chapter_scores(cfg, choice, official)
-style_scores(scores, f"Scores on {cfg.game}: greedy games, raw game score (all lives). "
-                     "Random, human and Nature DQN from Mnih et al. (2015).")
+caption = (f"Scores on {cfg.game}: greedy games, raw game score (all lives). "
+           "Random, human and Nature DQN: Mnih et al. (2015).")
+style_scores(scores, caption)
 
 # %% [markdown]
 # The human-normalised column puts all agents on one scale: 0 % is random play and 100 %
-# is the human tester. Scores marked "evaluated here" come from the few games of the
-# profile. They show that the agent plays; they are not a benchmark.
+# is the human tester. Scores marked "here" were evaluated in this chapter, on the few
+# games of the profile. They show that the agent plays; they are not a benchmark.
 #
 # ## How the agent learned
 #
@@ -135,8 +138,9 @@ agent_gif(f"official:{cfg.game}", cfg)
 # emulator and compare with the level its log reached: the mean of the last 100 test games.
 
 # %%
-style_official(official, "Official Mask-A3C checkpoints: our greedy re-evaluation next to the "
-                         "level logged by the official runs (mean and sd of their last 100 test games).")
+caption = ("Official Mask-A3C checkpoints: our greedy re-evaluation next to "
+           "the level logged by the official runs (last 100 test games).")
+style_official(official, caption)
 
 # %% [markdown]
 # A ratio near 1 means that the checkpoint still plays at its logged level. Few games make

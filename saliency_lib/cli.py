@@ -104,8 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_ship)
 
     from .metrics.cli import add_metrics_parsers
+    from .study.book import add_book_parser
 
     add_metrics_parsers(sub)
+    add_book_parser(sub)
     try:
         from .explainers.cli import add_explain_parser
     except ImportError:  # pragma: no cover

@@ -24,14 +24,14 @@ import json
 import os
 import re
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..games import game_info
-from .cache import cached_file, cached_json
+from .cache import LOCAL, cached_file, cached_json
 from .display import Note
 from .paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
 from .profiles import profile_settings
@@ -44,7 +44,7 @@ __all__ = [
     "figure_image",
 ]
 
-STUDY_AGENTS_JSON = "study_agents.json"
+STUDY_AGENTS_JSON = f"{LOCAL}/study_agents.json"
 _NAME = re.compile(r"^(?P<algo>[a-z0-9_]+(?:-sync)?)-(?P<game>[A-Za-z]+)(?:-(?P<variant>[a-z0-9_]+))?-s(?P<seed>\d+)$")
 
 
@@ -104,6 +104,15 @@ class AgentsChapter:
             object.__setattr__(self, "agent", None)
         object.__setattr__(self, "settings", profile_settings(self.profile, train_frames=self.frames))
 
+    USED = ("episodes", "eval_max_steps", "gif_steps", "official_games", "official_episodes", "official_max_steps",
+            "train_frames")
+    """Profile settings this chapter uses."""
+
+    def _repr_markdown_(self) -> str:
+        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "settings")
+        used = ", ".join(f"`{k}={self.settings[k]!r}`" for k in self.USED)
+        return f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** {used}.\n"
+
     @property
     def official_games(self) -> list[str]:
         """Official Mask-A3C games of the chapter (the chapter's game first)."""
@@ -150,7 +159,7 @@ def _record_path(results_dir) -> Path:
 
 
 def record_study_agent(game: str, path: str | os.PathLike, *, results_dir: str | os.PathLike = RESULTS_DIR, **info) -> Path:
-    """Make ``path`` the study's agent for ``game`` (``<results_dir>/study_agents.json``)."""
+    """Make ``path`` the study's agent for ``game`` (``<results_dir>/_local/study_agents.json``)."""
     game_info(game)
     f = _record_path(results_dir)
     data = json.loads(f.read_text()) if f.is_file() else {}
@@ -198,15 +207,15 @@ def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str
                       out: str | os.PathLike | None = None, eval_max_steps: int = 10_000, progress: bool = False) -> str:
     """Train a DQN agent with :func:`saliency_lib.train.train_dqn` and record it for the study.
 
-    The run goes to ``out`` (default ``runs/study-dqn-<game>-s<seed>-<frames>``); the
-    agent is ``out/agent``. A finished run with the same arguments is reused, not
+    The run goes to ``out`` (default ``<results_dir>/_local/runs/study-dqn-<game>-s<seed>-<frames>``,
+    not committed); the agent is ``out/agent``. A finished run with the same arguments is reused, not
     retrained. Short runs scale the replay buffer, the warm-up and the evaluation
     interval down with ``frames``; every other hyper-parameter is
     :class:`~saliency_lib.train.DQNArgs`' default.
     """
     from ..train import DQNArgs, train_dqn
 
-    out = repo_path(out or Path(RUNS_DIR) / f"study-dqn-{game}-s{seed}-{frames}")
+    out = repo_path(out) if out else repo_path(results_dir) / LOCAL / "runs" / f"study-dqn-{game}-s{seed}-{frames}"
     defaults = DQNArgs()
     args = DQNArgs(
         game=game, frames=frames, seed=seed,
@@ -297,6 +306,12 @@ def evaluate_agent(spec: str, *, episodes: int, seed: int, max_steps: int | None
     return {"episodes": episodes, "seed": seed, "max_steps": max_steps, **r}
 
 
+def _here(r: dict) -> str:
+    """Where a score evaluated in the chapter comes from, for a table cell."""
+    cap = f", ≤ {r['max_steps']:,} steps" if r.get("max_steps") else ""
+    return f"here ({r['episodes']} game{'s' if r['episodes'] != 1 else ''}{cap})"
+
+
 def _score_columns(df: pd.DataFrame) -> pd.DataFrame:
     ren = {"our_mean": "mean", "score_mean": "mean", "eval_mean": "mean", "our_std": "std", "score_std": "std", "eval_std": "std"}
     return df.rename(columns={k: v for k, v in ren.items() if k in df.columns and v not in df.columns})
@@ -342,7 +357,7 @@ def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os
             df.loc[hit, "mean"] = s["mean"]
             df.loc[hit, "std"] = s.get("std", np.nan)
             df.loc[hit, "episodes"] = s.get("episodes", np.nan)
-            df.loc[hit, "score_source"] = _rel(repo_path(scores_csv))
+            df.loc[hit, "score_source"] = Path(scores_csv).name
     for i, row in df[df["mean"].isna()].iterrows():
         meta = json.loads((repo_path(row["path"]) / "meta.json").read_text())
         if meta.get("eval_score") is not None:
@@ -371,7 +386,8 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
     (evaluated here when no score is shipped) and the official Mask-A3C agent."""
     extra = []
     if choice:
-        name = Path(choice.spec).name if (repo_path(choice.spec) / "meta.json").is_file() else choice.spec
+        p = Path(choice.spec)
+        name = (p.parent.name if p.name == "agent" else p.name) if (repo_path(choice.spec) / "meta.json").is_file() else choice.spec
         base = score_table(cfg.agents_dir, games=[cfg.game])
         known = base.loc[base["agent"] == name, "mean"]
         if known.empty or known.isna().all():
@@ -380,16 +396,16 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
                                results_dir=cfg.results_dir, device=cfg.device)
             meta_path = repo_path(choice.spec) / "meta.json"
             meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-            cap = f", ≤ {r['max_steps']} steps" if r["max_steps"] else ""
             extra.append({"agent": name, "algo": meta.get("algo", "?"), "game": cfg.game, "frames": meta.get("frames"),
                           "episodes": r["episodes"], "mean": r["mean"], "std": r["std"],
-                          "score_source": f"evaluated here ({r['episodes']} games{cap})", "path": choice.spec})
+                          "score_source": _here(r), "path": choice.spec})
     if isinstance(official, pd.DataFrame):
         for _, o in official[official["game"] == cfg.game].iterrows():
             extra.append({"agent": f"official:{cfg.game}", "algo": "mask-a3c", "game": cfg.game, "variant": "double+ConvLSTM",
                           "frames": np.nan,
                           "episodes": o["episodes"], "mean": o["our_mean"], "std": o["our_std"],
-                          "score_source": o.get("source", OFFICIAL_SCORES_CSV), "path": f"official:{cfg.game}"})
+                          "score_source": Path(o.get("source", OFFICIAL_SCORES_CSV)).name if str(o.get("source", "")).endswith(".csv")
+                          else o.get("source"), "path": f"official:{cfg.game}"})
     table = score_table(cfg.agents_dir, games=[cfg.game], extra=extra)
     if table.empty:
         return Note(f"No scores for {cfg.game}: no agent is shipped or trained for it and the official "
@@ -401,13 +417,19 @@ def style_scores(table: pd.DataFrame, caption: str):
     """The score table as a captioned, formatted pandas Styler (a Note passes through)."""
     if isinstance(table, Note):
         return table
-    t = table.drop(columns=["path"]).rename(columns={
-        "agent": "Agent", "algo": "Algorithm", "game": "Game", "variant": "Variant", "frames": "Frames (M)",
-        "episodes": "Games", "mean": "Score (mean)", "std": "Score (sd)", "score_source": "Score from",
-        "random": "Random", "human": "Human", "dqn_nature": "Nature DQN", "normalised": "Human-normalised (%)"})
-    t["Frames (M)"] = t["Frames (M)"].astype(float) / 1e6
-    fmt = {"Frames (M)": "{:.3g}", "Games": "{:.0f}", "Score (mean)": "{:,.1f}", "Score (sd)": "{:,.1f}",
-           "Random": "{:,.1f}", "Human": "{:,.1f}", "Nature DQN": "{:,.1f}", "Human-normalised (%)": "{:.0f}"}
+
+    def pm(row):
+        if pd.isna(row["mean"]):
+            return "–"
+        return f"{row['mean']:,.1f}" + (f" ± {row['std']:,.1f}" if pd.notna(row["std"]) else "")
+
+    t = pd.DataFrame({
+        "Agent": table["agent"], "Frames (M)": table["frames"].astype(float) / 1e6,
+        "Score (mean ± sd)": table.apply(pm, axis=1), "Games": table["episodes"],
+        "Human-normalised (%)": table["normalised"], "Random": table["random"], "Human": table["human"],
+        "Nature DQN": table["dqn_nature"], "Score from": table["score_source"]})
+    fmt = {"Frames (M)": "{:.3g}", "Games": "{:.0f}", "Random": "{:,.1f}", "Human": "{:,.1f}", "Nature DQN": "{:,.1f}",
+           "Human-normalised (%)": "{:.0f}"}
     return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
 
 
@@ -462,7 +484,7 @@ def learning_curves(cfg: AgentsChapter, choice: AgentChoice):
 # -- GIFs ---------------------------------------------------------------------------------------
 
 def agent_gif(spec: str | None, cfg: AgentsChapter, *, every: int = 3):
-    """A GIF of ``spec`` playing greedily (Mask-A3C: masks overlaid), cached under ``<results_dir>/_media``."""
+    """A GIF of ``spec`` playing greedily (Mask-A3C: masks overlaid), cached under ``<results_dir>/_local/media``."""
     from IPython.display import Image
 
     if spec is None:
@@ -537,8 +559,7 @@ def official_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
             continue
         r = evaluate_agent(f"official:{g}", episodes=s["official_episodes"], seed=cfg.seed, max_steps=s["official_max_steps"],
                            results_dir=cfg.results_dir, device=cfg.device)
-        cap = f", ≤ {r['max_steps']} steps" if r["max_steps"] else ""
-        row = official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=f"evaluated here ({r['episodes']} games{cap})")
+        row = official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=_here(r))
         parts.append(row)
     if not parts:
         return Note(_MISSING_OFFICIAL, title="Official agents not available")

@@ -12,6 +12,8 @@ file in the HTML                      loaded by
 ====================================  ==============================================
 ``vendor/mathjax/es5/tex-mml-chtml.js``  pages with mathematics (``mathjax_path``)
 ``vendor/requirejs/require.js``          pages with widgets (``nb_ipywidgets_js``)
+``vendor/widgets-paths.js``              pages with widgets: tells RequireJS where the
+                                         widget manager's fonts are (:data:`WIDGETS_PATHS_JS`)
 ``vendor/html-manager/embed-amd.js``     pages with widgets (``nb_ipywidgets_js``)
 ====================================  ==============================================
 
@@ -40,10 +42,22 @@ from pathlib import Path
 
 from .paths import REPO_ROOT
 
-__all__ = ["Asset", "ASSETS", "assets_cache", "fetch_assets", "install_assets", "VENDOR"]
+__all__ = ["Asset", "ASSETS", "assets_cache", "fetch_assets", "install_assets", "VENDOR", "WIDGETS_PATHS_JS"]
 
 VENDOR = "vendor"
 """Folder of the assets inside ``_offline/`` and thus inside the HTML root."""
+
+
+WIDGETS_PATHS_JS = """\
+// Written by saliency_lib.study.assets. The widget manager (embed-amd.js) finds its
+// font files relative to its RequireJS module URL, which by default is
+// <page folder>/@jupyter-widgets/html-manager/dist/. Map that module path to
+// vendor/html-manager/ (next to this file), where the fonts are.
+(function () {
+  var base = document.currentScript.src.replace(/[^/]*$/, "");
+  require.config({paths: {"@jupyter-widgets/html-manager/dist": base + "html-manager"}});
+})();
+"""
 
 
 @dataclass(frozen=True)
@@ -152,6 +166,11 @@ def _selected(asset: Asset, root: Path):
             yield f, rel.removeprefix(asset.strip)
 
 
+def _write_if_changed(path: Path, text: str) -> None:
+    if not (path.is_file() and path.read_text() == text):
+        path.write_text(text)
+
+
 def install_assets(book_dir: str | os.PathLike, cache: str | os.PathLike | None = None, *, npm: str = "npm") -> Path:
     """Copy the assets into ``<book_dir>/_offline/vendor/`` (unchanged files are skipped).
 
@@ -175,5 +194,6 @@ def install_assets(book_dir: str | os.PathLike, cache: str | os.PathLike | None 
             raise RuntimeError(f"no file of {asset.spec} matched {asset.include}; the package layout changed")
         license_ = json.loads((root / "package.json").read_text()).get("license", "")
         manifest[asset.name] = {"spec": asset.spec, "integrity": asset.integrity, "license": license_, "files": len(files)}
-    (vendor / "ASSETS.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    _write_if_changed(vendor / "widgets-paths.js", WIDGETS_PATHS_JS)
+    _write_if_changed(vendor / "ASSETS.json", json.dumps(manifest, indent=2) + "\n")
     return offline

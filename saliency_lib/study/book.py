@@ -14,7 +14,7 @@
    is not executed again (``force=True`` overrides).
 3. **HTML.** ``jupyter-book build book`` renders the executed notebooks (its own
    execution is off, see ``book/_config.yml``) with warnings as errors, into
-   ``book/_build/html``. Every page is then checked for external or broken
+   ``book/_build/html`` (nitpicky). Every page is then checked for external or broken
    ``<script>``/``<link>``/``<img>`` references (:func:`check_offline`).
 
 Expensive results inside chapters are cached separately, by configuration hash,
@@ -46,7 +46,7 @@ __all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_no
 
 EXECUTORS = ("local",)
 """Where chapters execute. Only ``local`` (papermill, one chapter after the other) exists."""
-BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "_static", "_templates")
+BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "*.svg", "*.png", "_static", "_templates")
 _META_KEY = "saliency_study"
 
 
@@ -127,7 +127,7 @@ def _inputs_fingerprint(results_dir: str | os.PathLike) -> dict:
     lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py"))
     agents = repo_path(AGENTS_DIR)
     data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
-                                                 repo_path(results_dir) / "study_agents.json"]
+                                                 repo_path(results_dir) / "_local" / "study_agents.json"]
     off = official_dir()
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
     return {"library": _sha_files(lib, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
@@ -204,7 +204,7 @@ def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_di
         raise ChapterError(f"chapter {name} failed in cell {e.exec_count}: {e.ename}: {e.evalue} "
                            f"(executed notebook kept at {kept})", kept) from e
     seconds = time.perf_counter() - t0
-    done = nbformat.read(tmp, as_version=4)
+    done = _for_the_book(nbformat.read(tmp, as_version=4))
     done.metadata[_META_KEY] = {"key": key, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
                                 "executed": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -212,6 +212,28 @@ def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_di
     os.replace(tmp, out)
     log(f"[book] {name}: executed in {seconds:.1f} s")
     return {"path": str(out), "executed": True, "seconds": seconds}
+
+
+def _for_the_book(nb):
+    """Adjust an executed chapter for rendering.
+
+    * Papermill's injected-parameters cell is removed from the page (the chapter's
+      configuration cell shows the effective values).
+    * A figure caption (``mystnb.figure`` cell metadata) is dropped from a cell that
+      produced no image, e.g. a note that an input is missing, so that no caption
+      describes a figure that is not there.
+    """
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+        fig = cell.metadata.get("mystnb", {}).get("figure")
+        images = any(k.startswith("image/") for o in cell.get("outputs", []) for k in o.get("data", {}))
+        if fig is not None and not images:
+            del cell.metadata["mystnb"]["figure"]
+    return nb
 
 
 # -- offline check ----------------------------------------------------------------------------
@@ -350,6 +372,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
 
     t0 = time.perf_counter()
     kernel = resolve_kernel(kernel_name)
+    log(f"[book] kernel {kernel!r} runs {sys.executable}")
     fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
     for py in sources:
         out = chapters_dir / f"{py.stem}.ipynb"
@@ -366,7 +389,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     if html:
         t0 = time.perf_counter()
         cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
-               "build", str(bdir), "--builder", "html", "--warningiserror", "--keep-going", "--quiet"]
+               "build", str(bdir), "--builder", "html", "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
         proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
         result.timings["html"] = time.perf_counter() - t0
         if proc.returncode != 0:
@@ -404,14 +427,33 @@ def _param(text: str) -> tuple[str, object]:
 
 def run_book(args: argparse.Namespace) -> int:
     """Entry point of ``saliency-study book``."""
+    if getattr(args, "assets_only", False):
+        from .assets import install_assets
+
+        print(install_assets(repo_path("book")))
+        return 0
     try:
         b = build_book(args.profile, only=args.only, executor=args.executor, parameters=dict(args.param or []),
                        force=args.force, html=not args.no_html)
     except ChapterError as e:
         print(f"saliency-study book: {e}", file=sys.stderr)
         return 1
-    if b.html_dir is not None:
-        print(b.html_dir / "index.html")
+    if b.html_dir is None:
+        return 0
+    print(b.html_dir / "index.html")
+    if getattr(args, "check", False):
+        from .browser import check_book
+
+        shots = repo_path("book") / "_build" / "screenshots"
+        first = next(iter(b.chapters), None)
+        screenshots = {"intro.html": "landing.png", **({f"chapters/{first}.html": f"full:chapter-{first}.png"} if first else {})}
+        problems = [f"{r.page}: {p}" for r in check_book(b.html_dir, screenshots=screenshots, screenshots_dir=shots)
+                    for p in r.problems]
+        for p in problems:
+            print(f"saliency-study book: {p}", file=sys.stderr)
+        print(f"[book] browser check: {'OK' if not problems else f'{len(problems)} problems'}; screenshots in {shots}",
+              file=sys.stderr)
+        return 1 if problems else 0
     return 0
 
 
@@ -426,5 +468,8 @@ def add_book_parser(subparsers, func: Callable | None = None) -> argparse.Argume
                    help="extra chapter parameter, JSON-parsed when possible (repeatable), e.g. -p game=MsPacman")
     p.add_argument("--force", action="store_true", help="execute chapters even if their inputs are unchanged")
     p.add_argument("--no-html", action="store_true", help="execute the chapters only")
+    p.add_argument("--check", action="store_true",
+                   help="then load every page in headless Chromium (saliency_lib.study.browser) and save screenshots")
+    p.add_argument("--assets-only", action="store_true", help="only fetch the offline JavaScript into book/_offline")
     p.set_defaults(func=func or run_book)
     return p

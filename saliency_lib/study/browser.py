@@ -245,14 +245,19 @@ class _Page:
                 break
         return events
 
-    def screenshot(self, path: str | os.PathLike, *, full_page: bool = False) -> Path:
-        params = {"format": "png"}
+    def screenshot(self, path: str | os.PathLike, *, full_page: bool = False, max_height: int = 20000) -> Path:
+        """PNG of the viewport, or of the whole page (the viewport is stretched to the page's height)."""
         if full_page:
-            m = self.call("Page.getLayoutMetrics")
-            size = m.get("cssContentSize") or m["contentSize"]
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16000), "scale": 1})
-        data = self.call("Page.captureScreenshot", params)["data"]
+            height = int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)"))
+            self.call("Emulation.setDeviceMetricsOverride", {"width": self.browser.width, "height": min(height, max_height),
+                                                           "deviceScaleFactor": 1, "mobile": False})
+            self.cdp.pump(0.5)
+        try:
+            data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        finally:
+            if full_page:
+                self.call("Emulation.setDeviceMetricsOverride", {"width": self.browser.width, "height": self.browser.height,
+                                                               "deviceScaleFactor": 1, "mobile": False})
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
@@ -272,8 +277,12 @@ def serve(directory: str | os.PathLike):
         def log_message(self, *args):
             pass
 
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):  # a browser that cancels a request: not our problem
+            pass
+
     handler = functools.partial(Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -355,6 +364,8 @@ def _summarise(page: str, events: list[dict], base: str) -> PageReport:
             if parts.scheme not in ("data", "blob", "about") and parts.netloc != host:
                 rep.external.append(url)
         elif m == "Network.responseReceived" and p["response"]["status"] >= 400:
+            if urlsplit(p["response"]["url"]).path == "/favicon.ico":
+                continue  # Chromium's own guess on pages without an icon link (jupyter-book's redirecting index.html)
             rep.failed.append(f"{p['response']['status']} {p['response']['url']}")
         elif m == "Network.loadingFailed" and not p.get("canceled"):
             rep.failed.append(f"{p.get('errorText')} {urls.get(p['requestId'], '?')}")

@@ -7,8 +7,10 @@ computing code when relevant). The directory holds ``config.json`` and the
 result. A re-run with the same configuration loads it; any change of the
 configuration computes a new one next to it. Files are written atomically.
 
-Binary media (GIFs) are cheap to recompute and large, so they go to
-``<results_dir>/_media/`` which is not committed (see the book's README).
+Everything under ``<results_dir>/_local/`` is machine-local and not committed:
+binary media (GIFs, cheap to recompute and large) in ``_local/media/``, training
+runs started by a chapter in ``_local/runs/`` and the record of the study's agents
+``_local/study_agents.json``.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import pandas as pd
 from ..results import canonical_json, config_hash
 from .paths import repo_path
 
-__all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "MEDIA"]
+__all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA"]
 
-MEDIA = "_media"
+LOCAL = "_local"
+"""Machine-local, uncommitted part of a results directory."""
+MEDIA = f"{LOCAL}/media"
 
 
 def _atomic(path: Path, write: Callable[[str], None]) -> Path:
@@ -84,7 +88,7 @@ def cached_json(name: str, config: Mapping, compute: Callable[[], object], *,
     d = cache_dir(name, config, results_dir)
     f = d / "value.json"
     if f.is_file():
-        return json.loads(f.read_text())
+        return json.loads(f.read_text())["value"]
     value = compute()
     text = canonical_json({"value": value})
     _write_config(d, config)
@@ -94,7 +98,7 @@ def cached_json(name: str, config: Mapping, compute: Callable[[], object], *,
 
 def cached_file(name: str, config: Mapping, suffix: str, make: Callable[[str], object], *,
                 results_dir: str | os.PathLike = "data/results") -> Path:
-    """Path of a media file of ``config`` under ``<results_dir>/_media/``; ``make(path)`` writes it if missing."""
+    """Path of a media file of ``config`` under ``<results_dir>/_local/media/``; ``make(path)`` writes it if missing."""
     if not suffix.startswith("."):
         raise ValueError(f"suffix must start with '.', got {suffix!r}")
     f = repo_path(results_dir) / MEDIA / f"{name}-{config_hash(config)}{suffix}"

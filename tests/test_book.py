@@ -1,0 +1,260 @@
+"""The book: its pipeline pieces, a tiny-profile build through the same code as
+``make book``, and every page loaded in headless Chromium.
+
+The build goes to a temporary directory (sources copied, results in a temporary
+``results_dir``), so the test leaves ``book/chapters`` and ``data/results`` alone.
+Screenshots go to ``book/_build/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from saliency_lib.study import book as bk
+from saliency_lib.study.agents import AgentsChapter, record_study_agent, score_table, study_agent
+from saliency_lib.study.cache import cached_json, cached_table
+from saliency_lib.study.paths import REPO_ROOT
+from saliency_lib.study.profiles import PROFILES, profile_settings
+
+SCREENSHOTS = REPO_ROOT / "book" / "_build" / "screenshots"
+
+
+# -- pieces ------------------------------------------------------------------------------------
+
+def test_profiles_share_their_settings_and_reject_unknown_ones():
+    keys = {name: set(s) for name, s in PROFILES.items()}
+    assert keys["tiny"] == keys["quick"] == keys["full"]
+    assert profile_settings("tiny", episodes=None)["episodes"] == PROFILES["tiny"]["episodes"]
+    assert profile_settings("tiny", episodes=7)["episodes"] == 7
+    with pytest.raises(ValueError, match="unknown profile 'fast'"):
+        profile_settings("fast")
+    with pytest.raises(ValueError, match="unknown profile settings"):
+        profile_settings("quick", n_stats=3)
+
+
+def test_chapter_config_accepts_papermill_strings():
+    cfg = AgentsChapter(train="true", frames=2e6, profile="tiny", agent="None")
+    assert cfg.train is True and cfg.frames == 2_000_000 and cfg.agent is None
+    assert cfg.settings["train_frames"] == 2_000_000
+    assert "profile `tiny`" in cfg._repr_markdown_()
+    with pytest.raises(TypeError, match="train must be true or false"):
+        AgentsChapter(train="maybe")
+    with pytest.raises(ValueError, match="frames must be a positive integer"):
+        AgentsChapter(frames=-5)
+    with pytest.raises(ValueError, match="unknown game"):
+        AgentsChapter(game="Tetris")
+
+
+def test_kernel_runs_this_interpreter():
+    from jupyter_client.manager import KernelManager
+
+    assert bk.resolve_kernel("python3") == "python3"
+    assert KernelManager(kernel_name="python3").format_kernel_cmd()[0] == sys.executable
+    with pytest.raises(RuntimeError, match="no Jupyter kernel"):
+        bk.resolve_kernel("no-such-kernel")
+
+
+def test_check_offline_flags_external_and_missing_resources(tmp_path):
+    (tmp_path / "ok.css").write_text("")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "page.html").write_text(
+        '<link rel="stylesheet" href="../ok.css?v=1"><script src="https://cdn.example.org/x.js"></script>'
+        '<img src="missing.png"><img src="data:image/png;base64,AAAA"><a href="https://example.org">fine</a>')
+    problems = bk.check_offline(tmp_path)
+    assert len(problems) == 2, problems
+    assert "external URL https://cdn.example.org/x.js" in problems[0]
+    assert "missing.png, which does not exist" in problems[1]
+
+
+def test_executed_chapter_is_adjusted_for_the_book():
+    nb = nbformat.v4.new_notebook()
+    injected = nbformat.v4.new_code_cell("profile = 'tiny'", metadata={"tags": ["injected-parameters"]})
+    note = nbformat.v4.new_code_cell("f()", metadata={"mystnb": {"figure": {"caption": "A figure"}}})
+    note.outputs = [nbformat.v4.new_output("execute_result", {"text/markdown": "missing input"})]
+    fig = nbformat.v4.new_code_cell("g()", metadata={"mystnb": {"figure": {"caption": "B figure"}}})
+    fig.outputs = [nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo="})]
+    nb.cells = [injected, note, fig]
+    out = bk._for_the_book(nb)
+    assert "remove-cell" in out.cells[0].metadata["tags"]
+    assert "figure" not in out.cells[1].metadata["mystnb"]
+    assert out.cells[2].metadata["mystnb"]["figure"]["caption"] == "B figure"
+
+
+def test_results_are_cached_by_config(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [1, 2]})
+
+    a = cached_table("t", {"n": 2}, compute, results_dir=tmp_path)
+    b = cached_table("t", {"n": 2}, compute, results_dir=tmp_path)
+    c = cached_table("t", {"n": 3}, compute, results_dir=tmp_path)
+    assert len(calls) == 2 and a.equals(b) and b.attrs["cached"] and not c.attrs["cached"]
+    assert json.loads((Path(a.attrs["cache"]) / "config.json").read_text()) == {"n": 2}
+    value = {"scores": [1.0, 2.0], "mean": 1.5}
+    assert cached_json("e", {"k": 1}, lambda: value, results_dir=tmp_path) == value
+    assert cached_json("e", {"k": 1}, lambda: 1 / 0, results_dir=tmp_path) == value
+
+
+def _fake_agent(agents_dir: Path, name: str, game: str, frames: int = 1_000_000) -> Path:
+    d = agents_dir / name
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"algo": "dqn", "game": game, "preset": "dqn", "frames": frames, "seed": 0,
+                                             "arch": "DQNNet", "config": {}, "sha256": "0" * 64}))
+    return d
+
+
+def test_score_table_reads_meta_and_scores(tmp_path):
+    agents = tmp_path / "agents"
+    _fake_agent(agents, "dqn-Breakout-s0", "Breakout")
+    _fake_agent(agents, "dqn-MsPacman-s0", "MsPacman")
+    pd.DataFrame({"agent": ["dqn-Breakout-s0"], "episodes": [10], "mean": [31.8], "std": [2.0]}).to_csv(
+        agents / "scores.csv", index=False)
+    t = score_table(agents, agents / "scores.csv")
+    assert list(t["agent"]) == ["dqn-Breakout-s0", "dqn-MsPacman-s0"]
+    bo = t.iloc[0]
+    assert bo["random"] == 1.7 and bo["human"] == 31.8 and bo["dqn_nature"] == 401.2
+    assert bo["normalised"] == pytest.approx(100.0)  # the human tester's score
+    assert pd.isna(t.iloc[1]["mean"])
+    t = score_table(agents, agents / "scores.csv", games=["MsPacman"],
+                    extra=[{"agent": "dqn-MsPacman-s0", "mean": 307.3, "episodes": 1, "score_source": "here"}])
+    assert len(t) == 1 and t.iloc[0]["normalised"] == pytest.approx(0.0)  # random play
+
+
+def test_study_agent_prefers_the_recorded_one(tmp_path):
+    agents, results = tmp_path / "agents", tmp_path / "results"
+    shipped = _fake_agent(agents, "dqn-Breakout-s1", "Breakout")
+    _fake_agent(agents, "dqn-Breakout-s0", "Breakout")
+    assert study_agent("Breakout", results_dir=results, agents_dir=agents).endswith("dqn-Breakout-s0")
+    assert study_agent("MsPacman", results_dir=results, agents_dir=agents) is None
+    record_study_agent("Breakout", shipped, results_dir=results)
+    assert study_agent("Breakout", results_dir=results, agents_dir=agents).endswith("dqn-Breakout-s1")
+    (shipped / "meta.json").unlink()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert study_agent("Breakout", results_dir=results, agents_dir=agents).endswith("dqn-Breakout-s0")
+    assert any("no longer exists" in str(x.message) for x in w)
+
+
+def test_book_command_line():
+    import argparse
+
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="command")
+    bk.add_book_parser(sub)
+    a = p.parse_args(["book", "--profile", "tiny", "--only", "01_agents", "-p", "game=MsPacman", "-p", "n_states=3"])
+    assert a.profile == "tiny" and a.only == ["01_agents"] and dict(a.param) == {"game": "MsPacman", "n_states": 3}
+    assert a.executor == "local" and a.func is bk.run_book
+    with pytest.raises(ValueError, match="unknown executor"):
+        bk.build_book("tiny", executor="slurm")
+    with pytest.raises(ValueError, match="unknown chapter"):
+        bk.build_book("tiny", only="99_nothing", html=False)
+
+
+# -- the tiny build ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_book(tmp_path_factory):
+    d = tmp_path_factory.mktemp("book")
+    log = []
+    b = bk.build_book("tiny", build_dir=d, results_dir=d / "results", log=log.append)
+    print("\n".join(log))
+    return b, d
+
+
+@pytest.mark.slow
+def test_tiny_book_builds_offline(tiny_book):
+    b, d = tiny_book
+    html = b.html_dir
+    assert (html / "index.html").is_file() and (html / "intro.html").is_file()
+    chapters = {p.stem for p in bk.list_notebooks()}
+    assert set(b.chapters) == chapters and all(c["executed"] for c in b.chapters.values())
+    for name in chapters:
+        assert (html / "chapters" / f"{name}.html").is_file()
+        nb = nbformat.read(d / "book" / "chapters" / f"{name}.ipynb", as_version=4)
+        assert nb.metadata["saliency_study"]["parameters"]["profile"] == "tiny"
+    assert bk.check_offline(html) == []
+    intro = (html / "intro.html").read_text()
+    assert 'src="_static/../vendor/mathjax/es5/tex-mml-chtml.js' in intro and "cdn.jsdelivr" not in intro
+    assert "require.js" not in intro  # the widget scripts only go to pages with widgets
+    chapter = (html / "chapters" / "01_agents.html").read_text()
+    if "application/vnd.jupyter.widget-state+json" in chapter:
+        for js in ("vendor/requirejs/require.js", "vendor/widgets-paths.js", "vendor/html-manager/embed-amd.js"):
+            assert f'src="../_static/../{js}' in chapter
+    for page in html.rglob("*.html"):
+        text = page.read_text()
+        assert "cdnjs.cloudflare" not in text and "unpkg.com" not in text, page
+    assert set(b.timings) >= {"assets", "chapters", "html", "total"}
+    assert json.loads((d / "book" / "_build" / "timings.json").read_text())["profile"] == "tiny"
+
+
+@pytest.mark.slow
+def test_rebuild_executes_only_what_changed(tiny_book):
+    _, d = tiny_book
+    b = bk.build_book("tiny", build_dir=d, results_dir=d / "results", html=False, log=lambda m: None)
+    assert not any(c["executed"] for c in b.chapters.values())
+
+
+@pytest.mark.slow
+def test_papermill_reruns_a_chapter_with_other_parameters(tiny_book, tmp_path):
+    _, d = tiny_book
+    out = tmp_path / "out.ipynb"
+    cmd = [sys.executable, "-m", "papermill", str(d / "notebooks" / "01_agents.ipynb"), str(out), "--no-progress-bar",
+           "-p", "game", "MsPacman", "-p", "profile", "tiny", "-p", "train", "true", "-p", "frames", "4000",
+           "-p", "results_dir", str(tmp_path / "results")]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    nb = nbformat.read(out, as_version=4)
+    text = json.dumps([c.get("outputs", []) for c in nb.cells])
+    assert "game='MsPacman'" in text and "trained in this chapter" in text
+    record = json.loads((tmp_path / "results" / "_local" / "study_agents.json").read_text())
+    assert (Path(record["MsPacman"]["path"]) / "model.safetensors").is_file()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from saliency_lib.study.browser import ChromiumMissing, ensure_chromium
+
+    try:
+        return ensure_chromium(install=True)  # apt-get install when missing and root
+    except ChromiumMissing as e:
+        pytest.skip(f"Chromium is missing and cannot be installed without root: {e}")
+
+
+@pytest.mark.slow
+def test_every_page_renders_in_chromium(tiny_book, chromium):
+    from saliency_lib.study.agents import official_available
+    from saliency_lib.study.browser import check_book, expected_outputs
+
+    b, d = tiny_book
+    shots = {"intro.html": "landing.png", "chapters/01_agents.html": "full:chapter-01_agents.png"}
+    reports = check_book(b.html_dir, screenshots=shots, screenshots_dir=SCREENSHOTS, chromium=chromium)
+    by_page = {r.page: r for r in reports}
+    assert {"intro.html", "reproduce.html", "references.html", "chapters/01_agents.html"} <= set(by_page)
+    for r in reports:
+        assert r.problems == [], (r.page, r.problems)
+    assert by_page["intro.html"].probe["mathjax"] > 0  # the equation was typeset by the local MathJax
+    for name in (p.stem for p in bk.list_notebooks()):
+        probe = by_page[f"chapters/{name}.html"].probe
+        want = expected_outputs(d / "book" / "chapters" / f"{name}.ipynb")
+        assert want["errors"] == 0
+        shown = [i for i in probe["images"] if i["main"] and i["ok"] and not i["widget"]]
+        assert len(shown) >= want["images"], (name, want, probe)
+        assert probe["tables"] >= want["tables"], (name, want, probe)
+        assert probe["widgets_rendered"] >= want["widgets"], (name, want, probe)
+        assert not probe["tracebacks"]
+    ch1 = by_page["chapters/01_agents.html"].probe
+    if official_available("Breakout", logs=True):  # the official section has a GIF, two figures and a table
+        assert len([i for i in ch1["images"] if i["main"] and i["ok"]]) >= 3 and ch1["tables"] >= 2
+        assert ch1["widgets_rendered"] >= 1
+    for name in ("landing.png", "chapter-01_agents.png"):
+        assert (SCREENSHOTS / name).stat().st_size > 10_000
