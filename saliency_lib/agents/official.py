@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 REPO = "machine-perception-robotics-group/Mask-Attention_A3C"
+REPO_COMMIT = "5079eaea1ef4dab33edb21f642ece19a7c87606c"  # the commit that holds code/trained_models/*_best.dat
 OFFICIAL_SHA256 = {
     "BeamRider": "c3b033c01b062bc16c93923832d92ba1c17b1a1fe9e2642121e12f183f76485e",
     "Breakout": "8cd99965b5a4db511f2bf35ca4792260a23e4867c9ff3aba4dc79a5993c36de1",
@@ -114,7 +115,7 @@ def fetch_official(dest: str | os.PathLike | None = None, src: str | os.PathLike
         if src:
             shutil.copyfile(official_path(game, src), tmp)
         else:
-            url = f"https://raw.githubusercontent.com/{REPO}/main/code/trained_models/{_file_name(game)}"
+            url = f"https://raw.githubusercontent.com/{REPO}/{REPO_COMMIT}/code/trained_models/{_file_name(game)}"
             try:
                 with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
                     shutil.copyfileobj(r, f)
