@@ -197,3 +197,22 @@ def test_official_logged_levels_match_the_reference(official_available):
     assert round(official_logged_level("Breakout")["logged_mean"]) == 558
     assert round(official_logged_level("MsPacman")["logged_mean"]) == 4540
     assert round(official_logged_level("SpaceInvaders")["logged_mean"]) == 18734
+
+
+def test_fetch_official_copies_verifies_and_is_idempotent(tmp_path, official_available):
+    import shutil
+
+    from saliency_lib.agents.official import fetch_official
+
+    done = fetch_official(tmp_path / "dest", official_available)
+    assert len(done) == len(OFFICIAL_GAMES) and all(p.is_file() for p in done)
+    mtimes = [p.stat().st_mtime_ns for p in done]
+    assert [p.stat().st_mtime_ns for p in fetch_official(tmp_path / "dest", official_available)] == mtimes  # nothing re-copied
+    # a tampered source is refused and leaves no file behind
+    bad = tmp_path / "bad" / "trained_models"
+    shutil.copytree(official_available / "trained_models", bad)
+    victim = bad / "BreakoutNoFrameskip-v4_Mask-A3C-double+ConvLSTM_best.dat"
+    victim.write_bytes(victim.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(ValueError, match="does not match its released sha256"):
+        fetch_official(tmp_path / "dest2", tmp_path / "bad")
+    assert not (tmp_path / "dest2" / "trained_models" / victim.name).exists()
