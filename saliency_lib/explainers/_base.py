@@ -128,9 +128,12 @@ class Explainer:
         for every ``batch_size`` up to the floating-point rounding of the network
         itself (about 1e-7 relative on the CPU).
     precision : {"fp32", "bf16"}, optional
-        ``"bf16"`` runs the network under ``torch.autocast(dtype=torch.bfloat16)``.
-        An option for speed only; see ``data/benchmarks/explainers.json`` for its
-        accuracy on a trained agent. Default ``"fp32"``.
+        ``"bf16"`` runs the perturbed forward passes under
+        ``torch.autocast(dtype=torch.bfloat16)`` (the greedy action still comes
+        from a float32 pass). An option for speed only, offered where the
+        benchmark found bf16 maps to keep Spearman ≥ 0.99 with float32 maps on a
+        trained agent: Occlusion, Noise Sensitivity with the black disk, RISE and
+        LIME (``data/benchmarks/explainers.json``). Default ``"fp32"``.
 
     Notes
     -----
@@ -157,6 +160,9 @@ class Explainer:
     default_output: ClassVar[str | None] = None
     #: Paper the method and its default parameters come from.
     reference: ClassVar[str] = ""
+    #: Whether ``precision="bf16"`` is offered: only where the benchmark found that bf16
+    #: maps keep Spearman ≥ 0.99 with float32 maps on a trained agent (``data/benchmarks/explainers.json``).
+    bf16_validated: ClassVar[bool] = False
 
     def __init__(self, agent: Agent, *, output: str | None = None, batch_size: int = 256, precision: str = "fp32"):
         if not isinstance(agent, Agent):
@@ -165,10 +171,20 @@ class Explainer:
         self.output = self._resolve_output(output)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.precision = check_choice("precision", precision, PRECISIONS)
+        if self.precision == "bf16" and not self._bf16_ok():
+            raise ValueError(
+                f"precision='bf16' is not offered for {type(self).__name__}"
+                f"{'' if not hasattr(self, 'perturbation') else f' with perturbation={self.perturbation!r}'}: its bf16 maps did not "
+                "keep Spearman >= 0.99 with float32 maps on a trained agent, or were not checked "
+                "(see data/benchmarks/explainers.json); use precision='fp32'"
+            )
         self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": self.batch_size, "precision": self.precision}
         self._params: dict[str, Any] = {}
 
     # -- configuration ---------------------------------------------------------------
+    def _bf16_ok(self) -> bool:
+        return self.bf16_validated
+
     def _remember(self, **params: Any) -> None:
         """Record validated method parameters (shown in :attr:`config`, reused by :meth:`for_agent`)."""
         self._params.update(params)
@@ -372,16 +388,39 @@ class PerturbationExplainer(Explainer):
     ``i``, perturbation ``k``) as one tensor. The base evaluates the slices of
     ``batch_size`` rows in order, each with rows ``i`` of the recurrent state,
     and returns all readouts ``(N, P, K)`` before the subclass reduces them.
+
+    Perturbations that touch only a few pixels (Occlusion, Noise Sensitivity,
+    SARFA) use :meth:`_local_perturbed_readouts` instead, which processes one
+    state at a time and rewrites only the perturbed pixels of the buffer.
+
+    The chunk buffer (``batch_size × C × H × W`` values) is kept between calls,
+    so repeated calls do not pay for fresh memory pages.
     """
 
+    def _chunk_buffer(self, rows: int, x: torch.Tensor) -> torch.Tensor:
+        """A reusable ``(rows, C, H·W)`` buffer (contents undefined)."""
+        key = (x.device, x.dtype, tuple(x.shape[1:]))
+        cache = self.__dict__.setdefault("_buffers", {})
+        buf = cache.get(key)
+        if buf is None or buf.shape[0] < rows:
+            cache.clear()  # one buffer per explainer
+            buf = cache[key] = torch.empty((rows, x.shape[1], x.shape[2] * x.shape[3]), dtype=x.dtype, device=x.device)
+        return buf[:rows]
+
     @staticmethod
-    def _state_runs(state_idx: torch.Tensor):
-        """``(i, rows)`` for each run of rows of one state in a chunk (rows are state-major, so ≤ 2 runs
-        per chunk unless there are fewer perturbations per state than rows per chunk)."""
+    def _state_runs(state_idx: torch.Tensor, pert_idx: torch.Tensor | None = None):
+        """``(i, rows, perts)`` for each run of rows of state ``i`` in a chunk.
+
+        Chunks are consecutive slices of the state-major flat index, so a chunk has
+        at most two runs unless states have fewer perturbations than a chunk has
+        rows, and inside a run the perturbation indices are consecutive: ``perts``
+        is their ``slice`` (``None`` if ``pert_idx`` is not given).
+        """
         states, counts = torch.unique_consecutive(state_idx, return_counts=True)
         start = 0
         for i, k in zip(states.tolist(), counts.tolist()):
-            yield i, slice(start, start + k)
+            p0 = None if pert_idx is None else int(pert_idx[start])
+            yield i, slice(start, start + k), None if p0 is None else slice(p0, p0 + k)
             start += k
 
     def _perturbed_readouts(
@@ -389,21 +428,91 @@ class PerturbationExplainer(Explainer):
         x: torch.Tensor,
         hidden,
         n_perturbations: int,
-        make_rows: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        make_rows: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
         batch_size: int,
     ) -> torch.Tensor:
+        """Readouts ``(N, P, K)`` of all perturbed inputs, evaluated ``batch_size`` rows at a time.
+
+        ``make_rows(state_idx, pert_idx, out)`` must write the perturbed inputs of
+        one chunk into ``out`` (a reused ``(B, C, H, W)`` buffer: no fresh
+        allocation per chunk) and return it.
+        """
         n = x.shape[0]
         total = n * n_perturbations
         out: torch.Tensor | None = None
+        buf = self._chunk_buffer(min(batch_size, total), x).view(-1, *x.shape[1:])
         with torch.no_grad():
             for start in range(0, total, batch_size):
                 stop = min(start + batch_size, total)
                 flat = torch.arange(start, stop, device=x.device)
                 state_idx = torch.div(flat, n_perturbations, rounding_mode="floor")
                 pert_idx = flat - state_idx * n_perturbations
-                rows = make_rows(state_idx, pert_idx)
+                rows = make_rows(state_idx, pert_idx, buf[: stop - start])
                 vec = self._readout(self._forward(rows, Agent.index_hidden(hidden, state_idx)))
                 if out is None:
                     out = torch.empty((total, vec.shape[1]), dtype=torch.float32, device=x.device)
                 out[start:stop] = vec
         return out.view(n, n_perturbations, -1)
+
+    def _local_perturbed_readouts(
+        self,
+        x: torch.Tensor,
+        hidden,
+        index: torch.Tensor,
+        values: Callable[[int, torch.Tensor], torch.Tensor | float],
+        batch_size: int,
+    ) -> torch.Tensor:
+        """Readouts ``(N, P, K)`` for perturbations that change only some pixels of a state.
+
+        ``index`` ``(P, K)`` gives the flat pixel indices (``y·W + x``) of each
+        perturbation, the same in every channel; an index may repeat if every copy
+        gets the same value. ``values(i, clean)`` gives the perturbed values
+        ``(P, C, K)`` of state ``i`` (or one float for all) from its clean values
+        ``clean`` ``(P, C, K)``.
+
+        States are processed one after the other; the chunk buffer holds copies of
+        the current state and is rewritten only where needed: before each forward
+        pass the perturbed pixels are written, afterwards their clean values are
+        put back. The cost per row is thus proportional to the perturbed area, not
+        to the image size.
+        """
+        n, c = x.shape[:2]
+        hw = x.shape[2] * x.shape[3]
+        p = index.shape[0]
+        rows = min(batch_size, p)
+        buf = self._chunk_buffer(rows, x)
+        flat_buf = buf.view(-1)
+        where_buf = self._local_table(index, rows, c, hw)
+        out: torch.Tensor | None = None
+        with torch.no_grad():
+            for i in range(n):  # per state: chunks never straddle two states
+                clean = x[i].reshape(c, hw).index_select(1, index.view(-1)).view(c, p, -1).transpose(0, 1).contiguous()  # (P, C, K)
+                new = values(i, clean)
+                buf.copy_(x[i].reshape(1, c, hw).expand(rows, -1, -1))
+                h_i = Agent.index_hidden(hidden, torch.full((rows,), i, dtype=torch.long, device=x.device))
+                for start in range(0, p, rows):
+                    stop = min(start + rows, p)
+                    at = where_buf[start:stop].reshape(-1)
+                    if isinstance(new, torch.Tensor):
+                        flat_buf.index_copy_(0, at, new[start:stop].reshape(-1))
+                    else:
+                        flat_buf.index_fill_(0, at, new)
+                    k = stop - start
+                    vec = self._readout(self._forward(buf[:k].view(k, *x.shape[1:]), Agent.index_hidden(h_i, slice(0, k))))
+                    flat_buf.index_copy_(0, at, clean[start:stop].reshape(-1))  # back to the clean state
+                    if out is None:
+                        out = torch.empty((n, p, vec.shape[1]), dtype=torch.float32, device=x.device)
+                    out[i, start:stop] = vec
+        return out
+
+    def _local_table(self, index: torch.Tensor, rows: int, c: int, hw: int) -> torch.Tensor:
+        """Flat indices ``(P, C, K)`` of every perturbed value in the chunk buffer of
+        :meth:`_local_perturbed_readouts` (perturbation ``k`` lives in buffer row ``k mod rows``),
+        cached per geometry."""
+        key = (rows, c, hw, index.device, index.data_ptr(), tuple(index.shape))
+        cache = self.__dict__.setdefault("_local_cache", {})
+        if key not in cache:
+            cache.clear()
+            slot = torch.arange(index.shape[0], device=index.device) % rows
+            cache[key] = (slot[:, None, None] * c + torch.arange(c, device=index.device)[None, :, None]) * hw + index[:, None, :]
+        return cache[key]

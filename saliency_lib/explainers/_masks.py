@@ -9,6 +9,7 @@ against that library in ``tests/test_explainers_masks.py``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 __all__ = [
     "gaussian_kernel1d",
     "gaussian_blur",
+    "gaussian_blur_matrix",
     "grid_positions",
     "box_masks",
     "box_indices",
@@ -57,6 +59,28 @@ def _mirror_index(idx: torch.Tensor, n: int) -> torch.Tensor:
     return torch.where(m >= n, period - m, m)
 
 
+def _blur_conv(x: torch.Tensor, sigma: float, dim: int, truncate: float) -> torch.Tensor:
+    """1-D SciPy Gaussian filter (``mode='reflect'``) along ``dim`` by convolution."""
+    kernel = gaussian_kernel1d(sigma, truncate, dtype=x.dtype, device=x.device)
+    r = (kernel.numel() - 1) // 2
+    n = x.shape[dim]
+    moved = x.movedim(dim, -1)
+    shape = moved.shape
+    idx = _symmetric_index(torch.arange(-r, n + r, device=x.device), n)
+    padded = moved.reshape(-1, 1, n)[..., idx]
+    return F.conv1d(padded, kernel.view(1, 1, -1)).reshape(shape).movedim(-1, dim)
+
+
+def gaussian_blur_matrix(n: int, sigma: float, *, truncate: float = 4.0, dtype=torch.float64, device=None) -> torch.Tensor:
+    """``(n, n)`` matrix ``G`` with ``G @ v`` = ``scipy.ndimage.gaussian_filter1d(v, sigma)`` (``mode='reflect'``)."""
+    return _blur_matrix_cached(int(n), float(sigma), float(truncate), str(torch.device(device or "cpu"))).to(dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _blur_matrix_cached(n: int, sigma: float, truncate: float, device: str) -> torch.Tensor:
+    return _blur_conv(torch.eye(n, dtype=torch.float64, device=device), sigma, 0, truncate)
+
+
 def gaussian_blur(x: torch.Tensor, sigma: float, dims: tuple[int, ...], *, truncate: float = 4.0) -> torch.Tensor:
     """Separable Gaussian blur of ``x`` along ``dims`` with SciPy semantics.
 
@@ -64,7 +88,8 @@ def gaussian_blur(x: torch.Tensor, sigma: float, dims: tuple[int, ...], *, trunc
     (``sigma = 0`` on the others): same kernel (:func:`gaussian_kernel1d`) and the
     same boundary handling, ``mode='reflect'`` (half-sample symmetric), applied
     as often as the kernel needs, so a σ = 3 blur across an axis of length 4 (the
-    frame stack) is reproduced exactly.
+    frame stack) is reproduced exactly. Each axis is filtered by one matrix
+    product with :func:`gaussian_blur_matrix`.
 
     Parameters
     ----------
@@ -85,18 +110,11 @@ def gaussian_blur(x: torch.Tensor, sigma: float, dims: tuple[int, ...], *, trunc
     """
     if sigma == 0:
         return x
-    kernel = gaussian_kernel1d(sigma, truncate, dtype=x.dtype, device=x.device)
-    r = (kernel.numel() - 1) // 2
     out = x
     for d in dims:
         d = d % x.dim()
-        n = out.shape[d]
-        moved = out.movedim(d, -1)
-        shape = moved.shape
-        idx = _symmetric_index(torch.arange(-r, n + r, device=x.device), n)
-        padded = moved.reshape(-1, 1, n)[..., idx]
-        blurred = F.conv1d(padded, kernel.view(1, 1, -1))
-        out = blurred.reshape(shape).movedim(-1, d)
+        g = gaussian_blur_matrix(out.shape[d], sigma, truncate=truncate, dtype=x.dtype, device=x.device)
+        out = torch.tensordot(out, g, dims=([d], [1])).movedim(-1, d)
     return out
 
 
@@ -164,9 +182,7 @@ def _delta_profiles(n: int, sigma: float, *, device=None) -> torch.Tensor:
     Columns 0 and ``n + 1`` are zero, so that the impulse positions −1 and ``n``
     (outside the image) contribute nothing.
     """
-    eye = torch.eye(n, dtype=torch.float64, device=device)
-    prof = gaussian_blur(eye, sigma, dims=(0,))
-    return F.pad(prof, (1, 1))
+    return F.pad(gaussian_blur_matrix(n, sigma, device=device), (1, 1))
 
 
 def blurred_point_masks(cy: torch.Tensor, cx: torch.Tensor, sigma: float, size: tuple[int, int]) -> torch.Tensor:
@@ -201,8 +217,9 @@ def blurred_point_window(cy: torch.Tensor, cx: torch.Tensor, sigma: float, size:
     Returns
     -------
     index : torch.Tensor
-        ``(B, K)`` int64 flat pixel indices of the window (positions outside the
-        image point at the centre and carry weight 0).
+        ``(B, K)`` int64 flat pixel indices of the window. Positions outside the
+        image point at the centre instead and carry the centre's weight, so that
+        *setting* pixels through the indices is exact (use scatter, not scatter-add).
     weight : torch.Tensor
         ``(B, K)`` float32 mask values there (peak 1).
     """
@@ -222,8 +239,10 @@ def blurred_point_window(cy: torch.Tensor, cx: torch.Tensor, sigma: float, size:
     m = centre_row[:, :, None] * col_arm[:, None, :] + row_arm[:, :, None] * centre_col[:, None, :]
     m = (m / m.flatten(1).amax(dim=1)[:, None, None]).flatten(1)
     valid = (vy[:, :, None] & vx[:, None, :]).flatten(1)
+    centre = (half * (2 * half + 1) + half) * torch.ones_like(cy)  # the window's middle entry
     index = torch.where(valid, (ys_c[:, :, None] * w + xs_c[:, None, :]).flatten(1), (cy * w + cx)[:, None])
-    return index, m.float()
+    weight = torch.where(valid, m, m.gather(1, centre[:, None]))
+    return index, weight.float()
 
 
 def linear_interp_matrix(in_size: int, out_size: int, *, mode: str = "clamp", dtype=torch.float64, device=None) -> torch.Tensor:

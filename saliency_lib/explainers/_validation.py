@@ -40,8 +40,8 @@ def check_float(
     ``low_open``/``high_open`` exclude the bound, so ``low=0, high=1, low_open=True``
     means the interval (0, 1].
     """
-    left = "(" if low_open else "["
-    right = ")" if high_open else "]"
+    left = "(" if low_open or low is None else "["
+    right = ")" if high_open or high is None else "]"
     interval = f" in {left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number{interval}, got {value!r}{hint}")

@@ -80,7 +80,7 @@ class Gradient(_CaptumExplainer):
     output : str, optional
         The explained scalar (default: ``q`` or ``logits``). ``all`` has no gradient.
     batch_size, precision
-        See :class:`~saliency_lib.explainers.Explainer`.
+        See :class:`~saliency_lib.explainers.Explainer` (``precision``: ``"fp32"`` only).
 
     Notes
     -----
@@ -106,7 +106,8 @@ class Gradient(_CaptumExplainer):
         parts = []
         for s in range(0, len(x), batch_size):
             rows = slice(s, s + batch_size)
-            a = method.attribute(x[rows], target=target[rows], abs=False, additional_forward_args=self._extra_args(hidden, rows))
+            inp = x[rows].detach().requires_grad_()
+            a = method.attribute(inp, target=target[rows], abs=False, additional_forward_args=self._extra_args(hidden, rows))
             parts.append(self._reduce(a.detach()))
         return _Result(torch.cat(parts), 1)
 
@@ -135,7 +136,7 @@ class IntegratedGradients(_CaptumExplainer):
     output : str, optional
         The explained scalar (default: ``q`` or ``logits``).
     batch_size, precision
-        See :class:`~saliency_lib.explainers.Explainer`.
+        See :class:`~saliency_lib.explainers.Explainer` (``precision``: ``"fp32"`` only).
 
     Notes
     -----
@@ -205,7 +206,7 @@ class GradCAM(_CaptumExplainer):
     output : str, optional
         The explained scalar (default: ``q`` or ``logits``).
     batch_size, precision
-        See :class:`~saliency_lib.explainers.Explainer`.
+        See :class:`~saliency_lib.explainers.Explainer` (``precision``: ``"fp32"`` only).
 
     Notes
     -----

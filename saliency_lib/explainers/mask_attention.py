@@ -39,7 +39,8 @@ class MaskAttention(Explainer):
     display : {"mask", "sig5"}, optional
         Default ``"mask"``.
     batch_size, precision
-        Accepted for a uniform interface; the single forward pass runs in float32.
+        Accepted for a uniform interface; the single forward pass runs in float32
+        (``precision`` must be ``"fp32"``).
 
     Notes
     -----

@@ -66,33 +66,38 @@ class _PointPerturbation(PerturbationExplainer):
         dims = (1, 2, 3) if self.blur_frames else (2, 3)
         return gaussian_blur(x, self.blur_sigma, dims)
 
+    def _masks(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Flat pixel indices ``(P, K)`` of every perturbation and, for ``"blur"``, the mask
+        values there ``(P, K)``; computed once per device."""
+        cache = self.__dict__.setdefault("_mask_cache", {})
+        if device not in cache:
+            h, w = self._hw
+            gw = self.grid_shape[1]
+            k = torch.arange(self.grid_shape[0] * gw, device=device)
+            cy = grid_positions(h, self.stride, device=device)[k // gw]
+            cx = grid_positions(w, self.stride, device=device)[k % gw]
+            if self.perturbation == "blur":
+                cache[device] = blurred_point_window(cy, cx, float(self.radius), (h, w))
+            else:
+                cache[device] = (disk_indices(cy, cx, self.radius, (h, w)), None)
+        return cache[device]
+
     def _perturbed_grid(self, x, hidden, batch_size) -> torch.Tensor:
         """Readouts ``(N, P, K)`` for every centre of the grid."""
-        h, w = self._hw
-        gh, gw = self.grid_shape
-        ys = grid_positions(h, self.stride, device=x.device)
-        xs = grid_positions(w, self.stride, device=x.device)
+        index, weight = self._masks(x.device)
+        if self.perturbation == "black":
+            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size)
+        # I' = I + M·(G(I) − I) on each mask's support window
         n, c = x.shape[:2]
-        if self.perturbation == "blur":
-            # I' = I + M·(G(I) − I), written only inside each mask's support window
-            diff = (self.blurred(x) - x).reshape(n, c, h * w)
-            chan = torch.arange(c, device=x.device)[None, :, None]
+        diff = (self.blurred(x) - x).reshape(n, c, -1)
+        wt = weight.to(x.dtype)[:, None, :]  # (P, 1, K)
+        flat_index = index.view(-1)
 
-            def make_rows(state_idx, pert_idx):
-                rows = x.index_select(0, state_idx)
-                idx, wt = blurred_point_window(ys[pert_idx // gw], xs[pert_idx % gw], float(self.radius), (h, w))
-                vals = diff[state_idx[:, None, None], chan, idx[:, None, :]] * wt.to(x.dtype)[:, None, :]
-                rows.view(len(rows), c, h * w).scatter_add_(2, idx[:, None].expand(-1, c, -1), vals)
-                return rows
-        else:
+        def values(i, clean):
+            d = diff[i].index_select(1, flat_index).view(c, *index.shape).transpose(0, 1)  # (P, C, K), strided
+            return torch.addcmul(clean, d, wt)
 
-            def make_rows(state_idx, pert_idx):
-                rows = x.index_select(0, state_idx)
-                idx = disk_indices(ys[pert_idx // gw], xs[pert_idx % gw], self.radius, (h, w))
-                rows.view(len(rows), c, h * w).scatter_(2, idx[:, None].expand(-1, c, -1), 0.0)
-                return rows
-
-        return self._perturbed_readouts(x, hidden, gh * gw, make_rows, batch_size)
+        return self._local_perturbed_readouts(x, hidden, index, values, batch_size)
 
 
 class NoiseSensitivity(_PointPerturbation):
@@ -146,7 +151,8 @@ class NoiseSensitivity(_PointPerturbation):
     output : str, optional
         Overrides the variant's output.
     batch_size, precision
-        See :class:`~saliency_lib.explainers.Explainer`.
+        See :class:`~saliency_lib.explainers.Explainer`; ``"bf16"`` only with the
+        black disk (blurred perturbations change the output too little for bf16).
 
     Notes
     -----
@@ -190,14 +196,18 @@ class NoiseSensitivity(_PointPerturbation):
         default_pert, default_out = NS_VARIANTS[variant]
         self.variant = variant
         self.default_output = default_out  # instance-level default for _resolve_output
+        self.perturbation = check_choice("perturbation", default_pert if perturbation is None else perturbation, PERTURBATIONS)
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self._remember(variant=variant)
-        self._init_perturbation(radius, stride, default_pert if perturbation is None else perturbation, blur_sigma, blur_frames)
+        self._init_perturbation(radius, stride, self.perturbation, blur_sigma, blur_frames)
         self._init_kwargs["perturbation"] = perturbation
 
     @property
     def method_name(self) -> str:
         return f"ns_{self.variant}"
+
+    def _bf16_ok(self) -> bool:
+        return self.perturbation == "black"  # the blur variants lose rank agreement in bf16
 
     def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
         gh, gw = self.grid_shape

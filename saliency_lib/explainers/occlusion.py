@@ -73,6 +73,7 @@ class Occlusion(PerturbationExplainer):
     """
 
     name = "occlusion"
+    bf16_validated = True
     reference = "Huber et al. 2022 (Frontiers in AI 5:903875), §3.1"
 
     def __init__(
@@ -100,19 +101,22 @@ class Occlusion(PerturbationExplainer):
         h, w = self._hw
         return math.ceil(h / self.stride), math.ceil(w / self.stride)
 
+    def _index(self, device: torch.device) -> torch.Tensor:
+        """Flat pixel indices ``(P, patch²)`` of every square, computed once per device."""
+        cache = self.__dict__.setdefault("_index_cache", {})
+        if device not in cache:
+            h, w = self._hw
+            gw = self.grid_shape[1]
+            k = torch.arange(self.grid_shape[0] * gw, device=device)
+            tops = grid_positions(h, self.stride, device=device)[k // gw]
+            lefts = grid_positions(w, self.stride, device=device)[k % gw]
+            cache[device] = box_indices(tops, lefts, self.patch, (h, w))
+        return cache[device]
+
     def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
         h, w = self._hw
         gh, gw = self.grid_shape
-        tops = grid_positions(h, self.stride, device=x.device)
-        lefts = grid_positions(w, self.stride, device=x.device)
-        c = x.shape[1]
-
-        def make_rows(state_idx: torch.Tensor, pert_idx: torch.Tensor) -> torch.Tensor:
-            rows = x.index_select(0, state_idx)
-            idx = box_indices(tops[pert_idx // gw], lefts[pert_idx % gw], self.patch, (h, w))
-            rows.view(len(rows), c, h * w).scatter_(2, idx[:, None].expand(-1, c, -1), self.colour)
-            return rows
-
-        vec = self._perturbed_readouts(x, hidden, gh * gw, make_rows, batch_size)
+        colour = self.colour
+        vec = self._local_perturbed_readouts(x, hidden, self._index(x.device), lambda i, clean: colour, batch_size)
         coarse = self._drop_score(self._readout(clean), vec, actions).view(-1, gh, gw)
         return _Result(bilinear_resize(coarse, (h, w)), gh * gw, coarse=coarse)

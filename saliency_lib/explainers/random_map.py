@@ -25,7 +25,7 @@ class RandomMap(Explainer):
     seed : int, optional
         Default 0.
     batch_size, precision
-        Accepted for a uniform interface; unused.
+        Accepted for a uniform interface; unused (``precision`` must be ``"fp32"``).
 
     Notes
     -----

@@ -71,6 +71,7 @@ class RISE(PerturbationExplainer):
     """
 
     name = "rise"
+    bf16_validated = True
     _uses_clean_readout = False
     supported_outputs = ("q", "advantage", "logits", "probs", "value")
     reference = "Petsiuk et al. 2018 (BMVC); Huber et al. 2022 (Frontiers in AI 5:903875), §3.4"
@@ -102,7 +103,8 @@ class RISE(PerturbationExplainer):
                 raise ValueError(f"masks must be a tensor of shape (n_masks, {h}, {w}) with n_masks >= 1, got {got}")
             if n_masks is not None and n_masks != masks.shape[0]:
                 raise ValueError(f"n_masks={n_masks!r} disagrees with the {masks.shape[0]} masks given; omit n_masks")
-            masks = masks.detach().float().cpu()
+            if masks.requires_grad or masks.dtype != torch.float32 or masks.device.type != "cpu":
+                masks = masks.detach().to("cpu", torch.float32)  # else shared as is
             n_masks = masks.shape[0]
         self._masks = masks
         self._device_masks: dict[torch.device, torch.Tensor] = {}
@@ -126,11 +128,9 @@ class RISE(PerturbationExplainer):
     def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
         masks = self._masks_on(x.device)
 
-        def make_rows(state_idx, pert_idx):
-            rows = x.new_empty((len(state_idx), *x.shape[1:]))
-            m = masks.index_select(0, pert_idx)[:, None]
-            for i, run in self._state_runs(state_idx):
-                torch.mul(x[i], m[run], out=rows[run])
+        def make_rows(state_idx, pert_idx, rows):
+            for i, run, perts in self._state_runs(state_idx, pert_idx):
+                torch.mul(x[i], masks[perts, None], out=rows[run])
             return rows
 
         vec = self._perturbed_readouts(x, hidden, self.n_masks, make_rows, batch_size)

@@ -83,7 +83,8 @@ class SARFA(_PointPerturbation):
         The action-score vector whose softmax is used (default: ``q`` or ``logits``).
         ``advantage`` gives the same softmax as ``q``.
     batch_size, precision
-        See :class:`~saliency_lib.explainers.Explainer`.
+        See :class:`~saliency_lib.explainers.Explainer` (float32 only: SARFA's
+        thresholded ΔP did not keep rank agreement in bf16).
 
     Notes
     -----
@@ -128,8 +129,8 @@ class SARFA(_PointPerturbation):
         batch_size: int = 256,
         precision: str = "fp32",
     ):
+        self.perturbation = check_choice("perturbation", perturbation, PERTURBATIONS)
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
-        check_choice("perturbation", perturbation, PERTURBATIONS)
         self._init_perturbation(radius, stride, perturbation, blur_sigma, blur_frames)
 
     def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
