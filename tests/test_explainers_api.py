@@ -363,7 +363,7 @@ def test_collect_states_dqn_protocol():
     assert states.shape == (3, 4, 84, 84) and hidden is None and len(frames) == 3 and frames[0].shape == (210, 160, 3)
     assert torch.equal(actions, dqn.act(states))
     assert float(states[0].min()) >= 0 and float(states[0, 0].max()) > 0  # the fill steps filled the stack
-    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+    with pytest.raises(ValueError, match="n must be a positive integer"):
         collect_states(dqn, 0)
 
 

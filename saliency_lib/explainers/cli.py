@@ -53,38 +53,10 @@ def collect_states(agent: Agent, n: int, seed: int = 0):
     actions : torch.Tensor
         ``(n,)`` int64 greedy actions taken.
     """
-    from ..envs import make_env, raw_frame
+    from ..states import collect_states as _collect
 
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer >= 1 (the number of states to collect), got {n!r}")
-    if agent.preset == "dqn":
-        env = make_env(agent.game, "dqn", mode="eval", fixed_start=True)
-    else:
-        env = make_env(agent.game, agent.preset, mode="eval")
-    obs, _ = env.reset(seed=seed)
-    hidden = agent.initial_hidden(1)
-    states, hiddens, frames, actions = [], [], [], []
-    try:
-        while len(states) < n:
-            x = torch.as_tensor(obs, device=agent.device)[None]
-            out = agent(x, hidden)
-            action = int(out[agent.default_output].argmax(dim=1)[0])
-            states.append(x[0])
-            frames.append(raw_frame(env).copy())
-            actions.append(action)
-            if hidden is not None:
-                hiddens.append(hidden)
-            hidden = out.get("hidden") if agent.recurrent else None
-            obs, _, term, trunc, info = env.step(action)
-            if info.get("life_lost") and hidden is not None:
-                hidden = agent.initial_hidden(1)
-            if (term or trunc) and len(states) < n:
-                obs, _ = env.reset()
-                hidden = agent.initial_hidden(1)
-    finally:
-        env.close()
-    stacked_hidden = tuple(torch.cat(parts) for parts in zip(*hiddens)) if hiddens else None
-    return torch.stack(states), stacked_hidden, frames, torch.tensor(actions, dtype=torch.long, device=agent.device)
+    ss = _collect(agent, n, seed=seed, frames=True)
+    return ss.states, ss.hidden, list(ss.frames), ss.actions
 
 
 def _overlay_png(map_: np.ndarray, frame: np.ndarray, agent: Agent) -> np.ndarray:
