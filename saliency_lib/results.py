@@ -49,12 +49,13 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ._io import atomic_write
 
 __all__ = [
     "SCHEMA",
@@ -248,19 +249,7 @@ def _fmt(path: Path) -> str:
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, write)
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike, *, validate: bool = True) -> Path:

@@ -28,13 +28,13 @@ fixed reproduces the agent's own outputs at that step.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ._io import atomic_write
 from .agents.base import Agent
 
 __all__ = ["StateSet", "collect_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
@@ -104,17 +104,7 @@ class StateSet:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the set with ``torch.save``, atomically."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
-        os.close(fd)
-        try:
-            torch.save({k: getattr(self, k) for k in self.__dataclass_fields__}, tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write(path, lambda tmp: torch.save({k: getattr(self, k) for k in self.__dataclass_fields__}, tmp))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> StateSet:

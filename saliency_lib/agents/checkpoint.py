@@ -12,7 +12,6 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .. import __version__
+from .._io import atomic_write
 from .base import ActorCriticAgent, Agent, QAgent
 from .dqn import DQNConfig, DQNNet
 from .mask_a3c import MaskA3CConfig, MaskA3CNet
@@ -43,17 +43,7 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    os.fchmod(fd, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def build_agent(arch: str, config: dict, *, game: str, preset: str, meta: dict | None = None) -> Agent:

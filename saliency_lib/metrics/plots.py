@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._io import atomic_write
 from .randomisation import ORIGINAL, REFERENCE_LAYERS
 from .similarity import SIMILARITIES
 from .statistics import summarise
@@ -17,19 +18,7 @@ __all__ = ["plot_randomisation", "plot_curves"]
 
 
 def _save(fig, path: str | os.PathLike) -> Path:
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"), fsync=False)
 
 
 def plot_randomisation(

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._io import atomic_write
 from ..games import game_info
 from .cache import LOCAL, cached_file, cached_json
 from .display import Note
@@ -164,10 +165,7 @@ def record_study_agent(game: str, path: str | os.PathLike, *, results_dir: str |
     f = _record_path(results_dir)
     data = json.loads(f.read_text()) if f.is_file() else {}
     data[game] = {"path": _rel(path), "recorded": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **info}
-    f.parent.mkdir(parents=True, exist_ok=True)
-    tmp = f.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, f)
+    atomic_write(f, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n"))
     return f
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from .._io import atomic_write
 from ..results import canonical_json, config_hash
 from .paths import repo_path
 
@@ -34,17 +34,7 @@ MEDIA = f"{LOCAL}/media"
 
 
 def _atomic(path: Path, write: Callable[[str], None]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, write, fsync=False)
 
 
 def cache_dir(name: str, config: Mapping, results_dir: str | os.PathLike = "data/results") -> Path:

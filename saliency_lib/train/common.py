@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import random
 import time
 from dataclasses import asdict, fields
@@ -12,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from .._io import atomic_write
 
 __all__ = ["check_resume_args", "seed_everything", "rng_state", "set_rng_state", "save_state", "load_state", "CSVLog", "Timer", "args_to_dict"]
 
@@ -41,14 +42,7 @@ def set_rng_state(st: dict, np_rng: np.random.Generator | None = None) -> None:
 
 def save_state(path: Path, state: dict) -> None:
     """Atomic checkpoint: write to a temporary file, fsync, then rename over the old one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: torch.save(state, tmp))
 
 
 def load_state(path: Path) -> dict:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._io import atomic_write
 from ..agents import load_agent, save_agent
 from ..games import game_info
 
@@ -58,9 +59,7 @@ def update_scores(csv_path: str | os.PathLike, row: dict) -> pd.DataFrame:
     df = pd.read_csv(csv_path) if csv_path.exists() else pd.DataFrame(columns=SCORES_COLUMNS)
     df = df[df["agent"] != row["agent"]]
     df = pd.concat([df, pd.DataFrame([row])[SCORES_COLUMNS]], ignore_index=True).sort_values("agent")
-    tmp = csv_path.with_suffix(".csv.tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, csv_path)
+    atomic_write(csv_path, lambda tmp: df.to_csv(tmp, index=False))
     return df
 
 
