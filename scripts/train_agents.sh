@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Train (or resume) the study's agents in two background queues, one per core, under nice.
+# Each run lives in runs/<name>/ (git-ignored) and resumes from its atomic checkpoint; a
+# finished run is shipped to data/agents/<name>/ (weights, metadata, logs, curve, scores).
+#   bash scripts/train_agents.sh            # start or resume both queues
+#   tail -f runs/queue-a.log runs/queue-b.log
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+FRAMES=${FRAMES:-10000000}
+mkdir -p runs
+
+run() {  # run <name> <train args...>
+  local name=$1; shift
+  if [ -f "data/agents/$name/meta.json" ]; then echo "[$name] already shipped"; return 0; fi
+  if [ ! -f "runs/$name/agent/meta.json" ]; then
+    local resume=(); [ -f "runs/$name/state.pt" ] && resume=(--resume)
+    echo "[$name] training ${resume[*]}"
+    nice -n 10 "$PY" -m saliency_lib train "$@" --frames "$FRAMES" --seed 0 --out "runs/$name" --no-progress "${resume[@]}" || return 1
+  fi
+  echo "[$name] shipping"
+  nice -n 10 "$PY" -m saliency_lib ship "runs/$name" --dest "data/agents/$name" --episodes 10
+}
+
+queue_a() {
+  run dqn-Breakout-s0 dqn --game Breakout &&
+  run dqn-SpaceInvaders-s0 dqn --game SpaceInvaders &&
+  run a3c-Breakout-none-s0 a3c --game Breakout --variant none
+}
+queue_b() {
+  run dqn-MsPacman-s0 dqn --game MsPacman &&
+  run dqn-Frostbite-s0 dqn --game Frostbite &&
+  run a3c-Breakout-double-s0 a3c --game Breakout --variant double
+}
+queue_a > runs/queue-a.log 2>&1 &
+queue_b > runs/queue-b.log 2>&1 &
+echo "queues started: runs/queue-a.log runs/queue-b.log"
