@@ -10,8 +10,9 @@ Environments: ale-py's C++ vector env (``AtariVectorEnv``), whose grayscale
 84×84 INTER_AREA frames, max-pool over the last two raw frames, zero-initialised
 stack of 4, 1–30 NOOP starts and FIRE reset equal the ``dqn`` preset pixel for
 pixel. Episodic life is applied on our side: a life loss ends the bootstrap but not
-the game. Unlike baselines, FIRE is not pressed automatically after a life loss in
-training; the agent learns to press it (evaluation presses it, as Huber's wrapper).
+the game. In FIRE-reset games the step after a life loss presses FIRE
+(``fire_after_life_loss``), as baselines' FireResetEnv does after its soft reset;
+the forced transition is stored like any other, which off-policy Q-learning allows.
 
 Rewards: Huber's in-game reward divided by the game's minimum reward (default)
 or sign clipping (``reward="clip"``).
@@ -89,6 +90,9 @@ class DQNArgs:
     """'scale' (reward / game's minimum reward, Huber) or 'clip'."""
     grad_clip: float = 10.0
     """Gradient-norm clip."""
+    fire_after_life_loss: bool = True
+    """In FIRE-reset games, press FIRE on the step after a life loss, as baselines' FireResetEnv
+    does. Q-learning is off-policy, so the forced action is stored like any other."""
     eval_every: int = 500_000
     """Frames between evaluations."""
     eval_episodes: int = 2
@@ -199,6 +203,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
     recent: deque = deque(maxlen=100)
     last_ckpt, t0, step0 = time.time(), time.time(), c["step"]
     since_resume, updates_due = 0, 0.0
+    fire_game = bool(info.fire_reset and args.fire_after_life_loss)
+    force_fire = np.zeros(args.num_envs, bool)
     loss_v = q_v = float("nan")
     bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress, desc=f"dqn {args.game}")
     while c["step"] < total_steps:
@@ -208,8 +214,10 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         actions = q.argmax(1).numpy()
         explore = rng.random(args.num_envs) < eps
         actions[explore] = rng.integers(0, n_actions, int(explore.sum()))
+        actions[force_fire] = 1
         nobs, rew, term, trunc, env_info = env.step(actions)
         life_lost = env_info["lives"] < lives
+        force_fire = life_lost & ~(term | trunc) & fire_game
         lives = env_info["lives"].copy()
         done = term | trunc
         learn_r = np.clip(rew, -1, 1) if divisor is None else rew / divisor
