@@ -49,13 +49,16 @@ VENDOR = "vendor"
 
 
 WIDGETS_PATHS_JS = """\
-// Written by saliency_lib.study.assets. The widget manager (embed-amd.js) finds its
-// font files relative to its RequireJS module URL, which by default is
-// <page folder>/@jupyter-widgets/html-manager/dist/. Map that module path to
-// vendor/html-manager/ (next to this file), where the fonts are.
+// Written by saliency_lib.study.assets. embed-amd.js defines several named RequireJS
+// modules (@jupyter-widgets/base, controls, ...); each finds its font files relative to
+// its own module URL, which by default is <page folder>/@jupyter-widgets/. Map every
+// module to vendor/html-manager/ (next to this file), where the fonts are.
 (function () {
-  var base = document.currentScript.src.replace(/[^/]*$/, "");
-  require.config({paths: {"@jupyter-widgets/html-manager/dist": base + "html-manager"}});
+  var dir = document.currentScript.src.replace(/[^/]*$/, "") + "html-manager/";
+  var names = ["base", "base7", "controls", "controls7", "html-manager"];
+  var paths = {"@jupyter-widgets/html-manager/dist": dir.slice(0, -1)};
+  names.forEach(function (n) { paths["@jupyter-widgets/" + n] = dir + n; });
+  require.config({paths: paths});
 })();
 """
 

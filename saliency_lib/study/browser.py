@@ -234,6 +234,9 @@ class _Page:
         if not loaded:
             raise TimeoutError(f"{url} did not finish loading within {timeout} s")
         self.evaluate("document.querySelectorAll('img[loading=lazy]').forEach(i => { i.loading = 'eager'; }); true")
+        # Fetch every declared web font now: a browser loads a font only when a glyph needs it,
+        # so a missing one (the widget manager's icon fonts) would otherwise pass unnoticed.
+        self.evaluate("Promise.all([...document.fonts].map(f => f.load().catch(() => null))).then(() => true)")
         quiet_since = time.monotonic()
         while time.monotonic() < deadline:
             self.cdp.pump(0.25)
