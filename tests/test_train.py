@@ -57,8 +57,10 @@ def test_replay_stacks_share_frames_and_zero_before_a_game():
     assert len(rb) == 10
 
 
-def test_td_loss_learns_a_bandit():
-    """Contextual bandit: action = brightness of the left vs right half. The greedy policy becomes optimal."""
+@pytest.mark.parametrize("bf16", [False, True])
+def test_td_loss_learns_a_bandit(bf16):
+    """Contextual bandit: action = brightness of the left vs right half. The greedy policy becomes optimal,
+    also with the trainer's bf16 autocast."""
     torch.manual_seed(0)
     net = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 2))
     target = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 2))
@@ -70,7 +72,9 @@ def test_td_loss_learns_a_bandit():
         a = torch.randint(0, 2, (64,))
         r = (a == best).float()
         target.load_state_dict(net.state_dict())
-        loss, _ = td_loss(net, target, x, a, r, torch.zeros(64), x, double=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss, _ = td_loss(net, target, x, a, r, torch.zeros(64), x, double=True)
+        assert loss.dtype == torch.float32
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -79,6 +83,26 @@ def test_td_loss_learns_a_bandit():
     best = (x[:, 0].mean((1, 2)) > x[:, 1].mean((1, 2))).long()
     assert np.mean(losses[-50:]) < 0.5 * np.mean(losses[:50])
     assert (net(x).argmax(1) == best).float().mean() > 0.9
+
+
+def test_bf16_td_gradient_agrees_with_fp32():
+    """The DQN trainer's bf16 autocast: same loss and gradient direction as float32 on a Nature CNN."""
+    from saliency_lib.agents import DQNConfig, DQNNet
+
+    torch.manual_seed(0)
+    net, target = DQNNet(DQNConfig(n_actions=4)), DQNNet(DQNConfig(n_actions=4))
+    obs, nxt = torch.rand(64, 4, 84, 84), torch.rand(64, 4, 84, 84)
+    a, r, d = torch.randint(0, 4, (64,)), torch.rand(64), torch.full((64,), 0.97)
+    grads, losses = [], []
+    for bf16 in (False, True):
+        net.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss, _ = td_loss(net, target, obs, a, r, d, nxt)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append(torch.cat([p.grad.flatten() for p in net.parameters()]))
+    assert losses[1] == pytest.approx(losses[0], rel=0.05)
+    assert torch.nn.functional.cosine_similarity(grads[0], grads[1], dim=0) > 0.99
 
 
 def test_a3c_loss_learns_a_bandit():
@@ -106,6 +130,8 @@ def test_args_validation():
         DQNArgs(game="Pacman")
     with pytest.raises(ValueError, match="optimizer"):
         DQNArgs(optimizer="sgd")
+    with pytest.raises(ValueError, match="precision"):
+        DQNArgs(precision="fp16")
     with pytest.raises(ValueError, match="unknown variant"):
         A2CArgs(variant="triple")
 

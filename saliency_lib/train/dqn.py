@@ -103,6 +103,10 @@ class DQNArgs:
     """Minutes between atomic training checkpoints."""
     threads: int = 1
     """torch threads."""
+    precision: str = "bf16"
+    """'bf16' (autocast of the convolutions and linear layers in acting and learning; weights,
+    optimiser and loss stay float32) or 'fp32'. bf16 makes a gradient step 1.7x faster on this
+    CPU; its learning curve is compared with fp32 in the training chapter."""
 
     def __post_init__(self):
         game_info(self.game)
@@ -110,6 +114,8 @@ class DQNArgs:
             raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {self.optimizer!r}")
         if self.reward not in ("scale", "clip"):
             raise ValueError(f"reward must be 'scale' or 'clip', got {self.reward!r}")
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
         if self.frames <= 0 or self.num_envs <= 0 or self.n_step < 1:
             raise ValueError("frames, num_envs and n_step must be positive")
 
@@ -137,11 +143,12 @@ def _to_input(frames: torch.Tensor) -> torch.Tensor:
 
 def td_loss(net, target, obs, actions, returns, discounts, next_obs, *, double: bool = True):
     """Huber loss of Q(s, a) against the n-step (double-)DQN target; returns (loss, Q(s, a))."""
+    # .float(): under bf16 autocast the targets and the loss are still formed in float32
     with torch.no_grad():
-        tq = target(next_obs)
+        tq = target(next_obs).float()
         a_next = net(next_obs).argmax(1, keepdim=True) if double else tq.argmax(1, keepdim=True)
         y = returns + discounts * tq.gather(1, a_next)[:, 0]
-    qa = net(obs).gather(1, actions[:, None])[:, 0]
+    qa = net(obs).float().gather(1, actions[:, None])[:, 0]
     return F.smooth_l1_loss(qa, y), qa
 
 
@@ -206,11 +213,12 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
     fire_game = bool(info.fire_reset and args.fire_after_life_loss)
     force_fire = np.zeros(args.num_envs, bool)
     loss_v = q_v = float("nan")
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
     bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress, desc=f"dqn {args.game}")
     while c["step"] < total_steps:
         eps = _epsilon(args, c["step"], total_steps)
-        with torch.no_grad():
-            q = net(torch.from_numpy(obs).float().div_(255.0))
+        with torch.no_grad(), autocast:
+            q = net(torch.from_numpy(obs).float().div_(255.0)).float()
         actions = q.argmax(1).numpy()
         explore = rng.random(args.num_envs) < eps
         actions[explore] = rng.integers(0, n_actions, int(explore.sum()))
@@ -242,7 +250,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
                 o, a, ret, disc, nx = replay.sample(args.batch_size)
                 o = _to_input(o)
                 nx = _to_input(nx)
-                loss, qa = td_loss(net, target, o, a, ret, disc, nx, double=args.double)
+                with autocast:
+                    loss, qa = td_loss(net, target, o, a, ret, disc, nx, double=args.double)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(net.parameters(), args.grad_clip)
@@ -269,7 +278,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
     env.close()
     meta = {
         "algo": "dqn", "frames": c["step"] * 4, "seed": args.seed, "train_args": asdict(args),
-        "improvements": [n for n, on in (("double", args.double), ("dueling", args.dueling), (f"n_step={args.n_step}", args.n_step > 1), ("adam", args.optimizer == "adam")) if on],
+        "improvements": [n for n, on in (("double", args.double), ("dueling", args.dueling), (f"n_step={args.n_step}", args.n_step > 1),
+                                          ("adam", args.optimizer == "adam"), ("bf16_autocast", args.precision == "bf16")) if on],
         "source": f"saliency_lib.train.dqn ({out})",
     }
     save_agent(agent, out / "agent", **meta)
