@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,book,captum]'
+	$(PY) -m pip install --quiet -e '.[dev,book,captum,ray]'
 	touch $(STAMP)
 
 ## fetch-official: copy (MASK_A3C_OFFICIAL_SRC=dir) or download the official Mask-A3C checkpoints

@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_metrics_parsers(sub)
     add_book_parser(sub)
+    from .study.sweep import add_run_parser
+
+    add_run_parser(sub)
     try:
         from .explainers.cli import add_explain_parser
     except ImportError:  # pragma: no cover

@@ -44,8 +44,8 @@ from .profiles import PROFILE_NAMES
 __all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "check_offline",
            "add_book_parser", "run_book", "EXECUTORS"]
 
-EXECUTORS = ("local",)
-"""Where chapters execute. Only ``local`` (papermill, one chapter after the other) exists."""
+EXECUTORS = ("local", "processes", "ray")
+"""Where the study's sweep runs before the chapters execute (:mod:`saliency_lib.study.sweep`)."""
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "*.svg", "*.png", "_static", "_templates")
 _META_KEY = "saliency_study"
 
@@ -290,8 +290,8 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
                parameters: Mapping | None = None, book_dir: str | os.PathLike = "book",
                notebooks_dir: str | os.PathLike = "notebooks", build_dir: str | os.PathLike | None = None,
                results_dir: str | os.PathLike | None = None, force: bool = False, html: bool = True,
-               kernel_name: str = "python3", timeout: float | None = 4 * 3600,
-               log: Callable[[str], None] | None = None) -> BookBuild:
+               kernel_name: str = "python3", timeout: float | None = 4 * 3600, ray_address: str | None = None,
+               sweep: bool = True, log: Callable[[str], None] | None = None) -> BookBuild:
     """Execute the chapters with papermill and build the HTML book.
 
     Parameters
@@ -302,8 +302,13 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
         Execute only these chapters (``"01_agents"`` or ``"01_agents.py"``). Other
         chapters keep their executed notebooks; one that has none is executed too,
         since the HTML needs it.
-    executor : {"local"}
-        Where chapters run (:data:`EXECUTORS`).
+    executor : {"local", "processes", "ray"}
+        Where the study's sweep (sanity checks, insertion, deletion of the profile for the
+        book's game) runs before the chapters, which then read its stored results.
+    ray_address : str, optional
+        With ``executor="ray"``: an existing Ray cluster (default ``$RAY_ADDRESS`` or a local Ray).
+    sweep : bool
+        Run the sweep step (False: chapters compute what they miss themselves, locally).
     parameters : mapping, optional
         Extra parameters for every chapter that declares them (e.g. ``{"game": "MsPacman"}``).
     book_dir, notebooks_dir : path
@@ -370,6 +375,16 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     result.timings["assets"] = time.perf_counter() - t0
     log(f"[book] assets: {result.timings['assets']:.1f} s")
 
+    if sweep:
+        t0 = time.perf_counter()
+        from .sweep import study_results
+
+        game = str((parameters or {}).get("game", "Breakout"))
+        study_results(profile, game, executor=executor, results_dir=results_dir or RESULTS_DIR,
+                      ray_address=ray_address, progress=True)
+        result.timings["sweep"] = time.perf_counter() - t0
+        log(f"[book] sweep ({executor}, {game}): {result.timings['sweep']:.1f} s")
+
     t0 = time.perf_counter()
     kernel = resolve_kernel(kernel_name)
     log(f"[book] kernel {kernel!r} runs {sys.executable}")
@@ -434,7 +449,7 @@ def run_book(args: argparse.Namespace) -> int:
         return 0
     try:
         b = build_book(args.profile, only=args.only, executor=args.executor, parameters=dict(args.param or []),
-                       force=args.force, html=not args.no_html)
+                       force=args.force, html=not args.no_html, ray_address=args.ray_address)
     except ChapterError as e:
         print(f"saliency-study book: {e}", file=sys.stderr)
         return 1
@@ -463,7 +478,9 @@ def add_book_parser(subparsers, func: Callable | None = None) -> argparse.Argume
                               description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--profile", choices=PROFILE_NAMES, default="quick", help="execution profile (default: quick)")
     p.add_argument("--only", action="append", metavar="NOTEBOOK", help="execute only this chapter (repeatable), e.g. 01_agents")
-    p.add_argument("--executor", choices=EXECUTORS, default="local", help="where chapters execute (default: local)")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="where the study's sweep runs before the chapters (default: local)")
+    p.add_argument("--ray-address", default=None, help="with --executor ray: an existing cluster (default $RAY_ADDRESS or a local Ray)")
     p.add_argument("--param", "-p", action="append", type=_param, metavar="KEY=VALUE",
                    help="extra chapter parameter, JSON-parsed when possible (repeatable), e.g. -p game=MsPacman")
     p.add_argument("--force", action="store_true", help="execute chapters even if their inputs are unchanged")

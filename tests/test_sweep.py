@@ -1,0 +1,155 @@
+"""The study sweep: the same tables under every executor, faults lose nothing, resumes recompute nothing.
+
+The agent is an untrained Nature-DQN saved like a shipped agent: cheap to explain, and
+every number still flows through the real explainers and metrics.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+
+from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
+from saliency_lib.study import sweep as sw
+
+METHODS = ("occlusion", "gradient")
+
+
+@pytest.fixture(scope="module")
+def agent_dir(tmp_path_factory):
+    torch.manual_seed(0)
+    agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
+    d = tmp_path_factory.mktemp("agent") / "dqn-Breakout-toy"
+    save_agent(agent, d)
+    return str(d)
+
+
+def _spec(agent_dir, **kw):
+    kw = {"agents": (agent_dir,), "methods": METHODS, "experiments": ("sanity", "insertion"), "substrates": ("black",),
+          "n_states": 6, "chunk": 3, "params": {"occlusion": {"patch": 12}}, **kw}
+    return sw.SweepSpec(**kw)
+
+
+@pytest.fixture(scope="module")
+def local_run(agent_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("local")
+    return root, sw.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
+
+
+def test_units_cover_every_method_experiment_and_chunk(local_run):
+    _, rep = local_run
+    # sanity: 2 methods; insertion: 2 methods + the random baseline; 2 chunks each
+    assert rep.total == rep.computed == (2 + 3) * 2
+    t = rep.table
+    assert set(t["experiment"]) == {"sanity", "insertion"}
+    assert set(t.loc[t["experiment"] == "insertion", "method"]) == {*METHODS, "random"}
+    assert sorted(set(t["state"])) == list(range(6))
+    assert t.groupby(["experiment", "method"])["state"].nunique().eq(6).all()
+
+
+def test_rerun_computes_nothing(local_run, agent_dir):
+    root, rep = local_run
+    again = sw.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
+    assert again.computed == 0 and again.skipped == rep.total
+    pd.testing.assert_frame_equal(again.table, rep.table)
+
+
+def test_unit_key_ignores_batch_size_and_seeds_from_the_unit(agent_dir, tmp_path):
+    a, _ = sw.plan_units(_spec(agent_dir), results_dir=tmp_path)
+    b, _ = sw.plan_units(_spec(agent_dir, batch_size=7), results_dir=tmp_path)
+    c, _ = sw.plan_units(_spec(agent_dir, seed=1), results_dir=tmp_path)
+    assert [u.key for u in a] == [u.key for u in b]
+    assert not {u.key for u in a} & {u.key for u in c}
+    assert len({u.torch_seed for u in a}) == len(a)
+
+
+def test_interrupted_sweep_recomputes_only_the_missing_units(local_run, agent_dir, tmp_path):
+    _, full = local_run
+    seen = []
+
+    def stop_after_four(done, total, eta):
+        seen.append((done, total))
+        if len(seen) == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sw.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False, on_unit=stop_after_four)
+    assert seen[-1] == (4, full.total)
+    rest = sw.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False)
+    assert rest.skipped == 4 and rest.computed == full.total - 4
+    pd.testing.assert_frame_equal(rest.table, full.table)
+
+
+def test_bad_inputs_are_refused(agent_dir):
+    with pytest.raises(ValueError, match="unknown executor 'threads'"):
+        sw.run_sweep(_spec(agent_dir), executor="threads")
+    with pytest.raises(ValueError, match="unknown methods"):
+        _spec(agent_dir, methods=("occlusion", "shap"))
+    with pytest.raises(ValueError, match="unknown experiments"):
+        _spec(agent_dir, experiments=("insertion", "pointing"))
+    with pytest.raises(ValueError, match="n_states must be a positive integer"):
+        _spec(agent_dir, n_states=0)
+
+
+def test_processes_executor_gives_identical_tables(local_run, agent_dir, tmp_path):
+    _, rep = local_run
+    got = sw.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path, progress=False)
+    assert got.computed == rep.total
+    pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
+
+
+def test_processes_executor_survives_a_killed_worker(local_run, agent_dir, tmp_path):
+    _, rep = local_run
+    faults = tmp_path / "faults"
+    got = sw.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path / "r",
+                       progress=False, _fault=str(faults))
+    assert (faults / "killed").exists()  # one worker was killed mid-unit
+    assert len(list((tmp_path / "r" / "sweep").glob("*/*.parquet"))) == rep.total  # one row set per unit
+    pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
+
+
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@needs_ray
+@pytest.mark.slow
+def test_ray_executor_identical_and_survives_a_killed_worker(local_run, agent_dir, tmp_path, ray_local):
+    _, rep = local_run
+    got = sw.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "clean", progress=False)
+    pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
+    faults = tmp_path / "faults"
+    hurt = sw.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "hurt", progress=False, _fault=str(faults))
+    assert (faults / "killed").exists()  # one worker was killed mid-unit, and Ray retried its unit
+    assert len(list((tmp_path / "hurt" / "sweep").glob("*/*.parquet"))) == rep.total
+    pd.testing.assert_frame_equal(hurt.table, rep.table, check_exact=True)
+
+
+def test_ray_missing_gives_the_install_command(monkeypatch, agent_dir):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(ImportError, match=r"pip install 'saliency-lib\[ray\]'"):
+        sw.run_sweep(_spec(agent_dir), executor="ray")
+
+
+def test_run_command_line(agent_dir, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "saliency_lib", "run", "--agents", agent_dir, "--methods", "gradient",
+                          "--experiments", "insertion", "--substrates", "black", "--n-states", "4", "--chunk", "2",
+                          "--results-dir", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "units: 4 computed, 0 skipped of 4" in out.stdout
+    again = subprocess.run([sys.executable, "-m", "saliency_lib", "run", "--agents", agent_dir, "--methods", "gradient",
+                            "--experiments", "insertion", "--substrates", "black", "--n-states", "4", "--chunk", "2",
+                            "--results-dir", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert "units: 0 computed, 4 skipped of 4" in again.stdout
