@@ -1,0 +1,350 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (chapter-degradation)=
+# # Input degradation
+#
+# A faithful saliency map ranks the pixels by how much the agent's output depends on them.
+# **Input degradation** tests this directly: reveal the pixels of a state in the order of
+# the map, starting from an uninformative image (**insertion**), or destroy them in that
+# order (**deletion**), and watch the agent's output. If the map is faithful, the output
+# recovers quickly under insertion and collapses quickly under deletion. The metrics come
+# from {cite:t}`petsiuk2018rise`, in the tradition of the pixel-flipping evaluation of
+# {cite:t}`samek2017evaluating`; {cite:t}`huber2022benchmarking` used insertion to compare
+# perturbation-based saliency maps of Atari agents.
+#
+# This chapter repeats their insertion benchmark, adds deletion and a third substrate, puts
+# the paper's numbers beside ours and asks which of the paper's findings hold. The numbers
+# come from the study's sweep (`saliency_lib.study.sweep`); `saliency_lib.study.degradation`
+# tabulates, plots, ranks and compares them. The cells below only call it.
+
+# %% [markdown]
+# ## Parameters
+#
+# Papermill replaces the next cell's values, for instance
+# `papermill notebooks/04_degradation.ipynb out.ipynb -p game MsPacman`.
+
+# %% tags=["parameters"]
+game = "Breakout"  # Atari game
+agent = None  # agent spec(s), comma-separated; None: the study's agents
+profile = "quick"  # "tiny", "quick" or "full": the sweep's size
+seed = 0  # seed of the sweep and of the bootstrap
+device = "cpu"  # torch device of the illustration
+results_dir = "data/results"  # stored results, relative to the repository
+executor = "local"  # runs missing sweep units: "local", "processes" or "ray"
+alpha = 0.05  # family-wise level of the Holm-corrected Wilcoxon tests
+
+# %% [markdown]
+# With `agent=None` the chapter explains the study's agents of the game: the DQN agent once
+# one is trained, and the official Mask-A3C agent. The parameters become the chapter's
+# frozen configuration. The profile decides how many states the sweep explains and with
+# which explainer parameters; the sweep's units run on the CPU, the device only serves the
+# illustration.
+
+# %%
+from saliency_lib.study.degradation import (
+    DegradationChapter, auc_summary, comparison_summary, curves_figure, degradation_figure,
+    degradation_results, factors_summary, our_auc_table, paper_factors_summary, paper_layout_table,
+    pick_agent, rank_agreement, ranking_detail, rankings, side_by_side, significance_summary,
+    style_agreement, style_our_aucs, style_paper_layout, style_ranking_detail, style_rankings,
+    style_side_by_side, sweep_note,
+)
+
+cfg = DegradationChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
+                         results_dir=results_dir, executor=executor, alpha=alpha)
+cfg
+
+# %% [markdown]
+# In the `tiny` profile, used by the test suite, the sweep explains very few states with
+# coarse parameters, and the numbers mean nothing.
+#
+# ## The metric
+#
+# The procedure follows Huber et al.'s code (reference notes §6). For a state $x$ and a
+# saliency map $s$:
+#
+# 1. Sort the pixel locations by $s$, most salient first.
+# 2. Build a **substrate** $z$: **black** (all zeros), **random** (uniform noise in
+#    $[0, 1)$, drawn anew for every state) or, our addition, **blur** ($x$ blurred with a
+#    Gaussian of 5 pixels inside each frame).
+# 3. In $T$ steps of 84 pixel locations (all stacked frames at once), **insertion**
+#    copies the pixels of $x$ into $z$; **deletion** writes the pixels of $z$ into $x$.
+#    The agent is evaluated after every step, $T + 1$ times in all (85 for 84 × 84 states).
+# 4. Score each step for the action $a$ that the agent takes on $x$.
+#
+# The measures depend on the agent. For the DQN agent they are Huber et al.'s:
+#
+# * the **Q-ratio** $Q_t(a) / Q_x(a)$, the chosen action's Q-value relative to its value
+#   on the clean state: it follows how much the agent expects to gain;
+# * the **advantage** $Q_t(a) - \frac{1}{|A|}\sum_j Q_t(j)$: it follows how clearly the agent
+#   prefers its action.
+#
+# The Mask-A3C agent has no Q-values. In the same two roles we use its **state value** $V_t$
+# and the **policy probability** $\pi_t(a)$ of its action. The area under a curve (AUC) is the
+# plain mean of its $T + 1$ values, as in the paper. Insertion AUCs are better when higher,
+# deletion AUCs when lower. A **random map** (uniform noise) is the chance baseline.
+
+# %% [markdown]
+# ## The results
+#
+# The next cell reads the study's stored insertion and deletion results for the chapter's
+# agents and computes only the units that are missing.
+
+# %%
+results = degradation_results(cfg)
+dqn, mask_a3c = pick_agent(results, "dqn"), pick_agent(results, "mask_a3c")
+sweep_note(cfg, results)
+
+# %% [markdown]
+# A forward pass of the Mask-A3C network costs many times that of the DQN network, so
+# below the `full` profile its perturbation methods use the coarser parameters listed
+# above. Its observations are standardised: zero is the running mean of the pixels, not
+# black, and uniform noise in $[0, 1)$ is not on the data's scale. For this agent "black"
+# therefore means "average grey", and only the blur substrate is free of such choices.
+#
+# ## What the agent sees
+#
+# The figure shows the inputs along the insertion and deletion paths of one explained state,
+# in the order of its occlusion map, for the three substrates. The title names the agent:
+# the study's DQN agent when it exists, otherwise the official Mask-A3C agent.
+
+# %% mystnb={"figure": {"caption": "Inputs along the insertion (top three rows) and deletion (bottom three rows) paths of one state, ordered by its occlusion map (top left), for the black, random and blur substrates; the percentages are the share of pixel locations changed. The newest stacked frame is shown, on the grey scale of the clean state.", "name": "fig-degradation-paths"}}
+degradation_figure(cfg, dqn or mask_a3c)
+
+# %% [markdown]
+# For the DQN agent, insertion from black starts from an empty screen, so the first pixels
+# revealed can make the agent's output jump; insertion from noise and blur starts from an
+# image that already carries some of the state's statistics.
+#
+# ## Insertion curves
+#
+# Each panel shows the mean curve of every method over the explained states with a 95 %
+# bootstrap band (states resampled as whole curves). The dashed black line is the random
+# map. A faithful method rises above it early. First the DQN agent:
+
+# %% mystnb={"figure": {"caption": "Insertion curves of the study's DQN agent: mean over the explained states and 95 % bootstrap band, per substrate (columns) and measure (rows); dashed black: random map.", "name": "fig-degradation-insertion-dqn"}}
+curves_figure(results, "dqn", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+
+# %% [markdown]
+# Then the official Mask-A3C agent, with the state value and the policy probability:
+
+# %% mystnb={"figure": {"caption": "Insertion curves of the official Mask-A3C agent: mean over the explained states and 95 % bootstrap band, per substrate (columns) and measure (rows: state value V, policy probability of the action); dashed black: random map.", "name": "fig-degradation-insertion-mask-a3c"}}
+curves_figure(results, "mask_a3c", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples,
+              seed=cfg.seed)
+
+# %% [markdown]
+# A curve need not rise monotonically: a half-revealed state can look more promising to
+# the agent than the state itself, and the Q-ratio and the value can overshoot their clean
+# level. The AUC then rewards maps that reveal such pixels first.
+#
+# ## Deletion curves
+#
+# Deletion runs the same paths backwards: the most salient pixels are destroyed first, so
+# a faithful method makes the curve fall early, below the random map.
+
+# %% mystnb={"figure": {"caption": "Deletion curves of the study's DQN agent: mean over the explained states and 95 % bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-dqn"}}
+curves_figure(results, "dqn", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+
+# %% [markdown]
+# And for the official Mask-A3C agent:
+
+# %% mystnb={"figure": {"caption": "Deletion curves of the official Mask-A3C agent: mean over the explained states and 95 % bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-mask-a3c"}}
+curves_figure(results, "mask_a3c", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples,
+              seed=cfg.seed)
+
+# %% [markdown]
+# Huber et al. did not use deletion. It asks the complementary question: not "which pixels
+# suffice" but "which pixels are necessary".
+#
+# ## AUC tables beside the paper's
+#
+# Huber et al. report one table per substrate and measure: the mean ± standard deviation of
+# the insertion AUC over 997 states per game, the best non-random method in bold. The
+# tables below keep their layout and their numbers (reference notes §6.1) and add our
+# agents as further rows, bold marking our best non-random method the same way. Our methods
+# that the paper did not run are extra columns; the paper's LIME variants that the study
+# does not run are NA in our rows. The Mask-A3C rows show the measure in the same role
+# (named in the row), on another scale.
+
+# %%
+summary = auc_summary(results, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+style_paper_layout(paper_layout_table(summary, "black", "q_ratio"),
+                   "Black insertion, Q-value measure: insertion AUC, mean ± std over states.")
+
+# %% [markdown]
+# The same substrate with the advantage measure:
+
+# %%
+style_paper_layout(paper_layout_table(summary, "black", "advantage"),
+                   "Black insertion, advantage measure: insertion AUC, mean ± std over states.")
+
+# %% [markdown]
+# Random insertion, first with the Q-value measure:
+
+# %%
+style_paper_layout(paper_layout_table(summary, "random", "q_ratio"),
+                   "Random insertion, Q-value measure: insertion AUC, mean ± std over states.")
+
+# %% [markdown]
+# and with the advantage measure:
+
+# %%
+style_paper_layout(paper_layout_table(summary, "random", "advantage"),
+                   "Random insertion, advantage measure: insertion AUC, mean ± std over states.")
+
+# %% [markdown]
+# The paper's standard deviations are large compared with the differences between the
+# methods. The Q-ratio is unstable when the clean Q-value is near zero or negative; the
+# reference notes take this to explain the paper's negative means under random insertion.
+#
+# The blur substrate and deletion have no counterpart in the paper. The next two tables
+# list every setting of each of our agents.
+
+# %%
+style_our_aucs(our_auc_table(summary, "dqn"),
+               "Study's DQN agent: AUC (mean ± std over states) in every setting; bold: best non-random "
+               "method (insertion: highest, deletion: lowest).")
+
+# %% [markdown]
+# The same for the official Mask-A3C agent:
+
+# %%
+style_our_aucs(our_auc_table(summary, "mask_a3c"),
+               "Official Mask-A3C agent: AUC (mean ± std over states) in every setting; bold: best "
+               "non-random method (insertion: highest, deletion: lowest).")
+
+# %% [markdown]
+# ## Rankings and significance
+#
+# A difference of means says little with few states and large spreads. For each agent,
+# experiment, substrate and measure we therefore rank the methods by their mean AUC and
+# compare every pair on the same states with a paired Wilcoxon signed-rank test
+# {cite}`wilcoxon1945individual`, Holm-corrected over all pairs of the setting
+# {cite}`holm1979simple` (`saliency_lib.metrics.ranking_table`).
+
+# %%
+ranks = rankings(results, alpha=cfg.alpha, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+significance_summary(ranks, alpha=cfg.alpha)
+
+# %% [markdown]
+# In the tables below, each cell holds a method's rank and mean AUC in one setting. **Bold**:
+# the method is in the top group (no method is significantly better). Green: significantly
+# better than the random map; red: significantly worse. Rows are sorted by the mean rank.
+
+# %%
+style_rankings(ranks, "dqn", "insertion",
+               "Study's DQN agent, insertion: rank (mean AUC) per substrate and measure.")
+
+# %% [markdown]
+# The Mask-A3C agent under insertion:
+
+# %%
+style_rankings(ranks, "mask_a3c", "insertion",
+               "Official Mask-A3C agent, insertion: rank (mean AUC) per substrate and measure.")
+
+# %% [markdown]
+# And both agents under deletion, where lower AUCs rank first:
+
+# %%
+style_rankings(ranks, "dqn", "deletion",
+               "Study's DQN agent, deletion: rank (mean AUC, lower is better) per substrate and measure.")
+
+# %%
+style_rankings(ranks, "mask_a3c", "deletion",
+               "Official Mask-A3C agent, deletion: rank (mean AUC, lower is better) per substrate and measure.")
+
+# %% [markdown]
+# The full ranking of the paper's first setting, black insertion with the value measure,
+# lists the confidence intervals and every significant difference; rows with one are bold.
+
+# %%
+style_ranking_detail(ranking_detail(ranks, "dqn"),
+                     "ranking with 95 % bootstrap CIs and the significant differences (Holm-corrected paired Wilcoxon).")
+
+# %%
+style_ranking_detail(ranking_detail(ranks, "mask_a3c"),
+                     "ranking with 95 % bootstrap CIs and the significant differences (Holm-corrected paired Wilcoxon).")
+
+# %% [markdown]
+# ## The two factors
+#
+# Huber et al. conclude that two factors decide which saliency method to choose for
+# fidelity (reference notes §7). The first is **what is explained**: the agent's estimate
+# of the state's value (their Q-value measure) or its choice of action (the advantage).
+# The second is the **substrate**: which kind of "missing information" the insertion
+# starts from. Their own tables show both, as the next sentences count:
+
+# %%
+paper_factors_summary()
+
+# %% [markdown]
+# The same questions for our agents, formatted from our numbers: does the best method
+# change between the value and the action measure, and between the substrates, and how
+# similar are the method orders (Spearman ρ of the method means)?
+
+# %%
+factors_summary(summary, ranks)
+
+# %% [markdown]
+# The reference notes read the paper's substrate factor as a match between perturbation
+# and substrate (§6.2): occlusion, SARFA and LIME black out regions and look better under
+# black insertion, while RISE and Noise Sensitivity (which blurs) look better under random
+# insertion. A winner that changes while few differences are significant is weak evidence
+# for a factor at this number of states.
+#
+# ## Against the paper
+#
+# Huber et al.'s numbers come from their own agents and 997 states per game, ours from the
+# study's agents and the states of the profile. Absolute AUCs therefore need not agree, but
+# the order of the methods should, if the finding is robust. For the chapter's game, the
+# table puts both side by side for the methods that both studies ran: the mean insertion
+# AUC and, in brackets, the rank among these methods (1 = highest).
+
+# %%
+side = side_by_side(summary, cfg.game)
+style_side_by_side(side, f"{cfg.game}, insertion: Huber et al.'s mean AUC (997 states) beside ours, with the rank "
+                         "among the common methods in brackets; columns: substrate and the paper's measure.")
+
+# %% [markdown]
+# The rank correlation between the paper's and our means summarises each setting. With only
+# the few methods that both studies ran, a rank correlation needs to be large to be
+# significant.
+
+# %%
+agreement = rank_agreement(side)
+style_agreement(agreement, "Rank agreement between Huber et al.'s and our insertion AUCs over the common "
+                           "methods: Spearman ρ and Kendall τ with p-values, best non-random method, random map last.")
+
+# %% [markdown]
+# What reproduced and what did not, formatted from the table:
+
+# %%
+comparison_summary(agreement, cfg.game)
+
+# %% [markdown]
+# For the DQN agent the measures are the paper's own, so agreement means that the paper's
+# order carries over to another agent of the same architecture. For the Mask-A3C agent the
+# comparison is by role only: another network, another training algorithm and other
+# measures.
+#
+# ## Summary
+#
+# * Insertion and deletion score a saliency map by how fast the agent's output recovers
+#   (insertion) or collapses (deletion) when pixels are revealed or destroyed in the map's
+#   order. The substrate that stands in for missing pixels is a choice: black, noise or blur.
+# * The tables put Huber et al.'s insertion AUCs beside ours in their layout; the rankings
+#   say which differences are significant after the Holm correction.
+# * The sentences above, computed from the numbers, say whether the best method depends on
+#   what is explained (value or action) and on the substrate, in the paper and here, and how
+#   far the paper's method order carries over to the study's agents.

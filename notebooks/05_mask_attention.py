@@ -1,0 +1,211 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (chapter-mask-attention)=
+# # Mask attention
+#
+# The Mask-A3C agents of {cite:t}`itaya2021visual` explain themselves. Their policy and
+# value branches each multiply the shared 10 × 10 feature map with a learned sigmoid mask
+# M, so every decision comes with two maps: where the policy looks and where the value
+# estimate looks. The masks are trained only through the actor-critic loss, with no term
+# that asks them to be sparse or readable.
+#
+# This chapter asks three questions about these masks:
+#
+# 1. How do the policy and value masks behave over play, and how much do they agree?
+# 2. Judged by the same sanity check and insertion/deletion tests as the perturbation
+#    methods, on the same states, are the masks better explanations than those methods?
+# 3. Do the masks also help the agent play better, as the paper claims, at the training
+#    budget we can afford?
+#
+# All the work is done by `saliency_lib.study.mask_attention`; the cells below only call it.
+
+# %% [markdown]
+# ## Parameters
+#
+# Papermill replaces the next cell's values, for instance
+# `papermill notebooks/05_mask_attention.ipynb out.ipynb -p game MsPacman`. `None` means
+# "the value of the execution profile" ({doc}`../reproduce` describes the profiles).
+
+# %% tags=["parameters"]
+game = "Breakout"  # Atari game with an official Mask-A3C checkpoint
+steps = None  # agent steps of the played game segment; None: the profile's
+filmstrip = 6  # frames shown in each filmstrip
+top = 0.1  # fraction of mask cells compared between the policy and the value mask
+substrate = "black"  # insertion/deletion substrate of the ranking table
+profile = "quick"  # "tiny", "quick" or "full"
+seed = 0  # seed of the played game
+device = "cpu"  # torch device
+executor = "local"  # executor of the study's sweep: "local", "processes" or "ray"
+results_dir = "data/results"  # result cache, relative to the repository
+agents_dir = "data/agents"  # our shipped agents (A3C and Mask-A3C are looked up here)
+runs_dir = "runs"  # training runs in progress (their learning curves are shown too)
+
+# %% [markdown]
+# The parameters become the chapter's frozen configuration. The profile decides how long
+# the played segment is and which of the study's result tables the chapter reads.
+
+# %%
+from saliency_lib.study.mask_attention import (
+    MaskAttentionChapter, a3c_curves_figure, a3c_score_table, a3c_sentence, actor_critic_runs,
+    chapter_ranking, coarse_note, filmstrip_figure, official_play, our_filmstrips, our_mask_plays,
+    ranking_sentence, series_figure, series_summary, style_a3c_scores, style_ranking, style_summary,
+    summary_sentence,
+)
+
+cfg = MaskAttentionChapter(game=game, steps=steps, filmstrip=filmstrip, top=top, substrate=substrate,
+                           profile=profile, seed=seed, device=device, executor=executor,
+                           results_dir=results_dir, agents_dir=agents_dir, runs_dir=runs_dir)
+cfg
+
+# %% [markdown]
+# In the `tiny` profile, used by the test suite, the segment is a few seconds of play and
+# the result table covers two states, so the numbers mean little.
+#
+# ## Policy and value masks over play
+#
+# The official Mask-A3C agent plays greedily from the start of a game, and we record both
+# masks at every step. With the default seed 0 the first steps of this game are the states
+# that the study explains in the next section. The filmstrip shows a few evenly spaced
+# frames. As in the official visualiser, each mask is upsampled back through the crop of the
+# agent's input and normalised over the whole segment, one scale per branch. We draw it
+# with the perceptually uniform *inferno* colormap and show the real mask M, which the
+# network multiplies in, rather than the official display's sigmoid(5·z), which has more
+# contrast.
+
+# %% mystnb={"figure": {"caption": "The official Mask-A3C agent playing greedily: a few frames with the policy mask (top) and the value mask (bottom) overlaid. Each branch is normalised over the whole segment; the colour bars give the mask values M. Titles: step in the game, greedy action and state value V.", "name": "fig-mask-filmstrip-official"}}
+official = official_play(cfg)
+filmstrip_figure(official)
+
+# %% [markdown]
+# The filmstrip shows where each mask looks in a few frames. To follow the masks over the
+# whole segment, we reduce each mask to a few numbers per step:
+#
+# * the **mean of M**, the share of each feature the branch lets through on average, and
+#   the share of cells with M > 0.5;
+# * the **normalised entropy** of M read as a distribution over the 100 cells: 1 is a
+#   uniform mask, lower values a mask concentrated on few cells;
+# * the agreement between the two masks: the **IoU of their top cells** (the `top`
+#   fraction of the cells with the highest M) and the **Spearman correlation** over all
+#   cells.
+
+# %% mystnb={"figure": {"caption": "Mask statistics of the official Mask-A3C agent at every step of the segment: mean mask value, normalised spatial entropy, and the agreement of the policy and value masks (IoU of the top cells, dotted: two random sets of cells; Spearman rank correlation). Dashed lines mark ConvLSTM resets, grey bands the filmstrip's frames.", "name": "fig-mask-series-official"}}
+series_figure(official, top=cfg.top)
+
+# %% [markdown]
+# The sentence below is generated from these numbers.
+
+# %%
+summary_sentence(official, top=cfg.top)
+
+# %% [markdown]
+# ### Our own Mask-A3C agents
+#
+# We also train actor-critic agents of our own with `saliency_lib.train.a2c`, a synchronous
+# version of the official trainer that supports every variant of the paper: no mask (A3C),
+# a policy mask, a value mask, or both (Mask-A3C). When our agents with masks are shipped in
+# `data/agents`, the tabs below show the same filmstrip and statistics for each of them, on
+# a game with the same seed.
+
+# %%
+ours = our_mask_plays(cfg)
+our_filmstrips(ours, top=cfg.top)
+
+# %% [markdown]
+# The table puts the segments side by side, with the statistics the project's reference
+# notes measured for the released checkpoint over whole games. Mean ± sd is taken over
+# the steps of the segment.
+
+# %%
+caption = (f"Mask statistics over play on {cfg.game}: mean ± sd over the steps of each segment. "
+           "The last row is the reference notes' re-evaluation of the released checkpoint over whole games.")
+style_summary(series_summary(official, ours, top=cfg.top), cfg.game, caption)
+
+# %% [markdown]
+# A short segment from the start of a game need not match whole-game averages, since what
+# is on the screen changes as the game goes on; the time series above show how much the
+# statistics move within the segment.
+#
+# ## The masks as saliency maps
+#
+# The masks are explanations, so we can test them like any saliency map. The study scores
+# every method, the two masks included, on the same states of the official agent's game,
+# with the cascading parameter randomisation of {cite:t}`adebayo2018sanity` and the
+# insertion metric of {cite:t}`huber2022benchmarking` and its deletion counterpart
+# {cite}`petsiuk2018rise`. The chapter reads these results from the study's result table.
+
+# %%
+coarse_note(cfg.profile)
+
+# %% [markdown]
+# For the actor-critic agent, the insertion and deletion curves follow two outputs: the
+# probability π(a) of the action the agent took, and the state value V. A policy mask
+# should do well on π(a), a value mask on V. The sanity column is the Spearman
+# similarity between a method's map on the original agent and on the agent with all
+# layers re-drawn at random; a method that passes the check has a low similarity.
+
+# %%
+ranking = chapter_ranking(cfg)
+caption = (f"Methods on the official Mask-A3C agent ({cfg.game}, substrate {cfg.substrate}): mean over states "
+           "[95 % bootstrap CI] and rank among the methods (↑ higher is better, ↓ lower is better; the random "
+           "map takes part in insertion and deletion only). The masks are in bold.")
+style_ranking(ranking, caption)
+
+# %% [markdown]
+# The sentences below are generated from the table.
+
+# %%
+ranking_sentence(ranking)
+
+# %% [markdown]
+# A mask sees the input only through the agent's own features, at a resolution of 10 × 10
+# cells, and it does not depend on the explained action. Insertion and deletion reward a
+# map that finds the few pixels the output depends on most. The sanity check rewards a
+# map that changes when the weights change; a mask is computed by the weights, so we expect
+# it to pass, and the table shows whether it does.
+#
+# ## Do the masks help the agent play?
+#
+# {cite:t}`itaya2021visual` claim in their abstract that the attention mechanism improves
+# the score. The project's reference notes quote this claim, but do not hold the paper's
+# score table, and the official repository releases only runs with both masks, one seed per
+# game. We can therefore only test the direction of the claim, with our own runs of A3C
+# (no mask) and Mask-A3C (both masks) on the same trainer, budget and seeds. The grey line
+# is the official Mask-A3C run over the same number of frames.
+
+# %% mystnb={"figure": {"caption": "Learning curves of our actor-critic runs, one colour per mask variant (A3C: no mask; Mask-A3C: both masks): rolling mean of the training games and greedy evaluations (mean ± sd); dashed: runs still in progress. Grey: the official Mask-A3C run's greedy test games over the same number of frames.", "name": "fig-mask-a3c-curves"}}
+runs = actor_critic_runs(cfg.game, cfg.agents_dir, cfg.runs_dir)
+a3c_curves_figure(runs, cfg.game)
+
+# %% [markdown]
+# The final scores come from the greedy evaluation of each shipped agent.
+
+# %%
+scores = a3c_score_table(runs, cfg.game)
+caption = (f"Final scores on {cfg.game} of our actor-critic agents (greedy games, raw score, all lives), "
+           "and the official Mask-A3C run at the same number of frames.")
+style_a3c_scores(scores, caption)
+
+# %%
+a3c_sentence(scores, cfg.game)
+
+# %% [markdown]
+# ## Summary
+#
+# * The filmstrips show where the official agent's policy and value masks look; the time
+#   series show how their size, spread and agreement change over play.
+# * On the study's states, the table places the masks among the perturbation methods for
+#   insertion, deletion and the sanity check, with confidence intervals.
+# * Whether the masks improve the score is tested with our own A3C and Mask-A3C runs at
+#   our budget, once they are trained.

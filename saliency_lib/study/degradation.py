@@ -1,0 +1,1108 @@
+"""Chapter 4 (Input degradation): insertion and deletion curves, AUC tables beside Huber et al.'s, rankings.
+
+The chapter's notebook (``notebooks/04_degradation.py``) only calls these functions.
+Every number comes from the study's result table (:func:`saliency_lib.study.sweep.study_results`
+units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a map.
+
+* :class:`DegradationChapter`: the chapter's frozen configuration.
+* :func:`degradation_results`: the study's insertion/deletion rows of the chapter's agents
+  (computes only the units that are not stored).
+* :data:`PAPER_AUC`: Huber et al.'s insertion AUCs (reference notes §6.1), a typed table.
+* :func:`auc_summary`, :func:`paper_layout_table`, :func:`our_auc_table`: AUC means and
+  tables, the paper's four tables in their layout with our rows beside them.
+* :func:`curve_bands`, :func:`curves_figure`: mean curves with bootstrap bands over states.
+* :func:`rankings`, :func:`style_rankings`, :func:`ranking_detail`: Holm-corrected paired
+  Wilcoxon rankings (:func:`saliency_lib.metrics.ranking_table`) per setting.
+* :func:`side_by_side`, :func:`rank_agreement`: the paper's numbers beside ours for the
+  chapter's game and the rank correlations between the two.
+* :func:`factors_summary`, :func:`comparison_summary`, :func:`paper_factors_summary`:
+  sentences formatted from the numbers.
+* :func:`degraded_images`, :func:`degradation_figure`: what the agent sees along the paths.
+
+Functions whose input is missing return a :class:`~saliency_lib.study.display.Note`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from ..games import game_info
+from .agents import figure_image
+from .display import Note
+from .paths import RESULTS_DIR
+
+__all__ = [
+    "DegradationChapter", "BOOTSTRAP_RESAMPLES", "PAPER_AUC", "PAPER_GAMES", "PAPER_METHODS", "PAPER_SUBSTRATES", "MEASURE_ROLE",
+    "MEASURE_LABELS", "PAPER_ANALOGUE", "METHOD_LABELS", "agent_label", "method_label", "chapter_agents",
+    "degradation_results", "sweep_note", "auc_rows", "measures_of", "auc_summary", "pick_agent", "style_side_by_side", "paper_layout_table",
+    "style_paper_layout", "our_auc_table", "style_our_aucs", "curve_bands", "curves_figure", "rankings",
+    "style_rankings", "ranking_detail", "style_ranking_detail", "significance_summary", "side_by_side",
+    "rank_agreement", "style_agreement", "comparison_summary", "factors_summary", "paper_factors_summary",
+    "degraded_images", "degradation_figure",
+]
+
+EXPERIMENTS = ("insertion", "deletion")
+PAPER_SUBSTRATES = ("black", "random")
+"""Substrates of Huber et al.'s insertion metric; ``blur`` and deletion are this study's additions."""
+
+PAPER_GAMES = MappingProxyType({"MsPacman": "Pac-Man", "Breakout": "Breakout", "Frostbite": "Frostbite",
+                                "SpaceInvaders": "Space Inv."})
+"""Our game name → the name in Huber et al.'s tables, in their row order."""
+_GAME_NAMES = {"MsPacman": "Ms. Pac-Man", "SpaceInvaders": "Space Invaders"}
+
+PAPER_METHODS = ("occlusion", "ns_original", "sarfa", "rise", "lime_felzenszwalb", "lime_quickshift", "lime_slic",
+                 "random")
+"""Registry names of the columns of Huber et al.'s tables, in their order (Occl, NS, SARFA, RISE,
+LIME-Felz, LIME-Quick, LIME-SLIC, Rnd). Their NS is ``noise_3_1``, the original score with blur: our
+``ns_original``."""
+
+METHOD_LABELS = MappingProxyType({
+    "occlusion": "Occl", "ns_original": "NS", "ns_chosen": "NS chosen", "ns_black": "NS black", "sarfa": "SARFA",
+    "rise": "RISE", "lime_felzenszwalb": "LIME-Felz", "lime_quickshift": "LIME-Quick", "lime_slic": "LIME-SLIC",
+    "gradient": "Gradient", "integrated_gradients": "IG", "gradcam": "Grad-CAM", "mask_policy": "Mask policy",
+    "mask_value": "Mask value", "random": "Rnd",
+})
+"""Short column labels (the paper's where it has the method)."""
+
+MEASURE_ROLE = MappingProxyType({"q_ratio": "value", "advantage": "action", "value": "value", "prob": "action"})
+"""What a measure follows: the agent's estimate of the state's worth (``value``) or its choice of
+action (``action``). Huber et al.'s first factor (reference §7): the Q-ratio of the chosen action
+tracks the value estimate, the advantage tracks the action choice; for actor-critic agents the state
+value V and the policy probability of the action play these roles."""
+
+MEASURE_LABELS = MappingProxyType({"q_ratio": "Q-ratio", "advantage": "advantage", "value": "state value V",
+                                   "prob": "policy probability"})
+_SHORT_MEASURES = {"q_ratio": "Q-ratio", "advantage": "advantage", "value": "V", "prob": "π(a)"}
+_SMALL = 'style="font-size: 0.82em"'
+"""Table attribute of the wide tables, so that they fit the page."""
+
+PAPER_ANALOGUE = MappingProxyType({"q_ratio": "q_ratio", "advantage": "advantage", "value": "q_ratio",
+                                   "prob": "advantage"})
+"""Our measure → the paper's measure it is compared with. ``q_ratio`` and ``advantage`` are the
+paper's own definitions; ``value`` and ``prob`` (actor-critic agents) are analogues by role
+(:data:`MEASURE_ROLE`), comparable by rank only."""
+
+
+def _paper_auc() -> pd.DataFrame:
+    # (substrate, paper measure) -> game -> (mean, std) per PAPER_METHODS column
+    t = {
+        ("black", "q_ratio"): {
+            "MsPacman": [(3.081, 3.178), (0.659, 0.769), (0.828, 1.778), (1.013, 1.826), (2.834, 5.258), (2.492, 4.710), (2.474, 4.361), (0.528, 0.787)],
+            "Breakout": [(3.156, 4.207), (3.037, 4.176), (1.968, 2.032), (3.386, 4.215), (7.477, 9.622), (5.796, 8.696), (6.118, 9.729), (2.127, 3.081)],
+            "Frostbite": [(5.648, 3.092), (0.584, 0.232), (1.534, 1.631), (2.396, 1.653), (2.710, 2.363), (5.121, 4.053), (3.246, 2.506), (0.514, 0.414)],
+            "SpaceInvaders": [(1.015, 0.219), (0.731, 0.077), (0.741, 0.200), (0.892, 0.148), (1.017, 0.221), (1.079, 0.245), (1.109, 0.266), (0.562, 0.126)],
+        },
+        ("black", "advantage"): {
+            "MsPacman": [(1.227, 1.583), (0.154, 0.346), (1.695, 0.801), (0.213, 0.411), (0.640, 0.691), (0.939, 0.480), (0.670, 0.469), (0.059, 0.334)],
+            "Breakout": [(0.015, 0.512), (0.187, 0.599), (0.533, 1.063), (0.289, 0.640), (0.239, 0.557), (0.244, 0.398), (0.706, 1.442), (0.066, 0.184)],
+            "Frostbite": [(0.593, 0.894), (0.199, 0.175), (1.219, 0.931), (0.254, 0.283), (0.265, 0.262), (0.284, 0.351), (0.260, 0.300), (0.160, 0.229)],
+            "SpaceInvaders": [(0.277, 0.401), (0.259, 0.264), (0.593, 0.371), (0.214, 0.201), (0.244, 0.240), (0.251, 0.189), (0.291, 0.238), (0.134, 0.215)],
+        },
+        ("random", "q_ratio"): {
+            "MsPacman": [(0.535, 1.320), (0.750, 0.669), (0.765, 1.210), (1.101, 1.958), (0.464, 0.693), (0.667, 1.093), (0.624, 1.079), (0.851, 1.518)],
+            "Breakout": [(-0.715, 2.510), (-1.010, 2.989), (-3.194, 3.882), (-0.967, 2.688), (-0.984, 2.712), (-0.485, 4.061), (-0.526, 3.155), (-2.206, 2.867)],
+            "Frostbite": [(0.563, 1.001), (0.833, 0.988), (0.730, 0.995), (0.915, 1.099), (0.747, 0.882), (0.371, 0.998), (0.362, 1.008), (0.877, 1.125)],
+            "SpaceInvaders": [(-0.702, 0.631), (-0.605, 0.558), (-0.795, 0.623), (-0.388, 0.442), (-1.123, 0.870), (-0.811, 0.652), (-0.883, 0.652), (-1.105, 0.759)],
+        },
+        ("random", "advantage"): {
+            "MsPacman": [(-0.521, 1.165), (-0.029, 0.848), (-0.745, 1.301), (-0.014, 1.091), (-0.426, 1.179), (-0.436, 0.964), (-0.359, 1.120), (-0.223, 1.017)],
+            "Breakout": [(-0.424, 4.730), (-1.516, 8.410), (-0.925, 8.358), (0.854, 6.090), (-0.698, 6.536), (-0.543, 5.368), (-0.048, 4.778), (-0.765, 5.833)],
+            "Frostbite": [(0.312, 1.139), (0.384, 1.220), (0.204, 1.226), (0.346, 0.891), (0.196, 0.864), (0.244, 1.323), (0.227, 1.298), (0.403, 1.188)],
+            "SpaceInvaders": [(0.763, 3.492), (0.826, 3.409), (0.794, 3.679), (0.665, 2.817), (0.871, 4.327), (0.765, 3.734), (0.868, 3.565), (0.888, 4.186)],
+        },
+    }
+    rows = [{"game": g, "experiment": "insertion", "substrate": s, "measure": m, "method": meth, "mean": mu, "std": sd,
+             "n": 997}
+            for (s, m), games in t.items() for g, cells in games.items() for meth, (mu, sd) in zip(PAPER_METHODS, cells)]
+    df = pd.DataFrame(rows)
+    return df.astype({"game": "string", "experiment": "string", "substrate": "string", "measure": "string",
+                      "method": "string", "mean": "float64", "std": "float64", "n": "int64"})
+
+
+PAPER_AUC: pd.DataFrame = _paper_auc()
+"""Huber et al.'s insertion AUCs: mean ± std over 997 states per game, substrate, measure and method.
+
+Source: the project's reference notes ``reference-huber2021.md`` §6.1 ("Results: main setting"),
+its four tables *Black insertion, Q-value measure*, *Black insertion, advantage measure*, *Random
+insertion, Q-value measure* and *Random insertion, advantage measure*, which transcribe the
+official result files ``applications/atari/insertion_metric/results/<game>_mean_AUCS.csv``
+(commit c534007d) of belimmer/PerturbationSaliencyEvaluation, almost certainly the paper's
+tables. AUC = the plain mean of the 85 step values (our ``<measure>_auc``). Every cell of those
+tables is present, so the table has no NA. Columns: ``game`` (our name, :data:`PAPER_GAMES`),
+``experiment`` (``"insertion"``), ``substrate`` (``"black"``/``"random"``), ``measure``
+(``"q_ratio"``: the paper's "Q-value" measure; ``"advantage"``), ``method`` (registry name,
+:data:`PAPER_METHODS`), ``mean``, ``std``, ``n`` (states).
+"""
+
+
+def method_label(name: str) -> str:
+    """Short label of a registry method (the name itself when unknown)."""
+    return METHOD_LABELS.get(name, name)
+
+
+def _measure_label(measure: str) -> str:
+    return MEASURE_LABELS.get(measure, measure)
+
+
+def agent_label(spec: str) -> str:
+    """``Mask-A3C (official:Breakout)`` or ``DQN (<directory name>)``."""
+    if str(spec).startswith("official:"):
+        return f"Mask-A3C ({spec})"
+    return f"DQN ({os.path.basename(str(spec).rstrip('/'))})"
+
+
+@functools.lru_cache(maxsize=32)
+def _preset(spec: str) -> str:
+    from ..agents import load_agent
+
+    return load_agent(spec).preset
+
+
+def pick_agent(results: pd.DataFrame | Note, preset: str) -> str | None:
+    """The first agent of ``results`` with the preprocessing ``preset`` (``"dqn"`` or ``"mask_a3c"``), or None."""
+    if isinstance(results, Note):
+        return None
+    return next((a for a in dict.fromkeys(results["agent"]) if _preset(str(a)) == preset), None)
+
+
+def _notes_pass(func):
+    """A Note among the positional arguments is returned as is, so a missing input stays visible downstream."""
+    @functools.wraps(func)
+    def wrapper(*args, **kw):
+        note = next((a for a in args if isinstance(a, Note)), None)
+        return note if note is not None else func(*args, **kw)
+
+    return wrapper
+
+
+def _no_agent(preset: str, what: str) -> Note:
+    kind = {"dqn": "DQN", "mask_a3c": "Mask-A3C"}.get(preset, preset)
+    return Note(f"No {kind} agent in this chapter's results, so there is no {what} for it. "
+                + ("The study's DQN agents are trained separately; once one is shipped in `data/agents` (or recorded "
+                   "by chapter 1), the chapter shows it." if preset == "dqn" else
+                   "Fetch the official Mask-A3C checkpoints with `make fetch-official`."), title=f"No {kind} agent")
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+BOOTSTRAP_RESAMPLES = MappingProxyType({"tiny": 200, "quick": 2000, "full": 2000})
+"""Bootstrap resamples per profile (``tiny``, the CI smoke profile, only needs to run)."""
+
+
+def _as_int(value, name: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _as_unit(value, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    if not 0 < v < 1:
+        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class DegradationChapter:
+    """Configuration of chapter 4; every field is a parameter of the notebook."""
+
+    game: str = "Breakout"
+    """Atari game of the chapter."""
+    agent: str | None = None
+    """Agent spec, or several separated by commas; None: the study's agents of the game
+    (:func:`~saliency_lib.study.sweep.study_agents`)."""
+    profile: str = "quick"
+    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the sweep (``SWEEP_PROFILES``)."""
+    seed: int = 0
+    """Seed of the sweep (random substrate, random maps)."""
+    device: str = "cpu"
+    """Torch device of the illustration figure (the sweep's units run on the CPU, one thread)."""
+    results_dir: str = RESULTS_DIR
+    """Where the sweep's units are stored (relative paths are under the repository root)."""
+    executor: str = "local"
+    """Executor of the missing units: ``local``, ``processes`` or ``ray``."""
+    alpha: float = 0.05
+    """Family-wise significance level of the Holm-corrected paired Wilcoxon tests."""
+    confidence: float = 0.95
+    """Level of the bootstrap confidence intervals and bands."""
+
+    def __post_init__(self):
+        from .sweep import EXECUTORS, SWEEP_PROFILES
+
+        game_info(self.game)
+        if self.agent in ("", "None"):
+            object.__setattr__(self, "agent", None)
+        if self.profile not in SWEEP_PROFILES:
+            raise ValueError(f"unknown profile {self.profile!r}; valid profiles are: {', '.join(SWEEP_PROFILES)}")
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {self.executor!r}; valid executors are: {', '.join(EXECUTORS)}")
+        object.__setattr__(self, "seed", _as_int(self.seed, "seed"))
+        object.__setattr__(self, "alpha", _as_unit(self.alpha, "alpha"))
+        object.__setattr__(self, "confidence", _as_unit(self.confidence, "confidence"))
+
+    @property
+    def n_resamples(self) -> int:
+        """Bootstrap resamples of the CIs and bands (:data:`BOOTSTRAP_RESAMPLES` of the profile)."""
+        return BOOTSTRAP_RESAMPLES[self.profile]
+
+    def _repr_markdown_(self) -> str:
+        from .sweep import SWEEP_PROFILES
+
+        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self))
+        sizes = "; ".join(f"{kind}: {n} states" for kind, (n, _, _) in SWEEP_PROFILES[self.profile].items())
+        return (f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** states per agent: {sizes}; "
+                f"bootstrap resamples: {self.n_resamples}.\n")
+
+
+# -- the study's rows ----------------------------------------------------------------------------
+
+def chapter_agents(cfg: DegradationChapter) -> list[str]:
+    """The agents of the chapter: ``cfg.agent``, or the study's agents of the game (DQN first)."""
+    from .sweep import study_agents
+
+    if cfg.agent:
+        return [a.strip() for a in cfg.agent.split(",") if a.strip()]
+    return study_agents(cfg.game, results_dir=cfg.results_dir)
+
+
+def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> pd.DataFrame | Note:
+    """The study's insertion and deletion rows of the chapter's agents.
+
+    The sweeps are the study's (:func:`~saliency_lib.study.sweep.profile_specs`) restricted to
+    the experiments ``insertion`` and ``deletion``: their units, and so their stored files, are
+    those of :func:`~saliency_lib.study.sweep.study_results`, so the chapter reads what a study
+    run stored and computes only what is missing, without the sanity checks.
+    """
+    from .sweep import profile_specs, run_sweep
+
+    agents = chapter_agents(cfg)
+    if not agents:
+        return Note(f"No agent to evaluate for {cfg.game}: no study DQN agent exists yet and the official Mask-A3C "
+                    "checkpoint is not fetched (`make fetch-official`).", kind="warning", title="No agent")
+    specs = profile_specs(cfg.profile, cfg.game, agents=agents, seed=cfg.seed, results_dir=cfg.results_dir)
+    tables = [run_sweep(dataclasses.replace(s, experiments=EXPERIMENTS), executor=cfg.executor,
+                        results_dir=cfg.results_dir, progress=progress).table for s in specs]
+    df = pd.concat(tables, ignore_index=True)
+    return df[df["experiment"].isin(EXPERIMENTS)].reset_index(drop=True)
+
+
+def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
+    """Which agents the chapter shows, on how many states, with which explainer parameters (Markdown)."""
+    from IPython.display import Markdown
+
+    from .sweep import SWEEP_PROFILES
+
+    if isinstance(results, Note):
+        return results
+    parts = []
+    for spec in dict.fromkeys(results["agent"]):
+        kind = _preset(str(spec))
+        n, _, params = SWEEP_PROFILES[cfg.profile].get(kind, SWEEP_PROFILES[cfg.profile]["dqn"])
+        states = results.loc[results["agent"] == spec, "state"].nunique()
+        text = f"**{agent_label(spec)}**: {states} states"
+        if params:
+            coarse = ", ".join(f"{method_label(m)} {', '.join(f'{k}={v}' for k, v in p.items())}" for m, p in params.items())
+            text += (f", explainers with coarser parameters than the library's defaults, Huber et al.'s final "
+                     f"parameters (profile `{cfg.profile}`: {coarse}); its numbers are therefore not those of the "
+                     "final methods")
+        else:
+            text += ", explainers with the library's defaults (Huber et al.'s final parameters)"
+        parts.append(text + ".")
+    return Markdown(" ".join(parts))
+
+
+# -- AUCs ------------------------------------------------------------------------------------------
+
+def auc_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """Per-state AUC rows (the paper's plain-mean AUC, ``<measure>_auc``), ``measure`` without the suffix."""
+    t = results[results["step"].isna()]
+    t = t[t["measure"].str.endswith("_auc")]
+    return t.assign(measure=t["measure"].str.removesuffix("_auc")).reset_index(drop=True)
+
+
+def measures_of(results: pd.DataFrame, agent: str) -> list[str]:
+    """The curve measures stored for ``agent``, value role first (e.g. ``["q_ratio", "advantage"]``)."""
+    t = auc_rows(results)
+    present = list(dict.fromkeys(t.loc[t["agent"] == agent, "measure"]))
+    order = {"value": 0, "action": 1}
+    return sorted(present, key=lambda m: (order.get(MEASURE_ROLE.get(m, ""), 2), m))
+
+
+@_notes_pass
+def auc_summary(results: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+                ) -> pd.DataFrame:
+    """Mean, std (ddof 0, as the paper) and bootstrap CI of the AUC per agent, setting and method.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``agent, experiment, substrate, measure, method, n, n_nan, mean, std, ci_low,
+        ci_high, higher_is_better``.
+    """
+    from ..metrics import summarise
+
+    t = auc_rows(results)
+    by = ["agent", "experiment", "substrate", "measure", "method"]
+    s = summarise(t, by=by, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    hib = t.groupby(["experiment"])["higher_is_better"].first().astype(bool)
+    return s.assign(higher_is_better=s["experiment"].map(hib))
+
+
+def _pm(mean: float, std: float) -> str:
+    if pd.isna(mean):
+        return "NA"
+    return f"{mean:.3f}±{std:.3f}".replace("-", "−")
+
+
+def _best_non_random(means: pd.Series, higher_is_better: bool = True) -> str | None:
+    m = means.drop(labels=["random"], errors="ignore").dropna()
+    if m.empty:
+        return None
+    return m.idxmax() if higher_is_better else m.idxmin()
+
+
+@_notes_pass
+def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str) -> pd.DataFrame:
+    """One of Huber et al.'s four insertion tables, with our agents' rows beside the paper's.
+
+    Rows: the paper's games (its numbers), then one row per agent of ``summary`` (ours, on the
+    measure whose :data:`PAPER_ANALOGUE` is ``paper_measure``). Columns: the paper's methods in
+    its order, then our other methods (NA in the paper's rows). Cells: ``mean±std`` strings;
+    ``attrs["best"]`` maps each row to its best non-random method (bold in the paper).
+    """
+    if substrate not in PAPER_SUBSTRATES or paper_measure not in ("q_ratio", "advantage"):
+        raise ValueError(f"the paper has insertion tables for substrates {PAPER_SUBSTRATES} and measures "
+                         f"('q_ratio', 'advantage'), got substrate={substrate!r}, measure={paper_measure!r}")
+    ours = summary[(summary["experiment"] == "insertion") & (summary["substrate"] == substrate)
+                   & (summary["measure"].map(PAPER_ANALOGUE) == paper_measure)]
+    extra = [m for m in dict.fromkeys(ours["method"]) if m not in PAPER_METHODS]
+    cols = list(PAPER_METHODS) + sorted(extra, key=lambda m: list(METHOD_LABELS).index(m) if m in METHOD_LABELS else 99)
+    paper = PAPER_AUC[(PAPER_AUC["substrate"] == substrate) & (PAPER_AUC["measure"] == paper_measure)]
+    rows, best, index = [], {}, []
+    for game, label in PAPER_GAMES.items():
+        g = paper[paper["game"] == game].set_index("method")
+        rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in cols])
+        index.append(f"Huber et al.: {label}")
+        best[index[-1]] = _best_non_random(g["mean"])
+    for (agent, measure), g in ours.groupby(["agent", "measure"], sort=False):
+        g = g.set_index("method")
+        rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in cols])
+        suffix = "" if measure == paper_measure else f", {_measure_label(measure)}"
+        index.append(f"Ours: {agent_label(agent)}{suffix}")
+        best[index[-1]] = _best_non_random(g["mean"])
+    out = pd.DataFrame(rows, index=pd.Index(index), columns=[method_label(m) for m in cols])
+    out.attrs["best"] = {k: (method_label(v) if v else None) for k, v in best.items()}
+    return out
+
+
+def _bold_cells(table: pd.DataFrame, best: dict) -> pd.DataFrame:
+    rows, cols = list(table.index), list(table.columns)
+    css = np.full(table.shape, "", dtype=object)
+    for row, col in best.items():
+        if col is not None and col in cols and row in rows:
+            css[rows.index(row), cols.index(col)] = "font-weight: bold"
+    return pd.DataFrame(css, index=table.index, columns=table.columns)
+
+
+@_notes_pass
+def style_paper_layout(table: pd.DataFrame, caption: str):
+    """A :func:`paper_layout_table` as a captioned Styler; the best non-random method of each row in bold."""
+    best = table.attrs.get("best", {})
+    return table.style.apply(lambda t: _bold_cells(t, best), axis=None).set_caption(caption) \
+        .set_table_attributes(_SMALL)
+
+
+@_notes_pass
+def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
+    """Every setting of the agent with ``preset``: rows (experiment, substrate, measure), columns methods.
+
+    Cells ``mean±std``; ``attrs["best"]`` maps each row label to the best non-random method
+    (insertion: highest, deletion: lowest AUC). A Note when there is no such agent.
+    """
+    agent = pick_agent(summary, preset)
+    if agent is None:
+        return _no_agent(preset, "AUC table")
+    s = summary[summary["agent"] == agent]
+    methods = [m for m in METHOD_LABELS if m in set(s["method"])] + sorted(set(s["method"]) - set(METHOD_LABELS))
+    rows, index, best = [], [], {}
+    subs = {"black": 0, "random": 1, "blur": 2}
+    keys = sorted(s.groupby(["experiment", "substrate", "measure"]).groups,
+                  key=lambda k: (EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
+    for exp, sub, meas in keys:
+        g = s[(s["experiment"] == exp) & (s["substrate"] == sub) & (s["measure"] == meas)].set_index("method")
+        label = (exp, sub, _SHORT_MEASURES.get(meas, meas))
+        index.append(label)
+        rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in methods])
+        b = _best_non_random(g["mean"], bool(g["higher_is_better"].iloc[0]))
+        best[label] = method_label(b) if b else None
+    out = pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(index, names=["Experiment", "Substrate", "Measure"]),
+                       columns=[method_label(m) for m in methods])
+    out.attrs["best"] = best
+    return out
+
+
+@_notes_pass
+def style_our_aucs(table: pd.DataFrame, caption: str):
+    """An :func:`our_auc_table` as a captioned Styler, the best non-random method of each row in bold."""
+    return style_paper_layout(table, caption)
+
+
+# -- curves ----------------------------------------------------------------------------------------
+
+def curve_bands(values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean curve and percentile-bootstrap band over states.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_states, n_steps)
+        One curve per state; non-finite values are ignored.
+    confidence, n_resamples, seed
+        As :func:`saliency_lib.metrics.bootstrap_ci` (percentile method). States are
+        resampled as whole curves, so the band of every step uses the same resamples.
+
+    Returns
+    -------
+    (mean, low, high) : three ndarrays of shape (n_steps,)
+        With fewer than two states, ``low`` and ``high`` equal ``mean``.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2:
+        raise ValueError(f"values must have shape (n_states, n_steps), got {v.shape}")
+    v = np.where(np.isfinite(v), v, np.nan)
+    with np.errstate(invalid="ignore"), _quiet():
+        mean = np.nanmean(v, axis=0)
+        if v.shape[0] < 2:
+            return mean, mean.copy(), mean.copy()
+        idx = np.random.default_rng(seed).integers(0, v.shape[0], size=(n_resamples, v.shape[0]))
+        boot = np.nanmean(v[idx], axis=1)  # (n_resamples, n_steps)
+        a = (1 - confidence) / 2
+        quantile = np.nanquantile if np.isnan(boot).any() else np.quantile  # nanquantile is slow
+        low, high = quantile(boot, [a, 1 - a], axis=0)
+    return mean, low, high
+
+
+class _quiet:
+    def __enter__(self):
+        import warnings
+
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        self._w.__exit__(*exc)
+
+
+def _colours(methods: list[str]) -> dict[str, object]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab20"]
+    shades = [0, 2, 4, 6, 8, 10, 12, 16, 18, 1, 3, 5, 7, 9, 11, 13, 17, 19]  # dark shades first; no greys
+    real = [m for m in methods if m != "random"]
+    out = {m: cmap(shades[i % len(shades)]) for i, m in enumerate(real)}
+    out["random"] = "black"
+    return out
+
+
+def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *, confidence: float = 0.95,
+                  n_resamples: int = 1000, seed: int = 0, dpi: int = 90):
+    """Mean insertion/deletion curves of the agent with ``preset``: rows measures, columns substrates.
+
+    Bands: percentile-bootstrap CI over states (:func:`curve_bands`). The x-axis is the step
+    divided by the last step, the fraction of pixels changed (84 pixels per step; exact for
+    84 × 84 states, within 84/6400 for 80 × 80 ones). The random-map baseline is the dashed
+    black line. A Note when there is no such agent.
+    """
+    if isinstance(results, Note):
+        return results
+    agent = pick_agent(results, preset)
+    if agent is None:
+        return _no_agent(preset, f"{experiment} curve")
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    measures = measures_of(results, agent)
+    t = results[results["step"].notna() & results["measure"].isin(measures) & (results["agent"] == agent)
+                & (results["experiment"] == experiment)]
+    measures = [m for m in measures if m in set(t["measure"].unique())]
+    if t.empty or not measures:
+        return Note(f"No {experiment} curves for {agent}.", title="No curves")
+    substrates = [s for s in ("black", "random", "blur") if s in set(t["substrate"].unique())]
+    present = set(t["method"].unique())
+    methods = [m for m in METHOD_LABELS if m in present] + sorted(present - set(METHOD_LABELS))
+    colours = _colours(methods)
+    fig, axes = plt.subplots(len(measures), len(substrates), figsize=(4.0 * len(substrates), 3.1 * len(measures)),
+                             squeeze=False)
+    for (meas, sub), g in t.groupby(["measure", "substrate"]):
+        ax = axes[measures.index(meas)][substrates.index(sub)]
+        wide = g.pivot_table(index=["method", "state"], columns="step", values="value", aggfunc="first")
+        x = wide.columns.to_numpy(dtype=float) / max(float(wide.columns.max()), 1.0)
+        for m in methods:
+            if m not in wide.index.get_level_values(0):
+                continue
+            mean, lo, hi = curve_bands(wide.loc[m].to_numpy(), confidence=confidence, n_resamples=n_resamples,
+                                       seed=seed)
+            ls, lw = ("--", 1.6) if m == "random" else ("-", 1.1)
+            ax.plot(x, mean, ls=ls, lw=lw, color=colours[m], label=method_label(m))
+            ax.fill_between(x, lo, hi, color=colours[m], alpha=0.12, lw=0)
+        ax.set_title(f"{sub} substrate, {_measure_label(meas)}", fontsize=10)
+        ax.grid(alpha=0.3)
+        if sub == substrates[0]:
+            ax.set_ylabel(_measure_label(meas))
+        if meas == measures[-1]:
+            ax.set_xlabel(f"fraction of pixels {'inserted' if experiment == 'insertion' else 'deleted'}")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(f"{experiment.capitalize()} curves of {agent_label(agent)}: mean over states, "
+                 f"{int(confidence * 100)} % bootstrap band", fontsize=11)
+    # fixed margins: tight_layout would lay the figure out twice (figure_image crops it anyway)
+    fig.subplots_adjust(left=0.07, right=0.99, top=0.9 if len(measures) > 1 else 0.82, bottom=0.17 if len(measures) > 1 else 0.3,
+                        wspace=0.22, hspace=0.38)
+    try:
+        return figure_image(fig, dpi=dpi)
+    finally:
+        plt.close(fig)
+
+
+# -- rankings --------------------------------------------------------------------------------------
+
+@_notes_pass
+def rankings(results: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 0.95, n_resamples: int = 2000,
+             seed: int = 0) -> pd.DataFrame:
+    """:func:`~saliency_lib.metrics.ranking_table` of the AUC per agent, experiment, substrate and measure.
+
+    Insertion AUCs rank higher-is-better, deletion AUCs lower-is-better. Returns the ranking
+    tables stacked, with the setting columns ``agent, experiment, substrate, measure`` in front.
+    """
+    from ..metrics import ranking_table
+
+    t = auc_rows(results)
+    parts = []
+    for (agent, exp, sub, meas), g in t.groupby(["agent", "experiment", "substrate", "measure"], sort=False):
+        r = ranking_table(g, higher_is_better=bool(g["higher_is_better"].iloc[0]), alpha=alpha,
+                          confidence=confidence, n_resamples=n_resamples, seed=seed)
+        parts.append(r.assign(agent=agent, experiment=exp, substrate=sub, measure=meas,
+                              higher_is_better=bool(g["higher_is_better"].iloc[0])))
+    out = pd.concat(parts, ignore_index=True)
+    front = ["agent", "experiment", "substrate", "measure"]
+    return out[front + [c for c in out.columns if c not in front]]
+
+
+def _top_group(r: pd.DataFrame) -> list[str]:
+    """Methods that no method beats significantly."""
+    return r.loc[r["worse_than"] == "", "method"].tolist()
+
+
+def _vs_random(row) -> int:
+    """+1: significantly better than the random map; −1: significantly worse; 0: neither."""
+    if "random" in str(row["better_than"]).split(", "):
+        return 1
+    if "random" in str(row["worse_than"]).split(", "):
+        return -1
+    return 0
+
+
+@_notes_pass
+def style_rankings(ranks: pd.DataFrame, preset: str, experiment: str, caption: str):
+    """Ranks of every method in every substrate × measure of the agent with ``preset`` in one experiment.
+
+    Cell: rank and mean AUC. Bold: in the top group (no method significantly better). Green:
+    significantly better than the random map; red: significantly worse (Holm-corrected paired
+    Wilcoxon). Rows are ordered by the mean rank over the columns.
+    """
+    agent = pick_agent(ranks, preset)
+    if agent is None:
+        return _no_agent(preset, "ranking")
+    r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == experiment)]
+    if r.empty:
+        return Note(f"No {experiment} rankings for {agent}.", title="No rankings")
+    r = r.assign(col=r["substrate"] + ", " + r["measure"].map(_measure_label),
+                 cell=r["rank"].astype(str) + " (" + r["mean"].map(lambda v: f"{v:.3f}".replace("-", "−")) + ")",
+                 top=r["worse_than"] == "", vs=r.apply(_vs_random, axis=1))
+    cols = list(dict.fromkeys(r.sort_values(["substrate", "measure"], key=lambda c: c.map(
+        {"black": 0, "random": 1, "blur": 2, **{m: i for i, m in enumerate(MEASURE_LABELS)}}).fillna(9))["col"]))
+    order = r.groupby("method")["rank"].mean().sort_values().index
+    cells = r.pivot(index="method", columns="col", values="cell").reindex(index=order, columns=cols)
+    top = r.pivot(index="method", columns="col", values="top").reindex(index=order, columns=cols)
+    vs = r.pivot(index="method", columns="col", values="vs").reindex(index=order, columns=cols)
+    css = np.where(top.eq(True).to_numpy(), "font-weight: bold", "").astype(object)
+    colour = np.select([vs.eq(1).to_numpy(), vs.eq(-1).to_numpy()], ["background-color: #d9f2d9", "background-color: #f8d7d7"], "")
+    css = pd.DataFrame([["; ".join(x for x in (a, b) if x) for a, b in zip(ra, rb)] for ra, rb in zip(css, colour)],
+                       index=[method_label(m) for m in cells.index], columns=cols)
+    cells.index = css.index
+    cells.index.name = "Method"
+    cells.columns.name = "substrate, measure: rank (mean AUC)"
+    styled = cells.style.apply(lambda _: css, axis=None)
+    return styled.format(na_rep="NA").set_caption(caption).set_table_attributes(_SMALL)
+
+
+@_notes_pass
+def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertion", substrate: str = "black",
+                   role: str = "value") -> pd.DataFrame | Note:
+    """The full ranking table of one setting of the agent with ``preset`` (rank, mean, CI, significant differences).
+
+    ``role`` picks the measure by :data:`MEASURE_ROLE` (``"value"``: Q-ratio or V; ``"action"``:
+    advantage or policy probability). ``attrs["agent"]`` and ``attrs["measure"]`` name the setting.
+    """
+    agent = pick_agent(ranks, preset)
+    if agent is None:
+        return _no_agent(preset, "ranking")
+    measure = next((m for m in dict.fromkeys(ranks.loc[ranks["agent"] == agent, "measure"])
+                    if MEASURE_ROLE.get(m) == role), None)
+    r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == experiment) & (ranks["substrate"] == substrate)
+              & (ranks["measure"] == measure)]
+    lab = lambda s: ", ".join(method_label(m) for m in s.split(", ")) if s else ""  # noqa: E731
+    out = pd.DataFrame({
+        "Rank": r["rank"], "Method": r["method"].map(method_label), "States": r["n"], "Mean": r["mean"],
+        "Std": r["std"], "CI low": r["ci_low"], "CI high": r["ci_high"],
+        "Significantly better than": r["better_than"].map(lab), "Significantly worse than": r["worse_than"].map(lab),
+    }).reset_index(drop=True)
+    out.attrs.update(agent=agent, experiment=experiment, substrate=substrate, measure=measure)
+    return out
+
+
+@_notes_pass
+def style_ranking_detail(table: pd.DataFrame, caption: str):
+    """A :func:`ranking_detail` as a captioned Styler; rows with a significant difference are bold."""
+    def css(row):
+        sig = bool(row["Significantly better than"]) or bool(row["Significantly worse than"])
+        return ["font-weight: bold" if sig else ""] * len(row)
+
+    fmt = {c: "{:.3f}" for c in ("Mean", "Std", "CI low", "CI high")}
+    a = table.attrs
+    if a:
+        caption = (f"{agent_label(a['agent'])}, {a['experiment']} on the {a['substrate']} substrate, "
+                   f"{_measure_label(a['measure'])}: {caption}")
+    return table.style.apply(css, axis=1).format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
+
+
+def _f2(x: float) -> str:
+    return f"{x:.2f}".replace("-", "−")
+
+
+def _join(items: list[str]) -> str:
+    items = list(items)
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@_notes_pass
+def significance_summary(ranks: pd.DataFrame, *, alpha: float = 0.05):
+    """How many pairwise differences are significant per agent, and the top groups (Markdown)."""
+    from IPython.display import Markdown
+
+    out = []
+    for agent, ra in ranks.groupby("agent", sort=False):
+        n_pairs = n_sig = 0
+        n_states = int(ra["n"].max())
+        hopeless = True  # no test of any setting can reach significance, whatever the data
+        for _, r in ra.groupby(["experiment", "substrate", "measure"], sort=False):
+            k = len(r)
+            n_pairs += k * (k - 1) // 2
+            n_sig += int(r["better_than"].map(lambda s: len(s.split(", ")) if s else 0).sum())
+            # smallest exact two-sided Wilcoxon p-value with n pairs is 2 / 2**n; Holm multiplies it by the pairs
+            hopeless &= (k * (k - 1) // 2) * 2.0 / 2.0 ** int(r["n"].min()) >= alpha
+        beat = ra[ra["method"] != "random"].apply(_vs_random, axis=1)
+        n_set = ra.groupby(["experiment", "substrate", "measure"]).ngroups
+        rnd_first = int(((ra["method"] == "random") & (ra["rank"] == 1)).sum())
+        out.append(f"**{agent_label(agent)}** ({n_states} states): {n_sig} of {n_pairs} pairwise differences "
+                   f"({100 * n_sig / max(n_pairs, 1):.0f} %) are significant at a family-wise level of {alpha:g} per "
+                   f"setting; a method beats the random map significantly in {int((beat == 1).sum())} and loses to it "
+                   f"significantly in {int((beat == -1).sum())} of {len(beat)} method × setting cells. The random map has the "
+                   f"best mean AUC of all methods in {rnd_first} of {n_set} settings.")
+        if hopeless:
+            out[-1] += (" With this few states no paired Wilcoxon test can reach significance after the Holm "
+                        "correction, so the ranks are only the order of the means.")
+    return Markdown("\n\n".join(out))
+
+
+# -- beside the paper ------------------------------------------------------------------------------
+
+@_notes_pass
+def side_by_side(summary: pd.DataFrame, game: str) -> pd.DataFrame | Note:
+    """The paper's insertion AUCs of ``game`` next to ours, for the methods both have.
+
+    Returns
+    -------
+    DataFrame or Note
+        One row per (agent, substrate, paper measure, method): ``agent, substrate, paper_measure,
+        our_measure, method, paper_mean, paper_std, our_mean, our_std, n, paper_rank, our_rank``
+        (rank 1 = highest AUC among the common methods of the setting). A Note if the paper has
+        no table for ``game``.
+    """
+    if game not in PAPER_GAMES:
+        return Note(f"Huber et al. evaluated {_join(list(PAPER_GAMES))}, not {game}; there is nothing to put beside "
+                    "our numbers.", title="Not in the paper")
+    paper = PAPER_AUC[PAPER_AUC["game"] == game]
+    ours = summary[(summary["experiment"] == "insertion") & summary["substrate"].isin(PAPER_SUBSTRATES)]
+    ours = ours[ours["method"].isin(PAPER_METHODS)].assign(paper_measure=lambda d: d["measure"].map(PAPER_ANALOGUE))
+    ours = ours.dropna(subset=["paper_measure"])
+    m = ours.merge(paper, left_on=["substrate", "paper_measure", "method"], right_on=["substrate", "measure", "method"],
+                   suffixes=("_ours", "_paper"))
+    out = pd.DataFrame({
+        "agent": m["agent"], "substrate": m["substrate"], "paper_measure": m["paper_measure"],
+        "our_measure": m["measure_ours"], "method": m["method"], "paper_mean": m["mean_paper"],
+        "paper_std": m["std_paper"], "our_mean": m["mean_ours"], "our_std": m["std_ours"], "n": m["n_ours"]})
+    key = ["agent", "substrate", "paper_measure"]
+    out["paper_rank"] = out.groupby(key)["paper_mean"].rank(ascending=False, method="min").astype(int)
+    out["our_rank"] = out.groupby(key)["our_mean"].rank(ascending=False, method="min").astype("Int64")
+    order = {"method": {m: i for i, m in enumerate(PAPER_METHODS)}, "paper_measure": {"q_ratio": 0, "advantage": 1},
+             "substrate": {s: i for i, s in enumerate(PAPER_SUBSTRATES)}}
+    agents = {a: i for i, a in enumerate(dict.fromkeys(out["agent"]))}
+    return out.sort_values(key + ["method"], key=lambda c: c.map(order.get(c.name, agents))).reset_index(drop=True)
+
+
+def style_side_by_side(side: pd.DataFrame | Note, caption: str):
+    """The :func:`side_by_side` table, wide: rows (agent, method), columns (setting, source); cell "mean (rank)".
+
+    The setting is the paper's substrate and measure; an agent whose own measure differs
+    (actor-critic) names its measures in its row label. A Note passes through.
+    """
+    if isinstance(side, Note):
+        return side
+    labels = {}
+    for a, g in side.groupby("agent", sort=False):
+        own = [_SHORT_MEASURES.get(m, m) for m in dict.fromkeys(g.loc[g["our_measure"] != g["paper_measure"], "our_measure"])]
+        labels[a] = agent_label(a) + (f", ours: {' / '.join(own)}" if own else "")
+    t = side.assign(Agent=side["agent"].map(labels), Method=side["method"].map(method_label),
+                    setting=side["substrate"] + ", " + side["paper_measure"].map(_measure_label))
+    cell = lambda mean, rank: "NA" if pd.isna(mean) else f"{mean:.3f} ({int(rank)})".replace("-", "−")  # noqa: E731
+    t["Huber et al."] = [cell(m, r) for m, r in zip(t["paper_mean"], t["paper_rank"])]
+    t["ours"] = [cell(m, r) for m, r in zip(t["our_mean"], t["our_rank"])]
+    settings = [f"{sub}, {_measure_label(pm)}" for sub in PAPER_SUBSTRATES for pm in ("q_ratio", "advantage")
+                if f"{sub}, {_measure_label(pm)}" in set(t["setting"])]
+    methods = [method_label(m) for m in PAPER_METHODS if method_label(m) in set(t["Method"])]
+    wide = t.pivot_table(index=["Agent", "Method"], columns="setting", values=["Huber et al.", "ours"], aggfunc="first",
+                         sort=False)
+    wide = wide.swaplevel(0, 1, axis=1).reindex(columns=pd.MultiIndex.from_product([settings, ["Huber et al.", "ours"]]))
+    rows = [(labels[a], m) for a in dict.fromkeys(side["agent"]) for m in methods]
+    wide = wide.reindex(index=pd.MultiIndex.from_tuples(rows, names=["Agent", "Method"]))
+    return wide.style.format(na_rep="NA").set_caption(caption).set_table_attributes(_SMALL)
+
+
+def rank_agreement(side: pd.DataFrame | Note) -> pd.DataFrame | Note:
+    """Spearman ρ and Kendall τ between the paper's and our method means, per agent and setting.
+
+    Returns
+    -------
+    DataFrame or Note
+        Columns ``agent, substrate, paper_measure, our_measure, methods, spearman, spearman_p,
+        kendall, kendall_p, paper_best, our_best`` (best non-random common method) and
+        ``paper_random_last`` / ``our_random_last`` (the random map has the lowest mean).
+    """
+    from scipy.stats import kendalltau, spearmanr
+
+    if isinstance(side, Note):
+        return side
+    rows = []
+    for (agent, sub, pm), g in side.groupby(["agent", "substrate", "paper_measure"], sort=False):
+        g = g.dropna(subset=["our_mean"])
+        rho = tau = p_rho = p_tau = np.nan
+        if len(g) >= 3 and g["our_mean"].nunique() > 1:
+            rho, p_rho = spearmanr(g["paper_mean"], g["our_mean"])
+            tau, p_tau = kendalltau(g["paper_mean"], g["our_mean"])
+        gi = g.set_index("method")
+        rows.append({"agent": agent, "substrate": sub, "paper_measure": pm, "our_measure": g["our_measure"].iloc[0],
+                     "methods": len(g), "spearman": float(rho), "spearman_p": float(p_rho), "kendall": float(tau),
+                     "kendall_p": float(p_tau), "paper_best": _best_non_random(gi["paper_mean"]),
+                     "our_best": _best_non_random(gi["our_mean"]),
+                     "paper_random_last": bool(gi["paper_mean"].idxmin() == "random") if "random" in gi.index else None,
+                     "our_random_last": bool(gi["our_mean"].idxmin() == "random") if "random" in gi.index else None})
+    return pd.DataFrame(rows)
+
+
+def style_agreement(agreement: pd.DataFrame | Note, caption: str):
+    """The rank agreement as a captioned Styler (a Note passes through)."""
+    if isinstance(agreement, Note):
+        return agreement
+    a = agreement
+
+    def corr(r, p):
+        return "NA" if pd.isna(r) else f"{_f2(r)} (p = {p:.2f})"
+
+    def pair(x, y):
+        return " / ".join(method_label(m) if isinstance(m, str) else {True: "yes", False: "no"}.get(m, "NA")
+                          for m in (x, y))
+
+    t = pd.DataFrame({
+        "Agent": a["agent"].map(agent_label),
+        "Setting (paper measure / ours)": [f"{s}, {_measure_label(pm)}" + ("" if pm == m else f" / {_SHORT_MEASURES.get(m, m)}")
+                                           for s, pm, m in zip(a["substrate"], a["paper_measure"], a["our_measure"])],
+        "Methods": a["methods"], "Spearman ρ": [corr(r, p) for r, p in zip(a["spearman"], a["spearman_p"])],
+        "Kendall τ": [corr(r, p) for r, p in zip(a["kendall"], a["kendall_p"])],
+        "Best non-random (paper / ours)": [pair(x, y) for x, y in zip(a["paper_best"], a["our_best"])],
+        "Random map last (paper / ours)": [pair(x, y) for x, y in zip(a["paper_random_last"], a["our_random_last"])],
+    }).set_index(["Agent", "Setting (paper measure / ours)"])
+    return t.style.format(na_rep="NA").set_caption(caption)
+
+
+def comparison_summary(agreement: pd.DataFrame | Note, game: str):
+    """What reproduced and what did not, formatted from :func:`rank_agreement` (Markdown, or a Note)."""
+    from IPython.display import Markdown
+
+    if isinstance(agreement, Note):
+        return agreement
+    out = []
+    for agent, a in agreement.groupby("agent", sort=False):
+        analogue = bool((a["our_measure"] != a["paper_measure"]).any())
+        same_best = a[a["paper_best"] == a["our_best"]]
+        pos = a[a["spearman"] > 0]
+        text = (f"**{agent_label(agent)}**{' (measures compared by role, so only the ranks are comparable)' if analogue else ''}: "
+                f"over the {int(a['methods'].max())} methods that both studies ran, our order of the mean AUCs agrees "
+                f"positively with the paper's {game} order in {len(pos)} of {len(a)} settings")
+        rho = a["spearman"].dropna()
+        if len(rho):
+            text += (f" (Spearman ρ from {_f2(rho.min())} to {_f2(rho.max())}, Kendall τ from {_f2(a['kendall'].min())} "
+                     f"to {_f2(a['kendall'].max())})")
+        sig = a[(a["spearman_p"] < 0.05) & (a["spearman"] > 0)]
+        text += f"; the agreement is significant at 5 % in {len(sig)} of them."
+        if len(same_best):
+            settings = [f"{r.substrate} insertion with the {_measure_label(r.our_measure)} ({method_label(r.our_best)})"
+                        for r in same_best.itertuples()]
+            text += f" The best non-random common method is the same as in the paper for {_join(settings)}."
+        else:
+            text += " The best non-random common method differs from the paper's in every setting."
+        rl = a.dropna(subset=["paper_random_last", "our_random_last"])
+        agree_rl = int((rl["paper_random_last"] == rl["our_random_last"]).sum())
+        text += (f" Whether the random map comes last agrees with the paper in {agree_rl} of {len(rl)} settings "
+                 f"(last in the paper: {int(rl['paper_random_last'].sum())}; in ours: {int(rl['our_random_last'].sum())}).")
+        out.append(text)
+    return Markdown("\n\n".join(out))
+
+
+def _winner(summary: pd.DataFrame, agent: str, experiment: str, substrate: str, measure: str) -> str | None:
+    g = summary[(summary["agent"] == agent) & (summary["experiment"] == experiment) & (summary["substrate"] == substrate)
+                & (summary["measure"] == measure)]
+    if g.empty:
+        return None
+    return _best_non_random(g.set_index("method")["mean"], bool(g["higher_is_better"].iloc[0]))
+
+
+def _order_corr(summary: pd.DataFrame, agent: str, a: tuple[str, str, str], b: tuple[str, str, str]) -> float:
+    """Spearman ρ between the method means of two settings (experiment, substrate, measure) of one agent."""
+    from scipy.stats import spearmanr
+
+    s = summary[summary["agent"] == agent].set_index(["experiment", "substrate", "measure", "method"])["mean"]
+    try:
+        x, y = s.loc[a], s.loc[b]
+    except KeyError:
+        return float("nan")
+    both = pd.concat([x, y], axis=1, join="inner").dropna()
+    if len(both) < 3 or both.iloc[:, 0].nunique() < 2 or both.iloc[:, 1].nunique() < 2:
+        return float("nan")
+    return float(spearmanr(both.iloc[:, 0], both.iloc[:, 1])[0])
+
+
+@_notes_pass
+def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
+    """The two factors in our insertion results, formatted from the numbers (Markdown).
+
+    Factor 1, what is explained: per substrate, the best non-random method under the value-role
+    and the action-role measure (:data:`MEASURE_ROLE`) and the rank correlation of the method
+    means between the two. Factor 2, the substrate: per measure, the best method on each substrate
+    and the rank correlation between the black and random substrates (and blur).
+    """
+    from IPython.display import Markdown
+
+    out = []
+    for agent in dict.fromkeys(summary["agent"]):
+        ms = [m for m in measures_of(summary.assign(step=pd.NA, measure=summary["measure"] + "_auc"), agent)
+              if m in MEASURE_ROLE]
+        vm = next((m for m in ms if MEASURE_ROLE[m] == "value"), None)
+        am = next((m for m in ms if MEASURE_ROLE[m] == "action"), None)
+        subs = [s for s in ("black", "random", "blur")
+                if s in set(summary.loc[(summary["agent"] == agent) & (summary["experiment"] == "insertion"), "substrate"])]
+        if vm is None or am is None or not subs:
+            continue
+        parts, differ = [], 0
+        for s in subs:
+            wv, wa = _winner(summary, agent, "insertion", s, vm), _winner(summary, agent, "insertion", s, am)
+            differ += wv != wa
+            rho = _order_corr(summary, agent, ("insertion", s, vm), ("insertion", s, am))
+            rho_t = f", ρ = {_f2(rho)}" if np.isfinite(rho) else ""
+            parts.append(f"{s}: {method_label(wv)} vs {method_label(wa)}{rho_t}")
+        f1 = (f"**{agent_label(agent)}, what is explained.** The best non-random method under the "
+              f"{_measure_label(vm)} and under the {_measure_label(am)} differs on {differ} of {len(subs)} substrates "
+              f"({'; '.join(parts)}; ρ: Spearman correlation of the method means under the two measures).")
+        parts, changes = [], 0
+        for m in (vm, am):
+            wins = {s: _winner(summary, agent, "insertion", s, m) for s in subs}
+            changes += len(set(wins.values())) > 1
+            rho = _order_corr(summary, agent, ("insertion", "black", m), ("insertion", "random", m))
+            rho_t = f"; black vs random ρ = {_f2(rho)}" if np.isfinite(rho) else ""
+            parts.append(f"{_measure_label(m)}: " + ", ".join(f"{method_label(w)} on {s}" for s, w in wins.items()) + rho_t)
+        f2 = (f"**{agent_label(agent)}, the substrate.** The best non-random method changes with the substrate for "
+              f"{changes} of 2 measures ({'; '.join(parts)}).")
+        r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == "insertion")]
+        groups = r.groupby(["substrate", "measure"], sort=False)
+        if all(len(_top_group(g)) == len(g) for _, g in groups):
+            f3 = "No method is significantly better than another in any insertion setting (Holm-corrected paired Wilcoxon)."
+        else:
+            tops = [f"{s}/{_measure_label(m)}: " + (f"all {len(g)} methods" if len(_top_group(g)) == len(g)
+                                                    else _join([method_label(x) for x in _top_group(g)]))
+                    for (s, m), g in groups]
+            f3 = "Top groups (no method significantly better, Holm-corrected paired Wilcoxon): " + "; ".join(tops) + "."
+        out.append(" ".join([f1, f2, f3]))
+    if not out:
+        return Markdown("The results hold no pair of value and action measures, so the two factors cannot be read off.")
+    return Markdown("\n\n".join(out))
+
+
+def paper_factors_summary():
+    """The two factors in Huber et al.'s own tables (:data:`PAPER_AUC`), formatted from their numbers (Markdown)."""
+    from IPython.display import Markdown
+
+    p = PAPER_AUC.set_index(["game", "substrate", "measure", "method"])["mean"].sort_index()
+    games = list(PAPER_GAMES)
+
+    def best(g, s, m):
+        return _best_non_random(p.loc[(g, s, m)])
+
+    f1 = {s: [g for g in games if best(g, s, "q_ratio") != best(g, s, "advantage")] for s in PAPER_SUBSTRATES}
+    f2 = {m: [g for g in games if best(g, "black", m) != best(g, "random", m)] for m in ("q_ratio", "advantage")}
+    sarfa = [g for g in games if best(g, "black", "advantage") == "sarfa"]
+    rnd = [g for g in games if p.loc[(g, "random", "advantage")].idxmax() == "random"]
+    text = (f"In Huber et al.'s tables, the best non-random method differs between the Q-value and the advantage measure "
+            f"in {len(f1['black'])} of {len(games)} games under black insertion and in {len(f1['random'])} of "
+            f"{len(games)} under random insertion; it differs between the black and the random substrate in "
+            f"{len(f2['q_ratio'])} of {len(games)} games for the Q-value and {len(f2['advantage'])} of {len(games)} "
+            f"for the advantage. SARFA is best under black insertion with the advantage in "
+            f"{_join([_GAME_NAMES.get(g, g) for g in sarfa])}; under random insertion with the advantage the random map "
+            f"has the highest mean of all columns in {_join([_GAME_NAMES.get(g, g) for g in rnd])}.")
+    return Markdown(text)
+
+
+# -- what the agent sees ---------------------------------------------------------------------------
+
+def degraded_images(state, saliency, *, substrate: str, fractions, mode: str = "insertion", seed: int = 0,
+                    state_id: int = 0, blur_sigma: float = 5.0):
+    """The inputs along an insertion or deletion path of one state, as the metric builds them.
+
+    Parameters
+    ----------
+    state : Tensor, shape (C, H, W)
+    saliency : array_like, shape (H, W)
+        Pixels are changed in order of decreasing saliency (stable, as the metric).
+    substrate : {"black", "random", "blur"}
+    fractions : sequence of float in [0, 1]
+        Fractions of the ``H·W`` pixel locations changed; ``k = round(f·H·W)`` locations.
+    mode : {"insertion", "deletion"}
+    seed, state_id : int
+        Seed and state id of the random substrate (the metric's ``seed`` and ``state_ids``).
+    blur_sigma : float
+        σ of the blur substrate (the metric's default).
+
+    Returns
+    -------
+    Tensor, shape (len(fractions), C, H, W)
+    """
+    import torch
+
+    from ..metrics import make_substrate
+
+    if mode not in EXPERIMENTS:
+        raise ValueError(f"mode must be one of {EXPERIMENTS}, got {mode!r}")
+    x = torch.as_tensor(state)
+    if x.ndim != 3:
+        raise ValueError(f"state must have shape (C, H, W), got {tuple(x.shape)}")
+    c, h, w = x.shape
+    s = np.asarray(saliency, dtype=np.float64)
+    if s.shape != (h, w):
+        raise ValueError(f"saliency must have shape {(h, w)} like the state, got {s.shape}")
+    fr = np.asarray(fractions, dtype=np.float64)
+    if fr.ndim != 1 or ((fr < 0) | (fr > 1)).any():
+        raise ValueError(f"fractions must be a 1-D sequence in [0, 1], got {fractions!r}")
+    sub = make_substrate(x[None], substrate, seed=seed, state_ids=[state_id], blur_sigma=blur_sigma)[0]
+    order = torch.argsort(torch.from_numpy(-s.reshape(-1)), stable=True)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(h * w)
+    out = []
+    for f in fr:
+        changed = (rank < int(round(f * h * w))).view(1, h, w)
+        out.append(torch.where(changed, x, sub) if mode == "insertion" else torch.where(changed, sub, x))
+    return torch.stack(out)
+
+
+def degradation_figure(cfg: DegradationChapter, agent: str | None, *, method: str = "occlusion",
+                       fractions=(0.0, 0.05, 0.15, 0.3, 0.6, 1.0), dpi: int = 80):
+    """Inputs along the insertion and deletion paths of one explained state, for every substrate.
+
+    The state is the last of the agent's explained states; the order comes from ``method``'s map
+    with the sweep's parameters for this agent and profile (cached as ``.npy``). Each panel shows
+    the newest frame of the input on the grey scale of the clean state (values outside it are clipped).
+    A Note when ``agent`` is None.
+    """
+    if agent is None:
+        return Note("No agent to show.", title="No agent")
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    import torch
+
+    from ..agents import load_agent
+    from ..explainers import get_explainer
+    from .cache import cached_file
+    from .sweep import SUBSTRATES, SWEEP_PROFILES, study_states
+
+    ag = load_agent(agent, device=cfg.device)
+    n, _, params = SWEEP_PROFILES[cfg.profile].get(ag.preset, SWEEP_PROFILES[cfg.profile]["dqn"])
+    states, scfg = study_states(agent, n, seed=0, results_dir=cfg.results_dir, agent=ag)
+    i = len(states) - 1
+    kw = dict(params.get(method, {}))
+    config = {"what": "degradation_map", "states": scfg, "index": i, "method": method, "params": kw}
+
+    def make(path):
+        torch.set_num_threads(1)
+        hid = None if states.hidden is None else tuple(h[i:i + 1].to(ag.device) for h in states.hidden)
+        res = get_explainer(method, ag, **kw).attribute(states.states[i:i + 1].to(ag.device),
+                                                        target=states.actions[i:i + 1], hidden=hid)
+        with open(path, "wb") as f:
+            np.save(f, np.asarray(res.maps[0].detach().cpu().numpy() if hasattr(res.maps, "detach") else res.maps[0],
+                                  dtype=np.float32))
+
+    sal = np.load(cached_file("degradation_map", config, ".npy", make, results_dir=cfg.results_dir))
+    x = states.states[i].cpu()
+    lo, hi = float(x[-1].min()), float(x[-1].max())
+    rows = [(mode, s) for mode in EXPERIMENTS for s in SUBSTRATES]
+    fig, axes = plt.subplots(len(rows), len(fractions) + 1, figsize=(1.55 * (len(fractions) + 1), 1.65 * len(rows)),
+                             squeeze=False)
+    for r, (mode, s) in enumerate(rows):
+        imgs = degraded_images(x, sal, substrate=s, fractions=fractions, mode=mode, seed=cfg.seed, state_id=i)
+        axes[r][1].set_ylabel(f"{mode}\n{s}", fontsize=8)
+        for c, f in enumerate(fractions, start=1):
+            axes[r][c].imshow(imgs[c - 1, -1].numpy(), cmap="gray", vmin=lo, vmax=hi)
+            if r == 0:
+                axes[r][c].set_title(f"{int(round(100 * f))} %", fontsize=8)
+    axes[0][0].imshow(sal, cmap="inferno")
+    axes[0][0].set_title(f"{method_label(method)} map", fontsize=8)
+    axes[1][0].imshow(x[-1].numpy(), cmap="gray", vmin=lo, vmax=hi)
+    axes[1][0].set_title("clean state", fontsize=8)
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for ax in axes[2:, 0]:
+        ax.set_axis_off()
+    fig.suptitle(f"{agent_label(agent)}, state {i}: pixels changed", fontsize=9)
+    fig.tight_layout()
+    try:
+        return figure_image(fig, dpi=dpi)
+    finally:
+        plt.close(fig)

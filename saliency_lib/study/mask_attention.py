@@ -1,0 +1,977 @@
+"""Chapter 5 (Mask attention): the Mask-A3C agents' own explanations, over play and under test.
+
+The chapter's notebook (``notebooks/05_mask_attention.py``) only calls these functions.
+
+* :class:`MaskAttentionChapter`: the chapter's frozen configuration.
+* :func:`play_masks`: one greedy game segment of a Mask-A3C agent with its policy and
+  value masks at every step and a few raw frames for display (cached).
+* :func:`mask_mass`, :func:`mask_entropy`, :func:`mask_fraction_open`, :func:`topk_iou`,
+  :func:`mask_spearman`: per-step statistics of the masks; :func:`mask_series` puts
+  them in a table, :func:`series_summary` averages it per agent.
+* :func:`filmstrip_figure`, :func:`series_figure`, :func:`summary_sentence`: the
+  chapter's figures and text on the masks over play.
+* :func:`method_ranking`, :func:`ranking_display`, :func:`ranking_sentence`: the masks
+  next to the perturbation methods in the study's result table (insertion, deletion,
+  sanity check), read through :func:`saliency_lib.study.sweep.study_results`.
+* :func:`actor_critic_runs`, :func:`a3c_curves_figure`, :func:`a3c_score_table`,
+  :func:`a3c_sentence`: our A3C and Mask-A3C training runs against the paper's claim
+  that the masks improve the score.
+
+Functions that need a missing input (our actor-critic agents are not trained yet, the
+official checkpoints are not fetched) return a :class:`~saliency_lib.study.display.Note`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from ..games import game_info, mask_a3c_crop
+from .agents import figure_image, official_available, shipped_agents
+from .cache import cached_file
+from .display import Note
+from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
+from .profiles import profile_settings
+
+__all__ = [
+    "PLAY_STEPS", "BRANCHES", "AC_ALGOS", "VARIANT_LABELS", "REFERENCE_MASK_STATS", "PAPER_CLAIM", "CRITERIA",
+    "MaskAttentionChapter", "MaskPlay", "mask_agents", "play_masks", "mask_mass", "mask_entropy",
+    "mask_fraction_open", "topk_iou", "chance_iou", "mask_spearman", "conv_resets", "mask_series", "series_summary",
+    "style_summary", "summary_sentence", "filmstrip_indices", "filmstrip_figure", "series_figure", "official_play",
+    "our_mask_plays", "our_filmstrips", "Criterion", "official_table", "chapter_ranking", "method_ranking",
+    "ranking_display", "style_ranking", "ranking_sentence", "coarse_note", "actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores", "a3c_sentence",
+]
+
+PLAY_STEPS = MappingProxyType({"tiny": 40, "quick": 400, "full": 1500})
+"""Agent steps of the played game segment per profile (Mask-A3C forward passes are expensive)."""
+BRANCHES = ("policy", "value")
+AC_ALGOS = ("a3c", "a3c-sync")
+"""``algo`` of our actor-critic agents in ``meta.json`` (the trainer writes ``a3c-sync``)."""
+VARIANT_ORDER = ("none", "policy", "value", "double")
+VARIANT_LABELS = MappingProxyType({"none": "A3C (no mask)", "policy": "policy-mask A3C", "value": "value-mask A3C",
+                                   "double": "Mask-A3C (both masks)"})
+_COLORS = {"policy": "#3b528b", "value": "#de7d2c", "iou": "#5ec962", "spearman": "#8c2981", "official": "#b0b0b0"}
+_VARIANT_COLORS = {"none": "#555555", "policy": "#21918c", "value": "#de7d2c", "double": "#3b528b"}
+
+REFERENCE_MASK_STATS = MappingProxyType({
+    # game: (policy mean M, policy cells > 0.5, value mean M, value cells > 0.5), reference notes §3.4
+    "Breakout": ("0.12–0.16", "1.5–3 %", "0.10–0.24", "3–13 %"),
+    "MsPacman": ("0.24–0.25", "~10 %", "0.52–0.55", "~52 %"),
+    "Seaquest": ("0.39", "~28 %", "0.38", "~15 %"),
+    "SpaceInvaders": ("0.23", "~8.5 %", "0.39", "~27 %"),
+    "BeamRider": ("0.27–0.30", "5–8 %", "0.35", "11–13 %"),
+    "FishingDerby": ("0.18–0.19", "~5 %", "0.46–0.47", "~43 %"),
+})
+"""Mask statistics of the released checkpoints over whole greedy games, from the project's
+reference notes on Itaya et al. (their re-evaluation, not the paper's numbers)."""
+
+PAPER_CLAIM = ("the agent could achieve a higher performance by introducing the attention mechanism")
+"""The paper's claim about the score (its abstract), quoted in the reference notes (§3.1)."""
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+def _as_count(value, name: str) -> int | None:
+    """A positive integer or None, accepting papermill's strings and whole floats."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class MaskAttentionChapter:
+    """Configuration of chapter 5; every field is a parameter of the notebook."""
+
+    game: str = "Breakout"
+    """Atari game; the official agent exists for Breakout, MsPacman, SpaceInvaders, Seaquest, BeamRider, FishingDerby."""
+    steps: int | None = None
+    """Agent steps of the played game segment; None: :data:`PLAY_STEPS` of the profile."""
+    filmstrip: int = 6
+    """Frames shown in a filmstrip, evenly spaced over the segment."""
+    top: float = 0.1
+    """Fraction of the mask cells whose overlap (IoU) between the policy and the value mask is measured."""
+    substrate: str = "black"
+    """Insertion/deletion substrate of the ranking table (``black``, ``random`` or ``blur``)."""
+    profile: str = "quick"
+    """Execution profile: ``tiny``, ``quick`` or ``full``."""
+    seed: int = 0
+    """Seed of the played game (the study's explained states come from seed 0)."""
+    device: str = "cpu"
+    """Torch device of the agents."""
+    executor: str = "local"
+    """Executor of the study's sweep (:func:`saliency_lib.study.sweep.study_results`)."""
+    results_dir: str = RESULTS_DIR
+    """Cache of results (relative paths are under the repository root)."""
+    agents_dir: str = AGENTS_DIR
+    """Shipped agents (our actor-critic agents are found here)."""
+    runs_dir: str = RUNS_DIR
+    """Training runs in progress (learning curves of agents not shipped yet)."""
+    settings: dict = field(init=False, repr=False, compare=False)
+    """The profile's settings."""
+
+    def __post_init__(self):
+        from ..metrics import SUBSTRATES
+        from .sweep import EXECUTORS
+
+        game_info(self.game)
+        object.__setattr__(self, "steps", _as_count(self.steps, "steps"))
+        object.__setattr__(self, "filmstrip", _as_count(self.filmstrip, "filmstrip"))
+        object.__setattr__(self, "seed", int(self.seed))
+        top = float(self.top)
+        if not 0 < top <= 1:
+            raise ValueError(f"top must be a fraction in (0, 1], got {self.top!r}")
+        object.__setattr__(self, "top", top)
+        if self.substrate not in SUBSTRATES:
+            raise ValueError(f"substrate must be one of {', '.join(SUBSTRATES)}, got {self.substrate!r}")
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        object.__setattr__(self, "settings", profile_settings(self.profile))
+
+    @property
+    def play_steps(self) -> int:
+        """Agent steps of the played segment."""
+        return self.steps or PLAY_STEPS[self.profile]
+
+    @property
+    def official(self) -> str:
+        return f"official:{self.game}"
+
+    def _repr_markdown_(self) -> str:
+        skip = ("settings",)
+        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name not in skip)
+        return (f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** a game segment of "
+                f"{self.play_steps} agent steps per agent; the study's result table of the `{self.profile}` profile.\n")
+
+
+# -- agents ------------------------------------------------------------------------------------
+
+def _variant(row) -> str:
+    v = row.get("variant")
+    return v if isinstance(v, str) and v else "double"
+
+
+def mask_agents(game: str, agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame:
+    """Our shipped actor-critic agents of ``game`` that carry masks (variant policy, value or double)."""
+    df = shipped_agents(agents_dir)
+    df = df[(df["game"] == game) & df["algo"].isin(AC_ALGOS)]
+    df = df.assign(variant=[_variant(r) for _, r in df.iterrows()])
+    return df[df["variant"].isin(("policy", "value", "double"))].reset_index(drop=True)
+
+
+def _not_trained_note(game: str, agents_dir, what: str) -> Note:
+    return Note(f"Our own A3C / Mask-A3C agents for {game} are not trained yet: `{_shown(agents_dir)}` holds no "
+                f"`a3c-{game}-<variant>-s<seed>` agent. {what} They are trained by `scripts/train_agents.sh` "
+                "and shipped with `saliency-study ship`; this section fills in when they exist.",
+                kind="warning", title="Our actor-critic agents are not trained yet")
+
+
+def _shown(path) -> str:
+    """``path`` as the chapter shows it: relative to the repository when inside it."""
+    p = repo_path(path).resolve()
+    return p.relative_to(REPO_ROOT).as_posix() if p.is_relative_to(REPO_ROOT) else p.as_posix()
+
+
+# -- playing with masks ------------------------------------------------------------------------
+
+@dataclass
+class MaskPlay:
+    """A greedy game segment of a Mask-A3C agent with its masks at every step."""
+
+    spec: str
+    label: str
+    game: str
+    steps: np.ndarray
+    """(N,) agent step within its game."""
+    episode: np.ndarray
+    """(N,) game index (0: the first game)."""
+    actions: np.ndarray
+    """(N,) greedy action."""
+    value: np.ndarray
+    """(N,) state value V(s)."""
+    reset: np.ndarray
+    """(N,) bool: the ConvLSTM state fed in was zero (start of a game or of a life)."""
+    masks: dict[str, np.ndarray]
+    """``"policy"`` / ``"value"`` → (N, 10, 10) sigmoid masks M (only the branches the agent has)."""
+    frames: dict[int, np.ndarray]
+    """Index into the segment → raw RGB frame (210, 160, 3), for the filmstrip."""
+    action_names: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return int(len(self.steps))
+
+
+def conv_resets(hidden) -> np.ndarray:
+    """Whether each recorded recurrent state ``(h, c)`` (first axis N) is all zeros.
+
+    The agent zeroes its ConvLSTM state at the start of a game and after each lost life;
+    after one step of play ``h`` and ``c`` are never exactly zero, so zeros mark those resets.
+    """
+    h, c = hidden
+    flat = [x.reshape(x.shape[0], -1).abs().sum(1) for x in (h, c)]
+    return ((flat[0] == 0) & (flat[1] == 0)).cpu().numpy()
+
+
+def filmstrip_indices(n: int, k: int) -> np.ndarray:
+    """``k`` indices evenly spaced over ``n`` steps (first and last included)."""
+    return np.unique(np.linspace(0, n - 1, min(k, n)).round().astype(int))
+
+
+def play_masks(spec: str, *, steps: int, seed: int = 0, filmstrip: int = 6, label: str | None = None,
+               results_dir: str | os.PathLike = RESULTS_DIR, device: str = "cpu") -> MaskPlay:
+    """Play ``steps`` greedy agent steps of a Mask-A3C agent and record its masks.
+
+    The game is :func:`saliency_lib.states.collect_states` from ``seed`` (a new game
+    starts after a game over; the ConvLSTM state is zeroed at each life loss), so with
+    ``seed=0`` its first states are the ones the study explains. The result is cached
+    under ``<results_dir>/_local/media`` by the agent's weights hash and the arguments.
+    """
+    import torch
+
+    from ..states import collect_states
+    from .gallery import action_names, load
+
+    agent = load(spec, device)
+    names = [b for b in BRANCHES if f"{b}_mask" in agent.outputs]
+    if not names:
+        raise ValueError(f"{spec} has no attention masks (variant 'none'); pass a Mask-A3C agent")
+    config = {"what": "mask_play", "agent": str(spec), "sha256": agent.meta.get("sha256"), "steps": int(steps),
+              "seed": int(seed), "filmstrip": int(filmstrip), "version": 1}
+
+    def make(path):
+        n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            s = collect_states(agent, steps, seed=seed, frames=True)
+        finally:
+            torch.set_num_threads(n)
+        idx = filmstrip_indices(len(s), filmstrip)
+        episode = np.asarray(s.episode)
+        reset = conv_resets(s.hidden) if s.hidden is not None else np.r_[True, episode[1:] != episode[:-1]]
+        arrays = {"steps": s.steps, "episode": episode, "actions": s.actions.numpy(),
+                  "value": s.outputs["value"].numpy().astype(np.float32), "reset": reset,
+                  "frame_index": idx, "frames": s.frames[idx]}
+        arrays.update({f"mask_{b}": s.outputs[f"{b}_mask"].numpy().astype(np.float32) for b in names})
+        with open(path, "wb") as f:
+            np.savez_compressed(f, **arrays)
+
+    path = cached_file("mask_play", config, ".npz", make, results_dir=results_dir)
+    with np.load(path) as z:
+        d = {k: z[k] for k in z.files}
+    return MaskPlay(
+        spec=str(spec), label=label or str(spec), game=agent.game, steps=d["steps"], episode=d["episode"],
+        actions=d["actions"], value=d["value"], reset=d["reset"].astype(bool),
+        masks={b: d[f"mask_{b}"] for b in names}, frames=dict(zip(d["frame_index"].tolist(), d["frames"])),
+        action_names=action_names(agent.game, agent.preset, agent.n_actions))
+
+
+# -- per-step statistics -----------------------------------------------------------------------
+
+def _flat(m) -> np.ndarray:
+    a = np.asarray(m, dtype=np.float64)
+    if a.ndim != 3:
+        raise ValueError(f"masks must have shape (N, H, W), got {a.shape}")
+    return a.reshape(a.shape[0], -1)
+
+
+def mask_mass(m) -> np.ndarray:
+    """Mean mask value per step: the share of each feature the branch lets through, on average. Shape (N,)."""
+    return _flat(m).mean(1)
+
+
+def mask_fraction_open(m, threshold: float = 0.5) -> np.ndarray:
+    """Fraction of the cells whose mask exceeds ``threshold`` per step (the reference notes' "M > 0.5")."""
+    return (_flat(m) > threshold).mean(1)
+
+
+def mask_entropy(m) -> np.ndarray:
+    """Normalised spatial entropy per step, in [0, 1].
+
+    The mask is read as a distribution over its cells, ``p = M / ΣM``; the entropy
+    ``−Σ p log p`` is divided by ``log(cells)``, so 1 is a uniform mask and values near
+    0 a mask concentrated on few cells. A mask that is zero everywhere gives NaN.
+    """
+    a = _flat(m)
+    if (a < 0).any():
+        raise ValueError("masks must be non-negative to be read as distributions")
+    total = a.sum(1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = a / total
+        h = -np.where(p > 0, p * np.log(p), 0.0).sum(1)
+    h[total[:, 0] == 0] = np.nan
+    return h / np.log(a.shape[1])
+
+
+def _top_cells(a: np.ndarray, k: int) -> np.ndarray:
+    """Boolean (N, cells): the ``k`` largest cells of each row (ties keep the row-major order)."""
+    order = np.argsort(-a, axis=1, kind="stable")[:, :k]
+    out = np.zeros(a.shape, bool)
+    np.put_along_axis(out, order, True, axis=1)
+    return out
+
+
+def _k(cells: int, fraction: float) -> int:
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must lie in (0, 1], got {fraction!r}")
+    return max(1, int(round(fraction * cells)))
+
+
+def topk_iou(a, b, fraction: float = 0.1) -> np.ndarray:
+    """Intersection over union of the top ``fraction`` cells of two mask stacks, per step. Shape (N,)."""
+    fa, fb = _flat(a), _flat(b)
+    if fa.shape != fb.shape:
+        raise ValueError(f"mask stacks differ in shape: {np.shape(a)} vs {np.shape(b)}")
+    k = _k(fa.shape[1], fraction)
+    ta, tb = _top_cells(fa, k), _top_cells(fb, k)
+    return (ta & tb).sum(1) / (ta | tb).sum(1)
+
+
+def chance_iou(cells: int, fraction: float = 0.1) -> float:
+    """Expected IoU of two independent, uniformly random sets of ``round(fraction·cells)`` cells.
+
+    The overlap ``j`` is hypergeometric; the IoU of two ``k``-sets is ``j / (2k − j)``.
+    """
+    from scipy.stats import hypergeom
+
+    k = _k(cells, fraction)
+    j = np.arange(0, k + 1)
+    return float((hypergeom(cells, k, k).pmf(j) * j / (2 * k - j)).sum())
+
+
+def mask_spearman(a, b) -> np.ndarray:
+    """Signed Spearman rank correlation of two mask stacks, per step (NaN for a constant mask). Shape (N,)."""
+    from ..metrics import ConstantMapWarning, spearman
+
+    fa, fb = _flat(a), _flat(b)
+    if fa.shape != fb.shape:
+        raise ValueError(f"mask stacks differ in shape: {np.shape(a)} vs {np.shape(b)}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantMapWarning)
+        return np.array([spearman(x[None], y[None], sign_invariant=False) for x, y in zip(fa, fb)])
+
+
+def mask_series(play: MaskPlay, *, top: float = 0.1) -> pd.DataFrame:
+    """Per-step statistics of the masks of ``play``.
+
+    Columns: ``t`` (index in the segment), ``step``, ``episode``, ``reset``, ``value``,
+    ``action``, and per branch ``<b>_mass``, ``<b>_open`` (cells > 0.5), ``<b>_entropy``
+    (NaN for a branch without a mask); ``iou`` (top-``top`` cells) and ``spearman``
+    between the two masks (NaN unless both exist).
+    """
+    n = len(play)
+    df = pd.DataFrame({"t": np.arange(n), "step": play.steps, "episode": play.episode, "reset": play.reset,
+                       "value": play.value, "action": play.actions})
+    for b in BRANCHES:
+        m = play.masks.get(b)
+        df[f"{b}_mass"] = mask_mass(m) if m is not None else np.nan
+        df[f"{b}_open"] = mask_fraction_open(m) if m is not None else np.nan
+        df[f"{b}_entropy"] = mask_entropy(m) if m is not None else np.nan
+    both = all(b in play.masks for b in BRANCHES)
+    df["iou"] = topk_iou(play.masks["policy"], play.masks["value"], top) if both else np.nan
+    df["spearman"] = mask_spearman(play.masks["policy"], play.masks["value"]) if both else np.nan
+    return df
+
+
+SUMMARY_COLUMNS = MappingProxyType({
+    "policy_mass": "policy: mean M", "policy_open": "policy: cells > 0.5", "value_mass": "value: mean M",
+    "value_open": "value: cells > 0.5", "policy_entropy": "policy: entropy", "value_entropy": "value: entropy",
+    "iou": "top-cells IoU", "spearman": "Spearman ρ",
+})
+
+
+def series_summary(*plays: MaskPlay | dict | Note, top: float = 0.1) -> pd.DataFrame:
+    """Mean and sd over the steps of each agent's :func:`mask_series` (one row per agent and statistic).
+
+    Each argument is a :class:`MaskPlay`, a dict of them (:func:`our_mask_plays`) or a
+    Note (skipped), so missing agents need no special case.
+    """
+    flat = []
+    for p in plays:
+        flat += list(p.values()) if isinstance(p, dict) else [] if isinstance(p, Note) else [p]
+    rows = []
+    for play in flat:
+        label, df = play.label, mask_series(play, top=top)
+        for col in SUMMARY_COLUMNS:
+            v = df[col].to_numpy(float)
+            v = v[np.isfinite(v)]
+            rows.append({"agent": label, "stat": col, "steps": len(df), "mean": v.mean() if v.size else np.nan,
+                         "sd": v.std() if v.size else np.nan})
+    return pd.DataFrame(rows)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def style_summary(summary: pd.DataFrame, game: str, caption: str):
+    """:func:`series_summary` as a Styler: mean ± sd per agent, with the reference notes' whole-game values."""
+    if summary.empty:
+        return Note(f"No Mask-A3C agent for {game} played, so there are no mask statistics.", title="No masks")
+    wide = {}
+    for (agent, stat), g in summary.groupby(["agent", "stat"], sort=False):
+        m, sd = g["mean"].iloc[0], g["sd"].iloc[0]
+        if not np.isfinite(m):
+            cell = "–"
+        elif stat.endswith("_open"):
+            cell = f"{_pct(m)} ± {_pct(sd)}"
+        else:
+            cell = f"{m:.2f} ± {sd:.2f}"
+        wide.setdefault(agent, {"steps": str(int(g["steps"].iloc[0]))})[SUMMARY_COLUMNS[stat]] = cell
+    ref = REFERENCE_MASK_STATS.get(game)
+    if ref:
+        wide["released checkpoint, whole games (reference notes)"] = {
+            "steps": "–", "policy: mean M": ref[0], "policy: cells > 0.5": ref[1], "value: mean M": ref[2],
+            "value: cells > 0.5": ref[3]}
+    t = pd.DataFrame.from_dict(wide, orient="index").reindex(columns=["steps", *SUMMARY_COLUMNS.values()])
+    t = t.fillna("–").rename_axis("agent").reset_index()
+    return t.style.hide(axis="index").set_caption(caption)
+
+
+def summary_sentence(play: MaskPlay | Note, *, top: float = 0.1):
+    """Markdown sentences on one agent's masks over play, generated from its :func:`mask_series` (None for a Note)."""
+    from IPython.display import Markdown
+
+    if isinstance(play, Note):
+        return None
+    series, label = mask_series(play, top=top), play.label
+    n = len(series)
+    if not n:
+        return Markdown(f"The {label} played no step.")
+    mean = series.mean(numeric_only=True)
+    parts = [f"Over the {n} steps of the {label}, the policy mask lets on average {mean['policy_mass']:.2f} of each "
+             f"feature through and opens {_pct(mean['policy_open'])} of its cells (M > 0.5); the value mask "
+             f"{mean['value_mass']:.2f} and {_pct(mean['value_open'])}."]
+    if np.isfinite(mean["policy_entropy"]) and np.isfinite(mean["value_entropy"]):
+        pe, ve = mean["policy_entropy"], mean["value_entropy"]
+        if round(pe, 2) == round(ve, 2):
+            parts.append(f"Both masks are about equally spread: their mean normalised entropy is {pe:.2f} "
+                         "(1 is a uniform mask).")
+        else:
+            broader = "value" if ve > pe else "policy"
+            parts.append(f"By the normalised entropy (1 is a uniform mask), the {broader} mask is the more spread "
+                         f"out one: {pe:.2f} for the policy, {ve:.2f} for the value mask.")
+    if np.isfinite(mean["iou"]):
+        chance = chance_iou(100, top)
+        rel = "more" if mean["iou"] > chance else "less"
+        parts.append(f"Their top {100 * top:.0f} % cells overlap with an IoU of {mean['iou']:.2f} on average, "
+                     f"{rel} than two random sets of cells would ({chance:.2f}), and their mean Spearman "
+                     f"correlation is {mean['spearman']:.2f}.")
+    resets = int(series["reset"].sum()) - 1
+    if resets > 0:
+        parts.append(f"The ConvLSTM state was reset {resets} time{'s' if resets != 1 else ''} in the segment "
+                     "(a lost life or a new game).")
+    return Markdown(" ".join(parts))
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+def _norm(m: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return (m - lo) / (hi - lo) if hi > lo else np.zeros_like(m)
+
+
+def official_play(cfg: MaskAttentionChapter) -> MaskPlay | Note:
+    """:func:`play_masks` of the official Mask-A3C agent of the chapter's game, or a Note if it is missing."""
+    if not official_available(cfg.game):
+        return _official_missing(cfg.game)
+    return play_masks(cfg.official, steps=cfg.play_steps, seed=cfg.seed, filmstrip=cfg.filmstrip,
+                      label="official Mask-A3C agent", results_dir=cfg.results_dir, device=cfg.device)
+
+
+def _official_missing(game: str) -> Note:
+    from ..agents.official import OFFICIAL_GAMES
+
+    why = (f"Itaya et al. released no Mask-A3C checkpoint for {game} (they did for {', '.join(OFFICIAL_GAMES)})"
+           if game not in OFFICIAL_GAMES else "The official Mask-A3C checkpoints are not fetched; run `make fetch-official`")
+    return Note(why + ".", kind="warning", title="Official agent not available")
+
+
+def filmstrip_figure(play: MaskPlay | Note, *, cmap: str = "inferno", dpi: int = 90):
+    """A few frames of ``play`` with the policy (top row) and value mask (bottom row) overlaid.
+
+    As in the official visualiser, each branch's masks are min-max normalised over the
+    whole segment and upsampled back through the crop (:func:`saliency_lib.viz.mask_to_frame`);
+    they are drawn with the perceptually uniform ``cmap`` (:func:`saliency_lib.viz.overlay`).
+    """
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
+
+    from ..viz import mask_to_frame, overlay
+
+    if isinstance(play, Note):
+        return play
+    crop = mask_a3c_crop(play.game)
+    idx = sorted(play.frames)
+    branches = [b for b in BRANCHES if b in play.masks]
+    fig = Figure(figsize=(1.75 * len(idx) + 1.2, 2.6 * len(branches) + 0.5), layout="constrained")
+    axes = np.atleast_2d(fig.subplots(len(branches), len(idx), squeeze=False))
+    for r, b in enumerate(branches):
+        ms = play.masks[b]
+        lo, hi = float(ms.min()), float(ms.max())
+        for c, i in enumerate(idx):
+            heat, inside = mask_to_frame(_norm(ms[i], lo, hi), crop)
+            ax = axes[r, c]
+            ax.imshow(overlay(play.frames[i], heat, cmap=cmap, where=inside))
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                act = play.action_names[play.actions[i]] if play.action_names else str(play.actions[i])
+                ax.set_title(f"step {play.steps[i]}\n{act}, V = {play.value[i]:.2f}", fontsize=8)
+            if c == 0:
+                ax.set_ylabel(f"{b} mask", fontsize=9)
+        fig.colorbar(ScalarMappable(Normalize(lo, hi), colormaps[cmap]), ax=axes[r, :].tolist(), shrink=0.85,
+                     label=f"{b} mask M", pad=0.01)
+    fig.suptitle(f"{play.label}, {play.game}: policy and value masks over play", fontsize=10)
+    return figure_image(fig, dpi=dpi)
+
+
+def series_figure(play: MaskPlay | Note, *, top: float = 0.1, dpi: int = 90):
+    """Mask statistics of ``play`` per step (:func:`mask_series`): mean M, normalised entropy, and the
+    policy–value agreement; the filmstrip's frames are marked (a Note passes through)."""
+    from matplotlib.figure import Figure
+
+    if isinstance(play, Note):
+        return play
+    series, label, frames = mask_series(play, top=top), play.label, sorted(play.frames)
+    fig = Figure(figsize=(8.0, 6.2), layout="constrained")
+    axes = fig.subplots(3, 1, sharex=True)
+    t = series["t"].to_numpy()
+    for b in BRANCHES:
+        if series[f"{b}_mass"].notna().any():
+            axes[0].plot(t, series[f"{b}_mass"], color=_COLORS[b], lw=1.3, label=f"{b} mask")
+            axes[1].plot(t, series[f"{b}_entropy"], color=_COLORS[b], lw=1.3, label=f"{b} mask")
+    axes[0].set_ylabel("mean M")
+    axes[1].set_ylabel("entropy\n(1 = uniform)")
+    if series["iou"].notna().any():
+        axes[2].plot(t, series["iou"], color=_COLORS["iou"], lw=1.3, label=f"IoU of the top {100 * top:.0f} % cells")
+        axes[2].plot(t, series["spearman"], color=_COLORS["spearman"], lw=1.3, label="Spearman ρ")
+        axes[2].axhline(chance_iou(100, top), color=_COLORS["iou"], ls=":", lw=1, label="IoU of random cells")
+        axes[2].axhline(0, color="0.5", lw=0.6)
+    else:
+        axes[2].text(0.5, 0.5, "the agent has only one mask", ha="center", va="center", transform=axes[2].transAxes)
+    axes[2].set_ylabel("policy vs value")
+    axes[2].set_xlabel("agent step in the segment")
+    resets = t[series["reset"].to_numpy(bool)]
+    for ax in axes:
+        for x in resets[resets > 0]:
+            ax.axvline(x, color="0.6", ls="--", lw=0.8)
+        for x in frames:
+            ax.axvline(x, color="0.85", lw=3, zorder=0)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="best")
+    fig.suptitle(f"{label}: masks per step (dashed: ConvLSTM reset after a lost life or game; "
+                 "grey bands: filmstrip frames)", fontsize=9)
+    return figure_image(fig, dpi=dpi)
+
+
+# -- our own Mask-A3C agents --------------------------------------------------------------------
+
+def _agent_label(row) -> str:
+    return f"our {VARIANT_LABELS.get(row['variant'], row['variant'])} agent `{row['agent']}`"
+
+
+def our_mask_plays(cfg: MaskAttentionChapter) -> dict[str, MaskPlay] | Note:
+    """:func:`play_masks` for each of our shipped Mask-A3C agents of the game, or a Note if there are none."""
+    agents = mask_agents(cfg.game, cfg.agents_dir)
+    if agents.empty:
+        return _not_trained_note(cfg.game, cfg.agents_dir, "This chapter therefore shows the masks of the official agent only.")
+    return {r["agent"]: play_masks(r["path"], steps=cfg.play_steps, seed=cfg.seed, filmstrip=cfg.filmstrip,
+                                   label=_agent_label(r), results_dir=cfg.results_dir, device=cfg.device)
+            for _, r in agents.iterrows()}
+
+
+def our_filmstrips(plays: dict[str, MaskPlay] | Note, *, top: float = 0.1, dpi: int = 72):
+    """A Tab widget with the filmstrip and the per-step statistics of each of our agents (a Note passes through).
+
+    The PNGs are stored in the widget state, so the tabs work in the static book.
+    """
+    import ipywidgets as w
+
+    if isinstance(plays, Note):
+        return plays
+    children = []
+    for play in plays.values():
+        imgs = [filmstrip_figure(play, dpi=dpi), series_figure(play, top=top, dpi=dpi)]
+        children.append(w.VBox([w.Image(value=i.data, format="png", layout=w.Layout(max_width="100%")) for i in imgs]))
+    tabs = w.Tab(children=children)
+    for i, name in enumerate(plays):
+        tabs.set_title(i, name)
+    return tabs
+
+
+# -- the masks in the study's result table ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Criterion:
+    """One column of the ranking: rows of one experiment and measure, and its direction."""
+
+    key: str
+    label: str
+    experiment: str
+    measure: str
+    higher_is_better: bool
+
+
+CRITERIA = (
+    Criterion("ins_prob", "insertion AUC, π(a) ↑", "insertion", "prob_auc", True),
+    Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True),
+    Criterion("del_prob", "deletion AUC, π(a) ↓", "deletion", "prob_auc", False),
+    Criterion("del_value", "deletion AUC, V ↓", "deletion", "value_auc", False),
+    Criterion("sanity", "Spearman after full randomisation ↓", "sanity", "spearman", False),
+)
+"""The ranking's columns. Insertion: a faithful map restores the output fast (high AUC);
+deletion: it destroys it fast (low AUC); sanity check: a map that depends on the
+weights changes when all layers are re-drawn (low similarity to the original map)."""
+
+
+def official_table(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
+    """The study's result table (:func:`~saliency_lib.study.sweep.study_results`) of the official agent."""
+    from .sweep import study_results
+
+    if not official_available(cfg.game):
+        return _official_missing(cfg.game)
+    df = study_results(cfg.profile, cfg.game, executor=cfg.executor, results_dir=cfg.results_dir, agents=[cfg.official])
+    return df[df["agent"] == cfg.official].reset_index(drop=True)
+
+
+def _criterion_rows(table: pd.DataFrame, c: Criterion, substrate: str) -> pd.DataFrame:
+    t = table[(table["experiment"] == c.experiment) & (table["measure"] == c.measure)]
+    if c.experiment == "sanity":
+        t = t[t["level"].notna()]
+        return t[t["level"] == t["level"].max()] if len(t) else t
+    return t[(t["substrate"] == substrate) & t["step"].isna()]
+
+
+def method_ranking(table: pd.DataFrame, *, substrate: str = "black", criteria=CRITERIA) -> pd.DataFrame:
+    """Rank every method of ``table`` (one agent) on each criterion with :func:`saliency_lib.metrics.ranking_table`.
+
+    Returns
+    -------
+    DataFrame
+        One row per (criterion, method): ``criterion``, ``label``, ``rank``, ``of``
+        (methods ranked), ``method``, ``n``, ``mean``, ``std``, ``ci_low``, ``ci_high``
+        (bootstrap CI of the mean over states), ``better_than``, ``worse_than`` (paired
+        Wilcoxon, Holm-corrected), ``layer`` (the deepest randomised layer, sanity only).
+    """
+    from ..metrics import ranking_table
+
+    if table["agent"].nunique() > 1:
+        raise ValueError(f"method_ranking needs the rows of one agent, got {sorted(table['agent'].unique())}")
+    parts = []
+    for c in criteria:
+        rows = _criterion_rows(table, c, substrate)
+        if rows.empty:
+            continue
+        r = ranking_table(rows, higher_is_better=c.higher_is_better)
+        r = r.assign(criterion=c.key, label=c.label, of=len(r),
+                     layer=rows["layer"].iloc[0] if c.experiment == "sanity" else pd.NA)
+        parts.append(r)
+    if not parts:
+        return pd.DataFrame(columns=["criterion", "label", "rank", "of", "method", "n", "mean", "std", "ci_low",
+                                     "ci_high", "better_than", "worse_than", "layer"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def chapter_ranking(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
+    """:func:`method_ranking` of the official agent's rows of the study's table (:func:`official_table`)."""
+    table = official_table(cfg)
+    if isinstance(table, Note):
+        return table
+    if table.empty:
+        return Note(f"The study's `{cfg.profile}` table holds no rows for {cfg.official} yet.", title="No results")
+    return method_ranking(table, substrate=cfg.substrate)
+
+
+def ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
+    """The ranking as a compact table: one row per method, one ``mean [CI] #rank`` cell per criterion."""
+    from .gallery import METHOD_LABELS
+
+    cells = {}
+    for r in ranking.itertuples():
+        ci = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]" if np.isfinite(r.ci_low) else ""
+        cells.setdefault(r.method, {})[r.label] = f"{r.mean:.2f}{ci} #{r.rank}"
+    labels = list(dict.fromkeys(ranking["label"]))
+    first = ranking[ranking["label"] == labels[0]].sort_values("rank")["method"].tolist() if labels else []
+    order = first + [m for m in cells if m not in first]
+    t = pd.DataFrame([{"method": METHOD_LABELS.get(m, m), **cells[m]} for m in order], columns=["method", *labels])
+    return t.fillna("–")
+
+
+def style_ranking(ranking: pd.DataFrame, caption: str):
+    """:func:`ranking_display` as a Styler with the two masks in bold (a Note passes through)."""
+    from .gallery import METHOD_LABELS
+
+    if isinstance(ranking, Note):
+        return ranking
+    t = ranking_display(ranking)
+    masks = {METHOD_LABELS["mask_policy"], METHOD_LABELS["mask_value"]}
+
+    def bold(row):
+        return ["font-weight: bold" if row["method"] in masks else "" for _ in row]
+
+    return t.style.apply(bold, axis=1).hide(axis="index").set_caption(caption)
+
+
+def _list(names: str) -> str:
+    from .gallery import METHOD_LABELS
+
+    items = [METHOD_LABELS.get(n.strip(), n.strip()) for n in names.split(",") if n.strip()]
+    return ", ".join(items)
+
+
+def ranking_sentence(ranking: pd.DataFrame | Note):
+    """Markdown sentences on where the two masks rank, generated from :func:`method_ranking` (None for a Note)."""
+    from IPython.display import Markdown
+
+    from .gallery import METHOD_LABELS
+
+    if isinstance(ranking, Note):
+        return None
+    if ranking.empty:
+        return Markdown("The study's table holds no rows for these criteria yet.")
+    parts = []
+    for m in ("mask_policy", "mask_value"):
+        mine = ranking[ranking["method"] == m]
+        if mine.empty:
+            continue
+        ranks = "; ".join(f"#{r.rank} of {r.of} on {r.label.rstrip(' ↑↓')} ({r.mean:.2f})" for r in mine.itertuples())
+        parts.append(f"The **{METHOD_LABELS[m].lower()}** ranks {ranks}.")
+        better = {r.label.rstrip(" ↑↓"): _list(r.better_than) for r in mine.itertuples() if r.better_than}
+        worse = {r.label.rstrip(" ↑↓"): _list(r.worse_than) for r in mine.itertuples() if r.worse_than}
+        if better or worse:
+            sig = [f"better than {v} on {k}" for k, v in better.items()] + [f"worse than {v} on {k}" for k, v in worse.items()]
+            parts.append("Paired Wilcoxon tests over the states (Holm-corrected, α = 0.05) find it " + "; ".join(sig) + ".")
+        else:
+            parts.append("No paired Wilcoxon test over the states (Holm-corrected, α = 0.05) separates it from "
+                         "any other method on any criterion.")
+    n = int(ranking["n"].max())
+    parts.append(f"Each mean is over at most {n} state{'s' if n != 1 else ''}; with so few states the "
+                 "confidence intervals are wide and ranks can change with more states." if n < 20 else
+                 f"Each mean is over at most {n} states.")
+    return Markdown(" ".join(parts))
+
+
+def coarse_note(profile: str):
+    """Markdown: how many states the Mask-A3C rows have and which coarse explainer parameters they use."""
+    from IPython.display import Markdown
+
+    from .sweep import SWEEP_PROFILES
+
+    n, _, params = SWEEP_PROFILES[profile]["mask_a3c"]
+    text = f"In the `{profile}` profile the study explains the first {n} states of the official agent's greedy game"
+    if params:
+        p = ", ".join(f"{m} {', '.join(f'{k} = {v}' for k, v in kw.items())}" for m, kw in params.items())
+        text += (f", and because a Mask-A3C forward pass costs many DQN forward passes, its perturbation methods run "
+                 f"with coarser parameters than the paper's: {p}. The numbers below are therefore not the "
+                 "full profile's.")
+    else:
+        text += " with the paper's parameters."
+    return Markdown(text)
+
+
+# -- A3C vs Mask-A3C ---------------------------------------------------------------------------
+
+_RUN_NAME = re.compile(r"^(?P<algo>a3c(?:-sync)?)-(?P<game>[A-Za-z]+)-(?P<variant>[a-z]+)-s(?P<seed>\d+)$")
+
+
+def actor_critic_runs(game: str, agents_dir: str | os.PathLike = AGENTS_DIR, runs_dir: str | os.PathLike | None = RUNS_DIR,
+                      scores_csv: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Our actor-critic training runs of ``game``: shipped agents and, optionally, runs in progress.
+
+    Shipped agents are the ``data/agents/*`` directories with ``algo`` a3c (``meta.json``);
+    their final score comes from ``scores.csv`` next to them (``scores_csv``) or
+    ``eval_score`` in ``meta.json`` (:func:`~saliency_lib.study.agents.score_table`).
+    Runs in progress are ``<runs_dir>/a3c-<game>-<variant>-s<seed>`` with a
+    ``train_log.csv`` and no shipped agent of the same name; they have no final score.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``agent, variant, seed, frames, mean, std, episodes, shipped, logs`` (the
+        directory with ``train_log.csv``/``eval_log.csv``, or None).
+    """
+    from .agents import score_table
+
+    cols = ["agent", "variant", "seed", "frames", "mean", "std", "episodes", "shipped", "logs"]
+    base = repo_path(agents_dir)
+    scores = score_table(agents_dir, scores_csv if scores_csv is not None else base / "scores.csv", games=[game])
+    scores = scores[scores["algo"].isin(AC_ALGOS)]
+    rows = []
+    for _, s in scores.iterrows():
+        d = repo_path(s["path"])
+        meta = json.loads((d / "meta.json").read_text())
+        rows.append({"agent": s["agent"], "variant": _variant(s), "seed": meta.get("seed"), "frames": s["frames"],
+                     "mean": s["mean"], "std": s["std"], "episodes": s["episodes"], "shipped": True,
+                     "logs": str(d) if (d / "train_log.csv").is_file() else None})
+    shipped = {r["agent"] for r in rows}
+    runs = repo_path(runs_dir) if runs_dir is not None else None
+    for d in sorted(runs.glob(f"a3c*-{game}-*-s*")) if runs is not None and runs.is_dir() else []:
+        m = _RUN_NAME.match(d.name)
+        if not m or m["game"] != game or d.name in shipped or not (d / "train_log.csv").is_file():
+            continue
+        tr = pd.read_csv(d / "train_log.csv")
+        rows.append({"agent": d.name, "variant": m["variant"], "seed": int(m["seed"]),
+                     "frames": float(tr["frames"].max()) if len(tr) else 0.0, "mean": np.nan, "std": np.nan,
+                     "episodes": np.nan, "shipped": False, "logs": str(d)})
+    df = pd.DataFrame(rows, columns=cols)
+    order = {v: i for i, v in enumerate(VARIANT_ORDER)}
+    return df.sort_values(["variant", "seed"], key=lambda c: c.map(order) if c.name == "variant" else c).reset_index(drop=True)
+
+
+def _official_reference(game: str, frames: float, last: int = 20) -> dict | None:
+    """The official run's mean over its last ``last`` test games before ``frames`` emulator frames."""
+    from ..agents.official import OFFICIAL_GAMES, official_test_log
+
+    if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
+        return None
+    log = official_test_log(game)
+    before = log[log["global_step"] * 4 <= frames]
+    if before.empty:
+        return None
+    s = before["score"].tail(last)
+    return {"mean": float(s.mean()), "std": float(s.std(ddof=0)), "games": int(len(s)), "frames": float(frames)}
+
+
+def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: int = 90):
+    """Learning curves of our A3C / Mask-A3C runs (one colour per variant), with the official run for reference.
+
+    ``runs`` is :func:`actor_critic_runs`; without runs the result is a Note.
+    """
+    from matplotlib.figure import Figure
+
+    from ..agents.official import official_test_log
+
+    if runs.empty:
+        return Note(f"Our A3C and Mask-A3C agents for {game} are not trained yet: no run is shipped or in progress, "
+                    "so there is no learning curve to show. The comparison fills in when they exist.",
+                    kind="warning", title="A3C and Mask-A3C not trained yet")
+    fig = Figure(figsize=(8.0, 4.2), layout="constrained")
+    ax = fig.subplots()
+    top = 0.0
+    for r in runs.itertuples():
+        color = _VARIANT_COLORS.get(r.variant)
+        tag = f"{VARIANT_LABELS.get(r.variant, r.variant)}, seed {r.seed}" + ("" if r.shipped else " (in progress)")
+        if not isinstance(r.logs, str):  # shipped without logs
+            continue
+        tr = pd.read_csv(Path(r.logs) / "train_log.csv")
+        ep = tr[tr["episode_score"].notna()] if "episode_score" in tr.columns else tr.iloc[:0]
+        if len(ep):
+            ax.plot(ep["frames"] / 1e6, ep["episode_score"].rolling(window, min_periods=1).mean(), color=color, lw=1.4,
+                    ls="-" if r.shipped else "--", label=f"{tag}: training games (mean of {window})")
+            top = max(top, float(ep["frames"].max()))
+        ev = Path(r.logs) / "eval_log.csv"
+        if ev.is_file():
+            e = pd.read_csv(ev)
+            if len(e):
+                ax.errorbar(e["frames"] / 1e6, e["eval_mean"], yerr=e["eval_std"], fmt="o", ms=3.5, capsize=2, color=color,
+                            label=f"{tag}: greedy evaluations")
+                top = max(top, float(e["frames"].max()))
+    if top > 0 and official_available(game, logs=True):
+        log = official_test_log(game)
+        log = log[log["global_step"] * 4 <= 1.05 * top]
+        if len(log):
+            ax.plot(log["global_step"] * 4 / 1e6, log["score"].rolling(20, min_periods=1).mean(), color=_COLORS["official"],
+                    lw=2, zorder=0, label="official Mask-A3C run: greedy test games (mean of 20)")
+    ax.set_xlabel("emulator frames (millions)")
+    ax.set_ylabel("game score (raw, all lives)")
+    ax.set_title(f"A3C and Mask-A3C on {game}: our runs", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return figure_image(fig, dpi=dpi)
+
+
+def a3c_score_table(runs: pd.DataFrame, game: str) -> pd.DataFrame | Note:
+    """Final scores per variant: seeds, frames, mean ± sd over seeds of the agents' evaluation means.
+
+    Only shipped agents have a final score. A last row gives the official Mask-A3C run's
+    level at the same number of frames (its last 20 greedy test games before it), when
+    its log is available.
+    """
+    done = runs[runs["shipped"] & runs["mean"].notna()] if len(runs) else runs
+    if done.empty:
+        return Note(f"No final scores yet: no A3C or Mask-A3C agent for {game} is shipped (trained and evaluated).",
+                    title="Not trained yet")
+    rows = []
+    for v in [v for v in VARIANT_ORDER if v in set(done["variant"])]:
+        g = done[done["variant"] == v]
+        rows.append({"variant": v, "model": VARIANT_LABELS[v], "seeds": len(g), "frames": float(g["frames"].median()),
+                     "mean": float(g["mean"].mean()), "sd_seeds": float(g["mean"].std(ddof=1)) if len(g) > 1 else np.nan,
+                     "min": float(g["mean"].min()), "max": float(g["mean"].max()),
+                     "per_seed": ", ".join(f"{x:,.1f}" for x in g["mean"]), "source": "our agents (greedy evaluation)"})
+    ref = _official_reference(game, float(done["frames"].median()))
+    if ref:
+        rows.append({"variant": "official", "model": "official Mask-A3C run at the same frames", "seeds": 1,
+                     "frames": ref["frames"], "mean": ref["mean"], "sd_seeds": np.nan, "min": np.nan, "max": np.nan,
+                     "per_seed": f"last {ref['games']} test games: sd {ref['std']:,.1f}",
+                     "source": "official test log"})
+    return pd.DataFrame(rows)
+
+
+def style_a3c_scores(table: pd.DataFrame | Note, caption: str):
+    """:func:`a3c_score_table` as a Styler (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    t = table[["model", "seeds", "frames", "mean", "sd_seeds", "per_seed", "source"]].rename(columns={
+        "model": "Model", "seeds": "Seeds", "frames": "Frames (M)", "mean": "Score (mean over seeds)",
+        "sd_seeds": "sd over seeds", "per_seed": "Per seed", "source": "From"})
+    t = t.assign(**{"Frames (M)": t["Frames (M)"] / 1e6})
+    fmt = {"Frames (M)": "{:.3g}", "Score (mean over seeds)": "{:,.1f}", "sd over seeds": "{:,.1f}"}
+    return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
+
+
+def a3c_sentence(table: pd.DataFrame | Note, game: str):
+    """Markdown: does our Mask-A3C beat our A3C at our budget? Generated from :func:`a3c_score_table`."""
+    from IPython.display import Markdown
+
+    if isinstance(table, Note):
+        return Markdown(f"The paper claims that \"{PAPER_CLAIM}\". Our test of this claim on {game} waits for our "
+                        "agents (see the note above).")
+    t = table.set_index("variant")
+    if not {"none", "double"} <= set(t.index):
+        have = ", ".join(VARIANT_LABELS[v] for v in t.index if v in VARIANT_LABELS)
+        return Markdown(f"The comparison needs both A3C (no mask) and Mask-A3C agents; so far only {have} "
+                        "exist for this game.")
+    a, m = t.loc["none"], t.loc["double"]
+    diff = m["mean"] - a["mean"]
+    verdict = "higher" if diff > 0 else "lower" if diff < 0 else "the same"
+    text = [f"At {m['frames'] / 1e6:.3g} M frames, our Mask-A3C scores {m['mean']:,.1f} on {game} "
+            f"({int(m['seeds'])} seed{'s' if m['seeds'] != 1 else ''}) and our A3C {a['mean']:,.1f} "
+            f"({int(a['seeds'])} seed{'s' if a['seeds'] != 1 else ''}): the masked agent scores {verdict}"
+            + (f", by {abs(diff):,.1f} points." if diff else ".")]
+    if m["seeds"] > 1 and a["seeds"] > 1:
+        overlap = not (m["min"] > a["max"] or a["min"] > m["max"])
+        text.append("The seeds' ranges " + ("overlap, so the difference is within the spread between seeds."
+                                            if overlap else "do not overlap."))
+    else:
+        text.append("With a single seed per variant the difference cannot be told apart from the spread between "
+                    "training runs.")
+    direction = "in the direction of" if diff > 0 else "against" if diff < 0 else "neither for nor against"
+    budget = _official_budget(game)
+    text.append(f"This is {direction} the paper's claim that \"{PAPER_CLAIM}\"" + (
+        f", with {100 * m['frames'] / budget:.2g} % of the official run's {budget / 1e6:,.0f} M training frames."
+        if budget else "."))
+    return Markdown(" ".join(text))
+
+
+def _official_budget(game: str) -> float | None:
+    """Emulator frames of the official run (4 × its last logged global step), if its log is available."""
+    from ..agents.official import OFFICIAL_GAMES, official_test_log
+
+    if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
+        return None
+    return 4.0 * float(official_test_log(game)["global_step"].max())

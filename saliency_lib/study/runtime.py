@@ -1,0 +1,847 @@
+"""Chapter 6 (Run-time): what each saliency map costs, and how fast the trainers and environments run.
+
+The chapter's notebook (``notebooks/06_runtime.py``) only calls these functions. It
+reads the committed benchmark results in ``data/benchmarks/`` and does not re-run the
+benchmarks (they take long on the study's 2-core CPU):
+
+* ``explainers.json``, written by ``benchmarks/explainers.py``: ms per map of every
+  method, the forward-pass floor, Captum and the ``lime`` package, bf16;
+* ``training.json``, written by ``benchmarks/training.py``: trainer throughput against a
+  CleanRL-style loop;
+* ``envs.json``, written by ``benchmarks/envs.py``: vectorised-environment throughput.
+
+* :class:`RuntimeChapter`: the chapter's frozen configuration.
+* :func:`load_benchmarks`: the three JSON files (a missing file becomes ``None``).
+* :func:`explainer_table`, :func:`comparison_table`, :func:`bf16_table`,
+  :func:`training_table`, :func:`envs_table`, :func:`machine_table`: tidy tables,
+  each with a ``style_…`` function that captions and formats it (:func:`style_table`).
+* :func:`cost_figure` and :func:`cost_summary`: the figure and the sentence on what costs what.
+* :func:`spot_check`: one timed map per method on the study's own agents, on the
+  machine that executes the chapter (cached under ``results_dir``).
+
+Functions whose input is missing return a :class:`~saliency_lib.study.display.Note`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from ..games import game_info
+from .agents import figure_image, official_available, study_agent
+from .cache import cached_json
+from .display import Note
+from .paths import REPO_ROOT, RESULTS_DIR, repo_path
+from .profiles import profile_settings
+
+__all__ = [
+    "RuntimeChapter", "Benchmarks", "BENCHMARKS_DIR", "PAPER_SECONDS", "PAPER_SOURCE", "CAPTUM_EQUIVALENT", "SPOT_CHECK",
+    "load_benchmarks", "method_label", "method_family", "explainer_table", "style_explainer_table", "cost_summary",
+    "plot_cost", "cost_figure", "comparison_table", "bf16_table", "training_table",
+    "envs_table", "machine_table", "style_table", "style_machine", "style_comparisons", "style_bf16", "style_training",
+    "style_envs", "regenerate_commands", "spot_check", "style_spot_check",
+    "hardware_note", "paper_summary", "comparison_summary", "bf16_summary", "training_summary", "envs_summary",
+    "spot_summary",
+]
+
+BENCHMARKS_DIR = "data/benchmarks"
+"""Committed benchmark results, relative to the repository root."""
+
+PAPER_SECONDS = MappingProxyType({
+    "occlusion": 2.80, "ns_original": 2.62, "sarfa": 3.00, "rise": 1.54,
+    "lime_quickshift": 2.75, "lime_felzenszwalb": 1.71, "lime_slic": 2.08,
+})
+"""Seconds per map that Huber et al.'s parameter search recorded for the chosen parameters.
+
+Source: the official result file ``final_parameters_results.csv`` (Ms. Pac-Man agent, the
+10 HIGHLIGHTS states of the search, one state per call), as listed in the project's
+reference notes (``reference-huber2021.md`` §4 "Hyper-parameter search" and §6.3
+"Run-time"). The search timed Noise Sensitivity with blur and the original score,
+hence ``ns_original``; the other variants and the non-perturbation methods were not timed.
+"""
+PAPER_SOURCE = ("Huber et al.'s official result file final_parameters_results.csv (Ms. Pac-Man parameter search, "
+                "chosen parameters; reference notes §4 and §6.3)")
+
+CAPTUM_EQUIVALENT = MappingProxyType({
+    "occlusion": "captum.attr.Occlusion vs occlusion",
+    "lime_slic": "captum.attr.Lime vs lime_slic",
+})
+"""Method → key of its Captum equivalent in ``explainers.json``'s ``comparisons``."""
+
+SPOT_CHECK = MappingProxyType({
+    "tiny": MappingProxyType({"methods": ("random", "gradient", "mask_policy"), "states": 1}),
+    "quick": MappingProxyType({"methods": None, "states": 1}),
+    "full": MappingProxyType({"methods": None, "states": 3}),
+})
+"""Per profile: methods of :func:`spot_check` (None: every method of the benchmark plus
+the attention masks) and how many states each is timed on."""
+
+_SKIP_STATES = 50
+"""The spot check times states from agent step ``_SKIP_STATES`` on, so the screen is in play."""
+
+_LABELS = {
+    "occlusion": "Occlusion", "ns_original": "NS original", "ns_chosen": "NS chosen action", "ns_black": "NS black",
+    "sarfa": "SARFA", "rise": "RISE", "lime_slic": "LIME-SLIC", "lime_quickshift": "LIME-Quickshift",
+    "lime_felzenszwalb": "LIME-Felzenszwalb", "mask_policy": "Mask policy", "mask_value": "Mask value",
+    "gradient": "Gradient", "integrated_gradients": "Integrated Gradients", "gradcam": "Grad-CAM", "random": "Random",
+}
+_FAMILY = {"mask_policy": "attention mask", "mask_value": "attention mask", "gradient": "gradient",
+           "integrated_gradients": "gradient", "gradcam": "gradient", "random": "chance reference"}
+_FAMILY_COLOURS = {"perturbation": "tab:blue", "gradient": "tab:green", "attention mask": "tab:purple",
+                   "chance reference": "0.6"}
+
+
+def method_label(name: str) -> str:
+    """Display name of a registry method (the registry name itself when unknown)."""
+    return _LABELS.get(name, name)
+
+
+def method_family(name: str) -> str:
+    """``perturbation``, ``gradient``, ``attention mask`` or ``chance reference``."""
+    return _FAMILY.get(name, "perturbation")
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RuntimeChapter:
+    """Configuration of chapter 6; every field is a parameter of the notebook."""
+
+    game: str = "Breakout"
+    """Game of the spot check on the study's agents (the benchmarks use their own fixed setting)."""
+    profile: str = "quick"
+    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the spot check (:data:`SPOT_CHECK`)."""
+    benchmarks_dir: str = BENCHMARKS_DIR
+    """Directory of ``explainers.json``, ``training.json`` and ``envs.json``."""
+    results_dir: str = RESULTS_DIR
+    """Cache of the spot check (relative paths are under the repository root)."""
+    seed: int = 0
+    """Seed of the game whose states the spot check times."""
+    spot: dict = field(init=False, repr=False, compare=False)
+    """The profile's spot-check settings."""
+
+    def __post_init__(self):
+        game_info(self.game)
+        profile_settings(self.profile)  # validates the name
+        if isinstance(self.seed, float) and self.seed.is_integer():
+            object.__setattr__(self, "seed", int(self.seed))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise TypeError(f"seed must be an integer, got {self.seed!r}")
+        for name in ("benchmarks_dir", "results_dir"):
+            if not isinstance(getattr(self, name), (str, os.PathLike)) or not str(getattr(self, name)):
+                raise TypeError(f"{name} must be a non-empty path, got {getattr(self, name)!r}")
+        object.__setattr__(self, "spot", dict(SPOT_CHECK[self.profile]))
+
+    def _repr_markdown_(self) -> str:
+        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "spot")
+        methods = self.spot["methods"] or "every benchmarked method and the attention masks"
+        return (f"**Parameters:** {params}.\n\n**Spot check of the profile `{self.profile}`:** methods: {methods}; "
+                f"states per method: {self.spot['states']}.\n")
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Benchmarks:
+    """The committed benchmark results; a missing file is ``None``."""
+
+    directory: Path
+    explainers: dict | None
+    training: dict | None
+    envs: dict | None
+
+
+def _read_json(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON ({e}); regenerate it with the command in benchmarks/") from e
+
+
+def load_benchmarks(benchmarks_dir: str | os.PathLike = BENCHMARKS_DIR) -> Benchmarks:
+    """Read ``explainers.json``, ``training.json`` and ``envs.json`` from ``benchmarks_dir``.
+
+    Raises
+    ------
+    ValueError
+        A file exists but is not valid JSON, or ``explainers.json`` lacks ``methods``.
+    """
+    d = repo_path(benchmarks_dir)
+    b = Benchmarks(d, _read_json(d / "explainers.json"), _read_json(d / "training.json"), _read_json(d / "envs.json"))
+    if b.explainers is not None and not isinstance(b.explainers.get("methods"), dict):
+        raise ValueError(f"{d / 'explainers.json'} has no 'methods' mapping; regenerate it with benchmarks/explainers.py")
+    return b
+
+
+def _missing(what: str, b: Benchmarks, script: str) -> Note:
+    return Note(f"No `{what}` in `{_rel(b.directory)}`. Run `python benchmarks/{script} --json "
+                f"{_rel(b.directory)}/{what}` to measure it.", kind="warning", title="Benchmark missing")
+
+
+def _rel(path: str | os.PathLike) -> str:
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+# -- the explainer benchmark --------------------------------------------------------------------
+
+def explainer_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """One row per benchmarked method: its cost, its floor, Captum and Huber et al. beside it.
+
+    Returns
+    -------
+    pandas.DataFrame or Note
+        Columns ``method, label, family, forward_passes, ms, chunk, floor_ms, overhead,
+        overhead_target, ms_per_pass, captum, captum_ms, captum_speedup, paper_s,
+        paper_over_ours``. ``overhead`` is ms ÷ floor_ms (the same number of forward
+        passes of the bare network at its best chunk size); ``captum_speedup`` is the
+        Captum equivalent's ms ÷ ours; ``paper_over_ours`` is Huber et al.'s time ÷ ours.
+        NaN where there is no equivalent or no published time.
+    """
+    if b.explainers is None:
+        return _missing("explainers.json", b, "explainers.py")
+    comps = b.explainers.get("comparisons", {})
+    rows = []
+    for name, r in b.explainers["methods"].items():
+        cap = comps.get(CAPTUM_EQUIVALENT.get(name, ""))
+        paper = PAPER_SECONDS.get(name)
+        rows.append({
+            "method": name, "label": method_label(name), "family": method_family(name),
+            "forward_passes": int(r["forward_passes"]), "ms": float(r["ms"]), "chunk": r.get("chunk"),
+            "floor_ms": r.get("floor_ms", np.nan), "overhead": r.get("overhead_ratio", np.nan),
+            "overhead_target": r.get("target_overhead", np.nan), "ms_per_pass": float(r["ms"]) / int(r["forward_passes"]),
+            "captum": CAPTUM_EQUIVALENT[name].split(" vs ")[0] if cap else None,
+            "captum_ms": cap["ms"] if cap else np.nan, "captum_speedup": cap["ms"] / r["ms"] if cap else np.nan,
+            "paper_s": paper if paper is not None else np.nan,
+            "paper_over_ours": 1e3 * paper / r["ms"] if paper is not None else np.nan,
+        })
+    return pd.DataFrame(rows)
+
+
+def style_table(table: pd.DataFrame | Note, caption: str, columns: dict[str, str], formats: dict[str, str] | None = None):
+    """``table[columns]`` renamed, formatted (``NA`` for missing values) and captioned (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    t = table[list(columns)].rename(columns=columns)
+    return t.style.format({columns[k]: v for k, v in (formats or {}).items() if k in columns}, na_rep="NA") \
+        .hide(axis="index").set_caption(caption)
+
+
+def style_explainer_table(table: pd.DataFrame | Note, caption: str):
+    """The benchmark table as the chapter shows it; the caption gains the names of the Captum equivalents."""
+    if isinstance(table, Note):
+        return table
+    cols = {"label": "Method", "forward_passes": "Passes", "ms": "Ours (ms)", "floor_ms": "Floor (ms)",
+            "overhead": "Overhead (× floor)", "captum_ms": "Captum (ms)", "captum_speedup": "Speed-up vs Captum",
+            "paper_s": "Huber et al. (s)", "paper_over_ours": "Huber et al. ÷ ours"}
+    fmt = {"forward_passes": "{:,.0f}", "ms": "{:,.1f}", "floor_ms": "{:,.1f}", "overhead": "{:.2f}", "captum_ms": "{:,.0f}",
+           "captum_speedup": "{:.2f}×", "paper_s": "{:.2f}", "paper_over_ours": "{:.1f}×"}
+    eq = table.dropna(subset=["captum"])
+    if not eq.empty:
+        caption += " Captum equivalents: " + _join([f"{r.captum} for {r.label}" for r in eq.itertuples()]) + "."
+    return style_table(table, caption, cols, fmt)
+
+
+def _largest_gap(ms: pd.Series) -> float:
+    """The boundary between cheap and expensive methods: the largest ratio between neighbours in cost."""
+    s = ms.sort_values().to_numpy()
+    if len(s) < 2:
+        return float(s[-1]) if len(s) else 0.0
+    i = int(np.argmax(s[1:] / s[:-1]))
+    return float(s[i])
+
+
+def _names(rows: pd.DataFrame) -> str:
+    parts = [f"{r.label} ({r.ms:,.{1 if r.ms < 10 else 0}f} ms)" for r in rows.itertuples()]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def cost_summary(table: pd.DataFrame | Note) -> str | Note:
+    """Sentences on what costs what, formatted from the benchmark's numbers (Markdown).
+
+    The methods are split where the cost jumps most between neighbours in cost; the
+    sentences name both groups with their ms per map and forward passes, the range of
+    the perturbation methods' overhead over their floor, and the ratio of the most
+    expensive method to the cheapest one that is not the random map.
+    """
+    if isinstance(table, Note):
+        return table
+    t = table.sort_values("ms")
+    cut = _largest_gap(t["ms"])
+    cheap, dear = t[t["ms"] <= cut], t[t["ms"] > cut]
+    out = [f"The cheap methods are {_names(cheap)}: they need at most {cheap['forward_passes'].max():,} "
+           f"forward passes per map."]
+    if not dear.empty:
+        out.append(f"All the others cost {dear['ms'].min():,.0f} to {dear['ms'].max():,.0f} ms per map, because they need "
+                   f"{dear['forward_passes'].min():,} to {dear['forward_passes'].max():,} forward passes.")
+    pert = t[t["family"] == "perturbation"].dropna(subset=["overhead"])
+    if not pert.empty:
+        out.append(f"Each perturbation method takes {pert['overhead'].min():.2f} to {pert['overhead'].max():.2f} times "
+                   f"the time of its forward passes alone, so its cost is essentially its number of forward passes "
+                   f"({pert['ms_per_pass'].min():.2f} to {pert['ms_per_pass'].max():.2f} ms per pass).")
+    ref = t[t["family"] != "chance reference"]
+    if len(ref) >= 2:
+        hi, lo = ref.iloc[-1], ref.iloc[0]
+        out.append(f"The most expensive, {hi['label']}, costs {hi['ms'] / lo['ms']:,.0f} times as much as the cheapest "
+                   f"real explanation, {lo['label']}.")
+    return " ".join(out)
+
+
+def plot_cost(table: pd.DataFrame, *, title: str, ax=None):
+    """Horizontal log-scale bars of ms per map, labelled, with the floor and Huber et al.'s times as markers."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    t = table.sort_values("ms").reset_index(drop=True)
+    if ax is None:
+        fig = Figure(figsize=(8, 0.38 * len(t) + 1.4), layout="constrained")
+        ax = fig.subplots()
+    fig = ax.figure
+    y = np.arange(len(t))
+    ax.barh(y, t["ms"], color=[_FAMILY_COLOURS.get(f, "0.3") for f in t["family"]], height=0.7)
+    for yi, v in zip(y, t["ms"]):
+        ax.text(v * 1.08, yi, f"{v:,.1f} ms" if v < 10 else f"{v:,.0f} ms", va="center", fontsize=8)
+    ax.plot(t["floor_ms"], y, "|", color="black", markersize=14, markeredgewidth=2)
+    paper = t["paper_s"] * 1e3
+    ax.plot(paper, y, "D", color="tab:red", markersize=6)
+    ax.set_yticks(y, t["label"])
+    ax.set_xscale("log")
+    right = np.nanmax(np.r_[t["ms"].to_numpy(), paper.to_numpy()])
+    ax.set_xlim(min(t["ms"].min(), np.nanmin(t["floor_ms"])) / 2, right * 4)
+    ax.set_xlabel("milliseconds per map (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", which="major", alpha=0.3)
+    handles = [Patch(color=c, label=f) for f, c in _FAMILY_COLOURS.items() if f in set(t["family"])]
+    handles += [Line2D([], [], marker="|", color="black", ls="", markersize=10, markeredgewidth=2,
+                       label="floor: same forward passes, bare network"),
+                Line2D([], [], marker="D", color="tab:red", ls="", label="Huber et al. (their hardware)")]
+    ax.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.9)
+    return fig
+
+
+def cost_figure(table: pd.DataFrame | Note, b: Benchmarks):
+    """:func:`plot_cost` of the benchmark table as an image (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    m = b.explainers.get("machine", {})
+    title = (f"Cost of one saliency map: random-weight DQN, one Ms. Pac-Man state, 1 thread of "
+             f"{m.get('cpu', 'an unrecorded CPU')}")
+    return figure_image(plot_cost(table, title=title))
+
+
+# -- comparisons, precision -------------------------------------------------------------------------
+
+_COMPARISON_LABELS = {
+    "captum.attr.Occlusion vs occlusion": ("captum.attr.Occlusion", "Captum's Occlusion", "occlusion"),
+    "captum.attr.Lime vs lime_slic": ("captum.attr.Lime (ridge, LIME kernel, our SLIC segments)", "Captum's Lime",
+                                      "lime_slic"),
+    "captum.attr.KernelShap vs lime_slic": ("captum.attr.KernelShap (our SLIC segments)", "Captum's KernelShap",
+                                            "lime_slic"),
+    "lime.lime_image vs lime_slic": ("lime package: LimeImageExplainer (our SLIC segments)", "the lime package",
+                                     "lime_slic"),
+}
+
+
+def _setting(c: dict) -> str:
+    for key, name in (("perturbations_per_eval", "perturbations_per_eval"), ("batch_size", "batch_size")):
+        if key in c:
+            others = ", ".join(f"{k}: {v:,.0f} ms" for k, v in c.get("ms_per_setting", {}).items() if str(k) != str(c[key]))
+            return f"{name}={c[key]}" + (f" ({others})" if others else "")
+    return ""
+
+
+def comparison_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """Captum and the ``lime`` package against our method, measured in the same benchmark run.
+
+    Columns ``key, theirs, short, ours, their_ms, setting, our_ms, ratio, floor_bound``: ``ratio`` is
+    their ms ÷ ours, ``floor_bound`` their ms ÷ the floor of our method (the largest
+    speed-up any implementation of the same forward passes could reach).
+    """
+    if b.explainers is None:
+        return _missing("explainers.json", b, "explainers.py")
+    rows = []
+    for key, c in b.explainers.get("comparisons", {}).items():
+        theirs, short, ours = _COMPARISON_LABELS.get(key, (key.split(" vs ")[0],) * 2 + (key.split(" vs ")[-1],))
+        r = b.explainers["methods"].get(ours)
+        if r is None:
+            continue
+        rows.append({"key": key, "theirs": theirs, "short": short, "ours": method_label(ours), "their_ms": c["ms"], "setting": _setting(c),
+                     "our_ms": r["ms"], "ratio": c["ms"] / r["ms"],
+                     "floor_bound": c["ms"] / r["floor_ms"] if r.get("floor_ms") else np.nan})
+    if not rows:
+        return Note("The benchmark recorded no comparison with Captum or the lime package (it was run with `--quick`?).",
+                    title="No comparisons")
+    return pd.DataFrame(rows)
+
+
+def _library_offers_bf16(name: str) -> bool | None:
+    """Whether :func:`get_explainer` accepts ``precision="bf16"`` for ``name`` (None: not for a DQN agent)."""
+    from ..agents import DQNConfig, DQNNet, QAgent
+    from ..explainers import get_explainer
+
+    agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
+    try:
+        get_explainer(name, agent, precision="bf16")
+    except ValueError as e:
+        return False if "precision='bf16'" in str(e) else None
+    return True
+
+
+def bf16_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """bf16 against float32 per perturbation method: speed-up, rank agreement, and what the library offers.
+
+    Columns ``label, bf16_speedup, spearman_random, min_spearman_trained, keeps, offered``:
+    the speed-up and Spearman on the benchmark's random-weight DQN (one state); the
+    minimum Spearman over the trained agent's states (``bf16_agreement``), whether it
+    keeps 0.99, and whether :func:`~saliency_lib.explainers.get_explainer` accepts
+    ``precision="bf16"`` for the method today.
+    """
+    if b.explainers is None:
+        return _missing("explainers.json", b, "explainers.py")
+    agree = b.explainers.get("bf16_agreement", {}).get("methods", {})
+    rows = []
+    for name, r in b.explainers["methods"].items():
+        if "bf16_speedup" not in r:
+            continue
+        a = agree.get(name, {})
+        rows.append({"method": name, "label": method_label(name), "bf16_speedup": r["bf16_speedup"],
+                     "spearman_random": r.get("bf16_spearman_random_dqn", np.nan),
+                     "min_spearman_trained": a.get("min_spearman", np.nan),
+                     "keeps": ("yes" if a["keeps_0.99"] else "no") if a else None,
+                     "offered": {True: "yes", False: "no", None: None}[_library_offers_bf16(name)]})
+    if not rows:
+        return Note("The benchmark recorded no bf16 measurements.", title="No bf16 results")
+    return pd.DataFrame(rows)
+
+
+# -- training and environments ---------------------------------------------------------------------
+
+def training_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """Agent steps and frames per second of our trainers and of a CleanRL-style DQN loop.
+
+    Columns ``key, run, setting, phrase, steps_per_s, frames_per_s, vs_cleanrl`` (steps per second ÷
+    the CleanRL-style loop's). The settings are read from the trainers' current defaults
+    (:class:`~saliency_lib.train.DQNArgs`, :class:`~saliency_lib.train.A2CArgs`).
+    """
+    if b.training is None:
+        return _missing("training.json", b, "training.py")
+    from ..train import A2CArgs, DQNArgs
+
+    d, a = DQNArgs(), A2CArgs()
+    settings = {  # run → (label, setting, phrase for the summary)
+        "ours_dqn_default": ("Our DQN trainer, defaults", f"{d.num_envs} envs, batch {d.batch_size} every "
+                             f"{d.train_freq} steps", "our DQN trainer with its defaults"),
+        "ours_dqn_matched": ("Our DQN trainer, CleanRL's replay ratio", f"{d.num_envs} envs, batch 32 every 4 steps",
+                             "our DQN trainer with CleanRL's replay ratio"),
+        "cleanrl_style_dqn": ("CleanRL-style DQN loop (benchmarks/cleanrl_style_dqn.py)",
+                              "1 env, full obs and next-obs in replay, batch 32 every 4 steps", "the CleanRL-style loop"),
+        "ours_a2c_double": ("Our Mask-A2C trainer (double masks)", f"{a.num_envs} envs, {a.num_steps}-step rollouts",
+                            "our Mask-A2C trainer (another algorithm and network, for scale only)"),
+    }
+    sps = b.training["agent_steps_per_s"]
+    base = sps.get("cleanrl_style_dqn")
+    rows = [{"key": k, "run": settings.get(k, (k,))[0], "setting": settings.get(k, (k, ""))[1],
+             "phrase": settings.get(k, (k, "", k))[2], "steps_per_s": v,
+             "frames_per_s": b.training.get("frames_per_s", {}).get(k, 4 * v), "vs_cleanrl": v / base if base else np.nan}
+            for k, v in sps.items()]
+    return pd.DataFrame(rows)
+
+
+_ENV_LABELS = {  # backend → (label, used by, short name)
+    "gymnasium_sync_ours": ("gymnasium SyncVectorEnv over our make_env wrappers", "", "gymnasium's SyncVectorEnv"),
+    "gymnasium_async_ours": ("gymnasium AsyncVectorEnv over our make_env wrappers", "", "gymnasium's AsyncVectorEnv"),
+    "ale_vector_gray84": ("ale-py AtariVectorEnv, grayscale 84×84 (equal to the dqn preset)", "DQN trainer",
+                          "ale-py's AtariVectorEnv in grayscale"),
+    "ale_vector_rgb": ("ale-py AtariVectorEnv, RGB 210×160 (mask_a3c preset)", "Mask-A2C trainer",
+                       "ale-py's AtariVectorEnv in RGB"),
+    "envpool_gray84": ("envpool, grayscale 84×84", "", "envpool"),
+}
+
+
+def envs_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """Agent steps per second of each vectorised-environment backend (random actions, Breakout).
+
+    Columns ``backend, used_by, short, steps_per_s, vs_sync, note``; a backend that could not run
+    has NaN and the reason in ``note``.
+    """
+    if b.envs is None:
+        return _missing("envs.json", b, "envs.py")
+    sps = b.envs["agent_steps_per_s"]
+    base = sps.get("gymnasium_sync_ours")
+    rows = []
+    for k, v in sps.items():
+        label, used, short = _ENV_LABELS.get(k, (k, "", k))
+        ok = isinstance(v, (int, float))
+        rows.append({"backend": label, "used_by": used, "short": short, "steps_per_s": v if ok else np.nan,
+                     "vs_sync": v / base if ok and isinstance(base, (int, float)) else np.nan, "note": "" if ok else str(v)})
+    return pd.DataFrame(rows)
+
+
+def machine_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """Where and how each benchmark ran, as recorded in its JSON."""
+    rows = []
+    if b.explainers is not None:
+        m = b.explainers.get("machine", {})
+        load = m.get("load_average_at_start", [None])[0], m.get("load_average_at_end", [None])[0]
+        versions = ", ".join(f"{k} {m[k]}" for k in ("python", "torch", "captum", "lime", "scikit_image", "numpy") if k in m)
+        rows.append({"benchmark": "explainers.json", "date": m.get("date", "")[:10], "cpu": m.get("cpu"),
+                     "cpus": m.get("logical_cpus"), "threads": m.get("torch_threads"),
+                     "load": " → ".join(f"{x:.1f}" for x in load if x is not None), "versions": versions})
+    if b.training is not None:
+        la = b.training.get("load_avg_at_end")
+        rows.append({"benchmark": "training.json", "date": "", "cpu": None, "cpus": b.training.get("cpu_count"),
+                     "threads": b.training.get("torch_threads"), "load": f"{la[0]:.1f} (end)" if la else "",
+                     "versions": f"game {b.training.get('game')}, {b.training.get('timed_steps'):,} timed steps"})
+    if b.envs is not None:
+        la = b.envs.get("load_avg")
+        rows.append({"benchmark": "envs.json", "date": "", "cpu": b.envs.get("machine"), "cpus": b.envs.get("cpu_count"),
+                     "threads": None, "load": f"{la[0]:.1f}" if la else "", "versions": f"{b.envs.get('num_envs')} envs"})
+    if not rows:
+        return Note(f"No benchmark results in `{_rel(b.directory)}`.", kind="warning", title="No benchmarks")
+    return pd.DataFrame(rows)
+
+
+def style_machine(table: pd.DataFrame | Note, caption: str):
+    """:func:`machine_table` as the chapter shows it."""
+    return style_table(table, caption, {"benchmark": "File", "date": "Date", "cpu": "CPU", "cpus": "Logical CPUs",
+                                        "threads": "Torch threads", "load": "Load average", "versions": "Versions / setting"},
+                       {"cpus": "{:.0f}", "threads": "{:.0f}"})
+
+
+def style_comparisons(table: pd.DataFrame | Note, caption: str):
+    """:func:`comparison_table` as the chapter shows it."""
+    return style_table(table, caption, {"theirs": "Their implementation", "setting": "Their best setting (others)",
+                                        "their_ms": "Their ms/map", "ours": "Our method", "our_ms": "Our ms/map",
+                                        "ratio": "Ratio", "floor_bound": "Floor bound"},
+                       {"their_ms": "{:,.0f}", "our_ms": "{:,.0f}", "ratio": "{:.2f}×", "floor_bound": "{:.2f}×"})
+
+
+def style_bf16(table: pd.DataFrame | Note, caption: str):
+    """:func:`bf16_table` as the chapter shows it."""
+    return style_table(table, caption, {"label": "Method", "bf16_speedup": "bf16 speed-up", "spearman_random": "ρ, random DQN",
+                                        "min_spearman_trained": "min ρ, trained agent", "keeps": "ρ ≥ 0.99",
+                                        "offered": "Offered"},
+                       {"bf16_speedup": "{:.2f}×", "spearman_random": "{:.3f}", "min_spearman_trained": "{:.4f}"})
+
+
+def style_training(table: pd.DataFrame | Note, caption: str):
+    """:func:`training_table` as the chapter shows it."""
+    return style_table(table, caption, {"run": "Run", "setting": "Setting", "steps_per_s": "Agent steps/s",
+                                        "frames_per_s": "Frames/s", "vs_cleanrl": "× CleanRL-style"},
+                       {"steps_per_s": "{:,.0f}", "frames_per_s": "{:,.0f}", "vs_cleanrl": "{:.2f}×"})
+
+
+def style_envs(table: pd.DataFrame | Note, caption: str):
+    """:func:`envs_table` as the chapter shows it."""
+    return style_table(table, caption, {"backend": "Backend", "used_by": "Used by", "steps_per_s": "Agent steps/s",
+                                        "vs_sync": "× SyncVectorEnv"},
+                       {"steps_per_s": "{:,.0f}", "vs_sync": "{:.2f}×"})
+
+
+def regenerate_commands(b: Benchmarks) -> str:
+    """Shell commands that rewrite the three JSON files with the settings recorded in them (Markdown)."""
+    d = _rel(b.directory)
+    ex = [f"python benchmarks/explainers.py --json {d}/explainers.json"]
+    if b.explainers is not None:
+        m = re.search(r"median of (\d+) rounds", b.explainers.get("setting", {}).get("statistic", ""))
+        if m:
+            ex.append(f"--repeats {m.group(1)}")
+        states = b.explainers.get("bf16_agreement", {}).get("states")
+        if states:
+            ex.append(f"--bf16-states {states}")
+    tr = [f"python benchmarks/training.py --json {d}/training.json"]
+    if b.training is not None:
+        tr += [f"--steps {b.training['timed_steps']}", f"--learning-starts {b.training['learning_starts']}",
+               f"--game {b.training['game']}"]
+    en = [f"python benchmarks/envs.py --json {d}/envs.json"]
+    if b.envs is not None:
+        en.append(f"--num-envs {b.envs['num_envs']}")
+    lines = [c[0] + (" \\\n    " + " ".join(c[1:]) if len(c) > 1 else "") for c in (ex, tr, en)]
+    return "```bash\n" + "\n".join(lines) + "\n```\n"
+
+
+# -- spot check on the study's agents -------------------------------------------------------------
+
+def _machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "torch": torch.__version__}
+
+
+def _spot_agents(cfg: RuntimeChapter) -> list[str]:
+    specs = []
+    dqn = study_agent(cfg.game, results_dir=cfg.results_dir)
+    if dqn is not None:
+        specs.append(dqn)
+    if official_available(cfg.game):
+        specs.append(f"official:{cfg.game}")
+    return specs
+
+
+def _spot_methods(cfg: RuntimeChapter, b: Benchmarks) -> list[str]:
+    if cfg.spot["methods"] is not None:
+        return list(cfg.spot["methods"])
+    bench = list(b.explainers["methods"]) if b.explainers is not None else []
+    return bench + [m for m in ("mask_policy", "mask_value") if m not in bench]
+
+
+def _time_methods(spec: str, methods: list[str], n_states: int, seed: int) -> dict:
+    """One timed map per state and method, one state per call, 1 thread (see :func:`spot_check`)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from ..agents import load_agent
+    from ..explainers import get_explainer
+    from ..states import collect_states
+
+    agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec)
+    states = collect_states(agent, _SKIP_STATES + n_states, seed=seed).subset(slice(_SKIP_STATES, None))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    rows, load0 = [], os.getloadavg()[0]
+    try:
+        with threadpool_limits(1):
+            for name in methods:
+                try:
+                    exp = get_explainer(name, agent)
+                except (ValueError, TypeError):  # e.g. attention masks of an agent without masks
+                    continue
+                times, passes = [], 0
+                for i in range(n_states):
+                    s = states.subset([i])
+                    t = time.perf_counter()
+                    passes = exp.attribute(s.states, target=s.actions, hidden=s.hidden).forward_passes
+                    times.append(time.perf_counter() - t)
+                rows.append({"method": name, "ms": 1e3 * statistics.median(times), "forward_passes": int(passes)})
+    finally:
+        torch.set_num_threads(threads)
+    return {"agent": spec, "input_shape": list(states.states.shape[1:]), "rows": rows,
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "load_average": [load0, os.getloadavg()[0]]}
+
+
+def spot_check(cfg: RuntimeChapter, b: Benchmarks) -> pd.DataFrame | Note:
+    """Time one map per method on the study's own agents for ``cfg.game``, on this machine.
+
+    The agents are the study's DQN agent (:func:`~saliency_lib.study.agents.study_agent`)
+    when it exists and the official Mask-A3C agent when it is fetched. Each method
+    explains ``cfg.spot["states"]`` states of a greedy game (from agent step 50 on),
+    one state per call with its default parameters, on one thread; the median per
+    state is kept. There is no warm-up and no repetition: the numbers show the order
+    of magnitude, the benchmark the precise ratios. Results are cached under
+    ``results_dir`` by agent, weights, methods, states, seed and machine.
+
+    Returns
+    -------
+    pandas.DataFrame or Note
+        Columns ``agent, method, label, input_shape, forward_passes, ms, ms_per_pass,
+        benchmark_ms, benchmark_passes, date, load_average``; ``benchmark_ms`` and
+        ``benchmark_passes`` are the method's time and forward passes in ``explainers.json``
+        (random-weight DQN), NaN when not benchmarked.
+    """
+    specs = _spot_agents(cfg)
+    if not specs:
+        return Note(f"No agent to time for {cfg.game}: no study DQN agent exists yet and the official Mask-A3C "
+                    "checkpoints are not fetched (`make fetch-official`).", title="No agent")
+    from ..agents import load_agent
+
+    methods = _spot_methods(cfg, b)
+    bench = b.explainers["methods"] if b.explainers is not None else {}
+    parts = []
+    for spec in specs:
+        sha = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec).meta.get("sha256")
+        config = {"what": "runtime_spot_check", "agent": spec, "sha256": sha, "methods": methods,
+                  "states": cfg.spot["states"], "skip": _SKIP_STATES, "seed": cfg.seed, "machine": _machine()}
+        v = cached_json("runtime_spot", config, lambda spec=spec: _time_methods(spec, methods, cfg.spot["states"], cfg.seed),
+                        results_dir=cfg.results_dir)
+        for r in v["rows"]:
+            parts.append({"agent": spec, "method": r["method"], "label": method_label(r["method"]),
+                          "input_shape": "×".join(map(str, v["input_shape"])), "forward_passes": r["forward_passes"],
+                          "ms": r["ms"], "ms_per_pass": r["ms"] / r["forward_passes"],
+                          "benchmark_ms": bench.get(r["method"], {}).get("ms", np.nan),
+                          "benchmark_passes": bench.get(r["method"], {}).get("forward_passes", np.nan), "date": v["date"][:10],
+                          "load_average": v["load_average"][0]})
+    return pd.DataFrame(parts)
+
+
+def style_spot_check(table: pd.DataFrame | Note, caption: str):
+    """The spot check, one column pair per agent, next to the benchmark's time."""
+    if isinstance(table, Note):
+        return table
+    wide = table.pivot_table(index=["method", "label"], columns="agent", values=["ms", "forward_passes"], sort=False)
+    out = pd.DataFrame({"Method": [lbl for _, lbl in wide.index]})
+    fmt = {}
+    for spec in table["agent"].unique():
+        shape = table.loc[table["agent"] == spec, "input_shape"].iloc[0]
+        out[f"{spec} ({shape}): passes"] = wide[("forward_passes", spec)].to_numpy()
+        out[f"{spec} ({shape}): ms/map"] = wide[("ms", spec)].to_numpy()
+        fmt[f"{spec} ({shape}): passes"], fmt[f"{spec} ({shape}): ms/map"] = "{:,.0f}", "{:,.1f}"
+    bench = table.drop_duplicates("method").set_index("method")["benchmark_ms"]
+    out["Benchmark, random-weight DQN (ms/map)"] = [bench.get(m, math.nan) for m, _ in wide.index]
+    fmt["Benchmark, random-weight DQN (ms/map)"] = "{:,.1f}"
+    return out.style.format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
+
+
+# -- sentences formatted from the numbers ---------------------------------------------------------
+
+def _md(text: str):
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def hardware_note(b: Benchmarks):
+    """Where the explainer benchmark ran, from its recorded machine info (Markdown, or a Note)."""
+    if b.explainers is None:
+        return _missing("explainers.json", b, "explainers.py")
+    m, s = b.explainers.get("machine", {}), b.explainers.get("setting", {})
+    load = [x for x in (m.get("load_average_at_start", [None])[0], m.get("load_average_at_end", [None])[0]) if x is not None]
+    cuda = {True: "CUDA available but not used", False: "no CUDA"}.get(m.get("cuda"), "CUDA not recorded")
+    text = (f"The explainer benchmark ran on {m.get('date', 'an unrecorded date')[:10]} with "
+            f"{m.get('torch_threads', '?')} torch thread{'' if m.get('torch_threads') == 1 else 's'} on a machine with {m.get('logical_cpus', '?')} logical CPUs "
+            f"({m.get('cpu', 'CPU not recorded')}; {cuda}) and torch {m.get('torch', '?')}.")
+    if load:
+        text += (f" The one-minute load average was {' at the start and '.join(f'{x:.1f}' for x in load)}"
+                 f"{' at the end' if len(load) == 2 else ''}: other processes competed for the CPUs, so single "
+                 "times are noisy, and the ratios measured back to back within one round are more reliable "
+                 "than the absolute times.")
+    if s.get("statistic"):
+        text += f" Statistic: {s['statistic']}."
+    return _md(text)
+
+
+def paper_summary(table: pd.DataFrame | Note):
+    """How our times compare with Huber et al.'s recorded seconds per map (Markdown, or a Note)."""
+    if isinstance(table, Note):
+        return table
+    t = table.dropna(subset=["paper_over_ours"])
+    if t.empty:
+        return _md("None of the benchmarked methods has a time recorded by Huber et al.")
+    lo, hi = t.loc[t["paper_over_ours"].idxmin()], t.loc[t["paper_over_ours"].idxmax()]
+    na = table.loc[table["paper_s"].isna(), "label"].tolist()
+    text = (f"Where Huber et al. recorded a time, their map took {lo['paper_over_ours']:.1f} ({lo['label']}) to "
+            f"{hi['paper_over_ours']:.1f} ({hi['label']}) times as long as ours.")
+    if na:
+        text += f" They recorded no time for {_join(na)} (NA in the table)."
+    return _md(text)
+
+
+def comparison_summary(table: pd.DataFrame | Note):
+    """Which implementation is faster, and the floor bound of the lime package (Markdown, or a Note)."""
+    if isinstance(table, Note):
+        return table
+    faster = table[table["ratio"] > 1]
+    slower = table[table["ratio"] <= 1]
+    parts = []
+    if not faster.empty:
+        parts.append("Our implementation is faster than " + _join(
+            [f"{r.short} (which takes {r.ratio:.1f} times as long)" for r in faster.itertuples()]) + ".")
+    if not slower.empty:
+        parts.append("It is not faster than " + _join(
+            [f"{r.short} (which takes {r.ratio:.2f} times as long)" for r in slower.itertuples()]) + ".")
+    lp = table[table["key"].str.startswith("lime.")]
+    if not lp.empty:
+        r = lp.iloc[0]
+        parts.append(f"No implementation that evaluates the same forward passes as our {r['ours']} can be more than "
+                     f"{r['floor_bound']:.1f} times as fast as the lime package on this network: that is the lime "
+                     "package's time divided by the floor, the bare forward passes alone.")
+    return _md(" ".join(parts))
+
+
+def bf16_summary(table: pd.DataFrame | Note):
+    """Which methods keep their maps in bf16, and whether the library's offer matches (Markdown, or a Note)."""
+    if isinstance(table, Note):
+        return table
+    keep = table.loc[table["keeps"] == "yes", "label"].tolist()
+    drop = table.loc[table["keeps"] == "no", "label"].tolist()
+    text = (f"In bf16, the perturbation methods ran {table['bf16_speedup'].min():.2f} to "
+            f"{table['bf16_speedup'].max():.2f} times as fast as in float32 on the random-weight DQN.")
+    slower = table.loc[table["bf16_speedup"] < 1, "label"].tolist()
+    if slower:
+        text += f" {_join(slower)} became slower."
+    if keep or drop:
+        text += (f" On the trained agent, the bf16 maps kept a Spearman correlation of at least 0.99 with the float32 "
+                 f"maps for {_join(keep) if keep else 'no method'}, and not for {_join(drop) if drop else 'any other'}.")
+        agree = table.dropna(subset=["keeps", "offered"])
+        mismatch = agree.loc[agree["keeps"] != agree["offered"], "label"].tolist()
+        text += (" The library offers `precision=\"bf16\"` exactly for the methods that kept it."
+                 if not mismatch else f" The library's offer differs from the measurement for {_join(mismatch)}.")
+    return _md(text)
+
+
+def training_summary(table: pd.DataFrame | Note):
+    """Our trainers' throughput relative to the CleanRL-style loop (Markdown, or a Note)."""
+    if isinstance(table, Note):
+        return table
+    t = table[table["key"] != "cleanrl_style_dqn"].dropna(subset=["vs_cleanrl"])
+    if t.empty:
+        return _md("The benchmark has no CleanRL-style reference run.")
+    items = [f"{r.phrase} {'runs ' if i == 0 else ''}{r.vs_cleanrl:.2f} times as fast" for i, r in enumerate(t.itertuples())]
+    return _md(f"Against the CleanRL-style loop, {_join(items)}, in agent steps per second.")
+
+
+def envs_summary(table: pd.DataFrame | Note):
+    """The fastest backend and where the trainers' backends stand (Markdown, or a Note)."""
+    if isinstance(table, Note):
+        return table
+    t = table.dropna(subset=["steps_per_s"])
+    best = t.loc[t["steps_per_s"].idxmax()]
+    text = f"The fastest backend is {best['short']}, with {best['steps_per_s']:,.0f} agent steps per second."
+    used = t[t["used_by"] != ""]
+    if not used.empty:
+        items = [f"{'the backend' if i == 0 else 'that'} of the {r.used_by} {'runs ' if i == 0 else ''}{r.vs_sync:.2f} times"
+                 for i, r in enumerate(used.itertuples())]
+        text += f" {_join(items)[0].upper()}{_join(items)[1:]} as fast as gymnasium's SyncVectorEnv."
+    missing = table[table["steps_per_s"].isna()]
+    if not missing.empty:
+        text += " Not measured: " + _join([f"{r.short} ({r.note})" for r in missing.itertuples()]) + "."
+    return _md(text)
+
+
+def spot_summary(table: pd.DataFrame | Note):
+    """Cost per forward pass of each timed agent against the benchmark network (Markdown, or a Note)."""
+    if isinstance(table, Note):
+        return table
+    parts = []
+    for spec, g in table.groupby("agent", sort=False):
+        many = g[g["forward_passes"] >= 100]
+        if many.empty:
+            parts.append(f"On `{spec}` only methods with few forward passes were timed (profile setting).")
+            continue
+        per_pass = many["ms_per_pass"].median()
+        bench = (many["benchmark_ms"] / many["benchmark_passes"]).median()
+        text = f"On `{spec}` (input {g['input_shape'].iloc[0]}), a map costs a median {per_pass:.2f} ms per forward pass"
+        if not math.isnan(bench):
+            text += f", {per_pass / bench:.1f} times the benchmark network's {bench:.2f} ms"
+        parts.append(text + ".")
+    return _md(" ".join(parts))

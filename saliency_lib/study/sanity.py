@@ -1,0 +1,816 @@
+"""Chapter 3 (Sanity checks): cascading parameter randomisation of the study's agents.
+
+The chapter's notebook (``notebooks/03_sanity.py``) only calls these functions. The
+similarities come from the study's sweep (:mod:`saliency_lib.study.sweep`, experiment
+``"sanity"``); this module summarises, plots and judges them.
+
+* :class:`SanityChapter`: the chapter's frozen configuration.
+* :func:`chapter_results`: a :class:`SanityResults` with everything below for the
+  chapter's two agents (the study's DQN agent and the official Mask-A3C agent).
+* :func:`sanity_results`: the sanity rows of the study's table for one agent (the
+  same units as :func:`~saliency_lib.study.sweep.study_results`, without the
+  insertion and deletion units).
+* :func:`layer_summary`, :func:`reference_summary`: mean and bootstrap CI per
+  (agent, method, level, measure), and of the random-map reference rows.
+* :func:`curves_figure`, :func:`ns_figure`: similarity after each cascade level.
+* :func:`ns_example`, :func:`ns_example_figure`: the Noise Sensitivity maps of one
+  state for the original, the output-randomised and the fully randomised model,
+  computed here and cached.
+* :func:`verdict`, :func:`verdict_table`, :func:`verdict_rules`: whether each method's
+  map depends on the parameters, judged on the Spearman CI after full randomisation.
+* :func:`paper_comparison`, :func:`ns_summary`, :func:`discussion`: Huber et al.'s
+  numbers beside ours and the generated text.
+
+A missing agent gives a :class:`~saliency_lib.study.display.Note` instead of an exception.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from ..games import game_info
+from ..results import config_hash
+from .agents import figure_image
+from .cache import cached_file
+from .display import Note
+from .gallery import METHOD_LABELS, METHODS, ExplainedAgent, chapter_agents, load, overlay_map
+from .paths import RESULTS_DIR
+from .profiles import profile_settings
+
+__all__ = [
+    "MEASURES", "MEASURE_LABELS", "NS_METHODS", "THRESHOLD", "CONFIDENCE", "MIN_STATES", "PAPER_OUTPUT_LAYER",
+    "SanityChapter", "SanityResults", "chapter_agents", "chapter_results", "sweep_specs", "sanity_results",
+    "layer_summary", "reference_summary", "level_labels", "verdict", "verdict_table", "style_verdicts",
+    "verdict_rules", "curves_figure", "ns_figure", "layer_groups_table", "style_layer_groups", "sweep_note",
+    "NSExample", "ns_example", "ns_example_figure", "paper_comparison", "style_paper", "ns_summary", "discussion",
+]
+
+MEASURES = ("spearman", "ssim", "hog_pearson")
+"""The paper's three similarity measures (reference §5), in display order."""
+MEASURE_LABELS = MappingProxyType({
+    "spearman": "Spearman rank correlation", "ssim": "SSIM (1-D, as Huber et al.)",
+    "hog_pearson": "Pearson correlation of HOG features", "ssim_2d": "SSIM (2-D)"})
+NS_METHODS = ("ns_original", "ns_chosen")
+"""Noise Sensitivity as Greydanus et al. defined it, and Huber et al.'s chosen-action fix."""
+THRESHOLD = 0.5
+"""Default verdict threshold on the Spearman similarity after full randomisation (see :func:`verdict`)."""
+CONFIDENCE = 0.95
+"""Level of the bootstrap confidence intervals."""
+MIN_STATES = 5
+"""Fewest states for a verdict or a claim about the paper's finding: a bootstrap CI of fewer
+values is little more than their range."""
+
+PAPER_OUTPUT_LAYER = MappingProxyType({
+    "ns_original": {"spearman": (0.73, 0.84), "ssim": (0.53, 0.71), "hog_pearson": (0.31, 0.53)},
+    "ns_chosen": {"spearman": (0.04, 0.67), "ssim": (0.35, 0.65), "hog_pearson": (0.04, 0.18)},
+    "occlusion": {"spearman": (0.03, 0.89)},
+    "rise": {"spearman": (0.13, 0.99)},
+})
+"""Huber et al.'s per-state similarities after randomising only the output layer (fc_2), as
+(min, max) over the first ≈ 33 Ms. Pac-Man states of their DQN agent: the reference notes' §5
+spot-check of the official result files (``applications/atari/sanity_checks/results/pacman/*.csv``)."""
+
+# one colour per method, shared by every figure; line style by family
+_COLORS = MappingProxyType({
+    "occlusion": "tab:blue", "ns_original": "tab:red", "ns_chosen": "tab:orange", "ns_black": "tab:gray",
+    "sarfa": "tab:green", "rise": "tab:purple", "lime_slic": "tab:brown", "gradient": "tab:pink",
+    "integrated_gradients": "tab:olive", "gradcam": "tab:cyan", "mask_policy": "black", "mask_value": "0.55"})
+_GRADIENT_METHODS = frozenset({"gradient", "integrated_gradients", "gradcam"})
+
+
+def _style(method: str) -> dict:
+    ls = "--" if method in _GRADIENT_METHODS else ":" if method.startswith("mask_") else "-"
+    return {"color": _COLORS.get(method, "0.3"), "ls": ls}
+
+
+def _label(method: str) -> str:
+    return METHOD_LABELS.get(method, method)
+
+
+def _ordered(methods) -> list[str]:
+    """Distinct ``methods`` in the gallery's display order (unknown names last, alphabetically)."""
+    rank = {m: i for i, m in enumerate(METHODS)}
+    return sorted(dict.fromkeys(methods), key=lambda m: (rank.get(m, len(rank)), m))
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+def _as_float(value, name: str, low: float, high: float) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a number in ({low}, {high}), got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not low < float(value) < high:
+        raise ValueError(f"{name} must be a number in ({low}, {high}), got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class SanityChapter:
+    """Configuration of chapter 3; every field is a parameter of the notebook."""
+
+    game: str = "Breakout"
+    """Atari game of the chapter."""
+    agent: str | None = None
+    """Agent spec; None: the study's DQN agent. An ``official:<Game>`` spec replaces the Mask-A3C agent instead."""
+    profile: str = "quick"
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (sizes: :data:`~saliency_lib.study.sweep.SWEEP_PROFILES`)."""
+    seed: int = 0
+    """Seed of the sweep (re-initialisation, random reference maps) and of the bootstrap."""
+    device: str = "cpu"
+    """Torch device of the example maps (the sweep runs on the CPU)."""
+    results_dir: str = RESULTS_DIR
+    """Stored results (relative paths are under the repository root)."""
+    executor: str = "local"
+    """Executor of the sweep's missing units: ``local``, ``processes`` or ``ray``."""
+    threshold: float = THRESHOLD
+    """A method passes when the upper CI bound of its Spearman similarity after full randomisation is below this."""
+    settings: dict = field(init=False, repr=False, compare=False)
+    """The profile's settings (validates the profile name)."""
+
+    def __post_init__(self):
+        from .sweep import EXECUTORS
+
+        game_info(self.game)
+        if self.agent in ("", "None"):
+            object.__setattr__(self, "agent", None)
+        if isinstance(self.seed, str) and self.seed.strip().lstrip("-").isdigit():
+            object.__setattr__(self, "seed", int(self.seed))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        object.__setattr__(self, "threshold", _as_float(self.threshold, "threshold", 0.0, 1.0))
+        object.__setattr__(self, "settings", profile_settings(self.profile))
+
+    def _repr_markdown_(self) -> str:
+        from .sweep import SWEEP_PROFILES
+
+        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "settings")
+        sizes = "; ".join(f"{'DQN' if kind == 'dqn' else 'Mask-A3C'} agents: {n} states"
+                          for kind, (n, _, _) in SWEEP_PROFILES[self.profile].items())
+        return f"**Parameters:** {params}.\n\n**From the sweep's profile `{self.profile}`:** {sizes}.\n"
+
+
+# -- results ---------------------------------------------------------------------------------
+
+def sweep_specs(cfg: SanityChapter, spec: str, methods: Sequence[str] | None = None):
+    """The study's sweep specs of agent ``spec`` in ``cfg.profile``, reduced to the sanity experiment.
+
+    The units (and so the stored results) are those of
+    :func:`~saliency_lib.study.sweep.study_results`; ``methods`` keeps a subset.
+    """
+    from .sweep import profile_specs
+
+    out = []
+    for s in profile_specs(cfg.profile, cfg.game, agents=[spec], seed=cfg.seed, results_dir=cfg.results_dir):
+        keep = s.methods if methods is None else tuple(m for m in s.methods if m in set(methods))
+        out.append(dataclasses.replace(s, experiments=("sanity",), methods=keep))
+    return out
+
+
+def sanity_results(cfg: SanityChapter, who: ExplainedAgent, *, methods: Sequence[str] | None = None
+                   ) -> pd.DataFrame | Note:
+    """The sanity-check rows of the study's table for one agent; units not stored yet are computed.
+
+    Returns
+    -------
+    pandas.DataFrame or Note
+        Tidy rows (:mod:`saliency_lib.results` schema) of ``experiment == "sanity"``;
+        the agent's Note when it is missing.
+    """
+    from .sweep import run_sweep
+
+    if not who:
+        return who.note()
+    tables = [run_sweep(s, executor=cfg.executor, results_dir=cfg.results_dir, progress=False).table
+              for s in sweep_specs(cfg, who.spec, methods)]
+    t = pd.concat(tables, ignore_index=True)
+    return t[t["experiment"] == "sanity"].reset_index(drop=True)
+
+
+def layer_summary(table: pd.DataFrame, *, measures: Sequence[str] = MEASURES, confidence: float = CONFIDENCE,
+                  seed: int = 0) -> pd.DataFrame:
+    """Mean, std and bootstrap CI of each (agent, method, level, layer, measure) over the states.
+
+    Reference rows (random maps, ``level`` NA) are left out; see :func:`reference_summary`.
+    """
+    from ..metrics import summarise
+
+    t = table[table["level"].notna() & table["measure"].isin(measures)]
+    s = summarise(t, by=["agent", "method", "level", "layer", "measure"], confidence=confidence, seed=seed)
+    if len(s):
+        s["level"] = s["level"].astype(int)
+    return s
+
+
+def reference_summary(table: pd.DataFrame, *, measures: Sequence[str] = MEASURES, confidence: float = CONFIDENCE,
+                      seed: int = 0) -> pd.DataFrame:
+    """Similarity of the original maps with the uniform- and Gaussian-random maps, per (agent, method, layer, measure)."""
+    from ..metrics import REFERENCE_LAYERS, summarise
+
+    t = table[table["layer"].isin(REFERENCE_LAYERS) & table["measure"].isin(measures)]
+    return summarise(t, by=["agent", "method", "layer", "measure"], confidence=confidence, seed=seed)
+
+
+@dataclass
+class SanityResults:
+    """The chapter's results: per agent kind (``"dqn"``, ``"mask_a3c"``) its rows, summary and references.
+
+    Every mapping holds a Note where the agent is missing. The methods produce the
+    chapter's figures, tables and generated text.
+    """
+
+    cfg: SanityChapter
+    agents: dict[str, ExplainedAgent]
+    tables: dict[str, pd.DataFrame | Note]
+    summaries: dict[str, pd.DataFrame | Note]
+    refs: dict[str, pd.DataFrame | Note]
+
+    def title(self, kind: str) -> str:
+        """The agent's name in text, e.g. "official Mask-A3C agent"."""
+        return self.agents[kind].label
+
+    def by_title(self, what: dict[str, object]) -> dict[str, object]:
+        """``what`` re-keyed by agent title, available agents only."""
+        return {self.title(k): v for k, v in what.items() if self.agents[k]}
+
+    def curves(self, kind: str, *, dpi: int = 100):
+        """:func:`curves_figure` of one agent (its Note when it is missing)."""
+        s = self.summaries[kind]
+        if isinstance(s, Note):
+            return s
+        n = int(s.loc[s["level"] == 0, "n"].max()) if (s["level"] == 0).any() else 0
+        who = self.agents[kind]
+        return curves_figure(s, self.refs[kind], f"{who.label[0].upper() + who.label[1:]}, {who.game}: cascading "
+                             f"randomisation ({n} states)", dpi=dpi)
+
+    def ns_curves(self, *, dpi: int = 100):
+        """:func:`ns_figure` of every available agent."""
+        return ns_figure(self.by_title(self.summaries), dpi=dpi)
+
+    def example(self, kind: str, *, state: int | None = None):
+        """:func:`ns_example_figure` of :func:`ns_example` for one agent (its Note when it is missing)."""
+        return ns_example_figure(ns_example(self.cfg, self.agents[kind], self.tables[kind], state=state))
+
+    def verdicts(self) -> pd.DataFrame | Note:
+        """:func:`verdict_table` of every available agent, concatenated."""
+        parts = [verdict_table(s, self.refs[k], threshold=self.cfg.threshold) for k, s in self.summaries.items()
+                 if isinstance(s, pd.DataFrame) and len(s)]
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Note("No sanity-check results: no agent is available for this game.", kind="warning",
+                        title="No results")
+        return pd.concat(parts, ignore_index=True)
+
+    def labels(self) -> dict[str, str]:
+        """Agent spec → title."""
+        return {a.spec: a.label for a in self.agents.values() if a}
+
+    def paper(self) -> pd.DataFrame | Note:
+        """:func:`paper_comparison` of every available agent."""
+        return paper_comparison(self.by_title(self.tables), self.by_title(self.summaries))
+
+    def ns_text(self):
+        """:func:`ns_summary` of every available agent."""
+        return ns_summary(self.by_title(self.summaries), profile=self.cfg.profile)
+
+    def discussion(self, verdicts: pd.DataFrame | Note):
+        """:func:`discussion` of ``verdicts`` (from :meth:`verdicts`)."""
+        if isinstance(verdicts, Note):
+            return verdicts
+        labels = self.labels()
+        per = {labels.get(a, a): g for a, g in verdicts.groupby("agent", sort=False)}
+        return discussion(per, self.by_title(self.summaries), threshold=self.cfg.threshold, profile=self.cfg.profile)
+
+
+def chapter_results(cfg: SanityChapter) -> SanityResults:
+    """Sanity rows, summaries and random-map references of the chapter's two agents (DQN, Mask-A3C)."""
+    dqn, mask = chapter_agents(cfg.game, cfg.agent, results_dir=cfg.results_dir)
+    agents = {"dqn": dqn, "mask_a3c": mask}
+    tables = {k: sanity_results(cfg, a) for k, a in agents.items()}
+    summaries = {k: t if isinstance(t, Note) else layer_summary(t, seed=cfg.seed) for k, t in tables.items()}
+    refs = {k: t if isinstance(t, Note) else reference_summary(t, seed=cfg.seed) for k, t in tables.items()}
+    return SanityResults(cfg, agents, tables, summaries, refs)
+
+
+def level_labels(summary: pd.DataFrame, agent: str | None = None) -> list[tuple[int, str]]:
+    """``(level, tick label)`` of an agent's cascade: ``none``, the output group, then ``+ <group>`` …"""
+    s = summary if agent is None else summary[summary["agent"] == agent]
+    pairs = sorted(set(zip(s["level"].astype(int), s["layer"])))
+    return [(lv, "none" if lv == 0 else name if lv == 1 else f"+ {name}") for lv, name in pairs]
+
+
+def verdict(ci_low: float, ci_high: float, threshold: float = THRESHOLD, *, n: int | None = None,
+            min_states: int = MIN_STATES) -> str:
+    """``"passes"`` if the whole CI lies below ``threshold``, ``"fails"`` if it lies at or above it,
+    ``"undecided"`` if it straddles it; ``"no data"`` without a CI (fewer than two finite values)
+    and ``"too few states"`` when ``n`` (finite values behind the CI) is below ``min_states``."""
+    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
+        return "no data"
+    if n is not None and n < min_states:
+        return "too few states"
+    if ci_high < threshold:
+        return "passes"
+    if ci_low >= threshold:
+        return "fails"
+    return "undecided"
+
+
+def verdict_table(summary: pd.DataFrame, refs: pd.DataFrame | None = None, *, threshold: float = THRESHOLD,
+                  min_states: int = MIN_STATES) -> pd.DataFrame:
+    """Per agent and method: every measure after full randomisation, and the verdict on Spearman.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``agent, method, level, layer, n, spearman, spearman_low, spearman_high, ssim…,
+        hog_pearson…, random_spearman`` (mean Spearman similarity with a uniform-random map)
+        and ``verdict`` (:func:`verdict` of the Spearman CI).
+    """
+    rows = []
+    for agent in dict.fromkeys(summary["agent"]):
+        for method in _ordered(summary.loc[summary["agent"] == agent, "method"]):
+            rows.append(_verdict_row(summary[(summary["agent"] == agent) & (summary["method"] == method)], refs))
+    out = pd.DataFrame([r for r in rows if r])
+    if out.empty:
+        return out
+    for m in ("spearman", "spearman_low", "spearman_high", "random_spearman", "n"):
+        if m not in out.columns:
+            out[m] = np.nan
+    out["verdict"] = [verdict(lo, hi, threshold, n=None if pd.isna(n) else int(n), min_states=min_states)
+                      for lo, hi, n in zip(out["spearman_low"], out["spearman_high"], out["n"])]
+    return out
+
+
+def _verdict_row(g: pd.DataFrame, refs: pd.DataFrame | None) -> dict:
+    """One agent's and method's summary rows at its deepest level, flattened (empty dict: no rows)."""
+    if g.empty:
+        return {}
+    agent, method = g["agent"].iloc[0], g["method"].iloc[0]
+    top = g[g["level"] == g["level"].max()]
+    row = {"agent": agent, "method": method, "level": int(top["level"].iloc[0]), "layer": top["layer"].iloc[0]}
+    for _, r in top.iterrows():
+        m = r["measure"]
+        row.update({m: r["mean"], f"{m}_low": r["ci_low"], f"{m}_high": r["ci_high"]})
+        if m == "spearman":
+            row["n"] = int(r["n"])
+    if refs is not None and len(refs):
+        ref = refs[(refs["agent"] == agent) & (refs["method"] == method) & (refs["layer"] == "random_uniform")
+                   & (refs["measure"] == "spearman")]
+        row["random_spearman"] = float(ref["mean"].iloc[0]) if len(ref) else np.nan
+    return row
+
+
+def _ci(mean, low, high) -> str:
+    if not np.isfinite(mean):
+        return "–"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return f"{mean:.2f}"
+    return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def style_verdicts(table: pd.DataFrame | Note, labels: dict[str, str], caption: str):
+    """The verdict table as a captioned Styler, one row group per agent; ``labels`` maps agent specs to names."""
+    if isinstance(table, Note):
+        return table
+    if table.empty:
+        return Note("No sanity-check results to tabulate.", title="No results")
+    short = {"spearman": "Spearman", "ssim": "SSIM", "hog_pearson": "HOG"}
+    t = pd.DataFrame({
+        "Agent": table["agent"].map(lambda a: labels.get(a, a)),
+        "Method": table["method"].map(_label),
+        "States": table["n"],
+        **{short[m]: [_ci(r.get(m, np.nan), r.get(f"{m}_low", np.nan), r.get(f"{m}_high", np.nan))
+                      for _, r in table.iterrows()] for m in MEASURES},
+        "Spearman, random map": table["random_spearman"],
+        "Verdict": table["verdict"],
+    }).set_index(["Agent", "Method"])
+    colors = {"passes": "color: #1a7f37", "fails": "color: #cf222e; font-weight: bold", "undecided": "color: #9a6700"}
+    return (t.style.format({"States": "{:.0f}", "Spearman, random map": "{:.2f}"}, na_rep="–")
+            .map(lambda v: colors.get(v, ""), subset=["Verdict"]).set_caption(caption))
+
+
+def verdict_rules(threshold: float = THRESHOLD, min_states: int = MIN_STATES):
+    """Markdown list of the verdict rules with the configured threshold (see :func:`verdict`)."""
+    from IPython.display import Markdown
+
+    return Markdown(
+        f"* **passes** when the whole 95 % confidence interval of the mean Spearman similarity lies below "
+        f"τ = {threshold:g};\n"
+        f"* **fails** when the whole interval lies at or above τ;\n"
+        f"* is **undecided** when the interval contains τ;\n"
+        f"* has **too few states** for a verdict when fewer than {min_states} states have a finite similarity "
+        "(a bootstrap interval of fewer values is little more than their range).")
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+def _errorbar(ax, xs, d: pd.DataFrame, method: str, offset: float, label: str | None):
+    lo = (d["mean"] - d["ci_low"]).to_numpy(dtype=float)
+    hi = (d["ci_high"] - d["mean"]).to_numpy(dtype=float)
+    return ax.errorbar(xs + offset, d["mean"].to_numpy(dtype=float), yerr=np.vstack([np.nan_to_num(lo), np.nan_to_num(hi)]),
+                       marker="o", ms=3.5, lw=1.3, capsize=2, label=label, **_style(method))
+
+
+def curves_figure(summary: pd.DataFrame | Note, refs: pd.DataFrame | None, title: str, *,
+                  measures: Sequence[str] = MEASURES, methods: Sequence[str] | None = None, dpi: int = 100):
+    """Similarity to the original map after each cascade level, one panel per measure, every method.
+
+    Points are means over the states, bars the bootstrap CIs; the dotted grey line is the
+    mean similarity of the original maps with a uniform-random map (all methods pooled).
+    A Note passes through.
+    """
+    from matplotlib.figure import Figure
+
+    if isinstance(summary, Note):
+        return summary
+    if summary.empty:
+        return Note("No sanity-check results to plot.", title="No results")
+    methods = list(methods or _ordered(summary["method"]))
+    ticks = level_labels(summary)
+    levels = [lv for lv, _ in ticks]
+    xs = np.arange(len(levels), dtype=float)
+    fig = Figure(figsize=(4.1 * len(measures), 4.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(measures), sharey=True))
+    spread = 0.35 / max(len(methods) - 1, 1)
+    for ax, meas in zip(axes, measures):
+        sm = summary[summary["measure"] == meas]
+        for k, m in enumerate(methods):
+            d = sm[sm["method"] == m].set_index("level").reindex(levels)
+            _errorbar(ax, xs, d, m, (k - (len(methods) - 1) / 2) * spread, _label(m))
+        if refs is not None and len(refs):
+            r = refs[(refs["measure"] == meas) & (refs["layer"] == "random_uniform")]
+            if len(r) and r["n"].sum() > 0:
+                ax.axhline(float(np.average(r["mean"], weights=r["n"])), color="0.45", ls=(0, (1, 3)), lw=1.2,
+                           label="uniform-random map")
+        ax.set_xticks(xs, [lab for _, lab in ticks], rotation=35, ha="right", fontsize=8)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(MEASURE_LABELS.get(meas, meas), fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.set_xlabel("layers randomised (cumulative, from the output)", fontsize=8)
+    axes[0].set_ylabel(f"similarity to the original map\n(mean, {CONFIDENCE:.0%} bootstrap CI)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=11)
+    return figure_image(fig, dpi=dpi)
+
+
+def ns_figure(summaries: dict[str, pd.DataFrame], *, measures: Sequence[str] = MEASURES, dpi: int = 100):
+    """NS original against NS chosen action: one row per agent (``{title: summary}``), one panel per measure.
+
+    Lines are means, bands bootstrap CIs; the shaded column marks the level where only the
+    output layer(s) are randomised. Returns a Note when no agent has NS results.
+    """
+    from matplotlib.figure import Figure
+
+    rows = {k: s[s["method"].isin(NS_METHODS)] for k, s in summaries.items()
+            if isinstance(s, pd.DataFrame) and s["method"].isin(NS_METHODS).any()}
+    if not rows:
+        return Note("No Noise Sensitivity results to plot.", title="No results")
+    fig = Figure(figsize=(4.1 * len(measures), 3.3 * len(rows) + 0.6), layout="constrained")
+    axes = fig.subplots(len(rows), len(measures), squeeze=False, sharey=True)
+    for r, (title, s) in enumerate(rows.items()):
+        ticks = level_labels(s)
+        levels = [lv for lv, _ in ticks]
+        xs = np.arange(len(levels), dtype=float)
+        for c, meas in enumerate(measures):
+            ax = axes[r][c]
+            ax.axvspan(0.6, 1.4, color="gold", alpha=0.18, lw=0)
+            for m in NS_METHODS:
+                d = s[(s["method"] == m) & (s["measure"] == meas)].set_index("level").reindex(levels)
+                st = _style(m)
+                ax.plot(xs, d["mean"].to_numpy(dtype=float), marker="o", ms=4, lw=1.8, label=_label(m), **st)
+                ax.fill_between(xs, d["ci_low"].to_numpy(dtype=float), d["ci_high"].to_numpy(dtype=float),
+                                color=st["color"], alpha=0.18, lw=0)
+            ax.set_xticks(xs, [lab for _, lab in ticks], rotation=35, ha="right", fontsize=8)
+            ax.set_ylim(-0.05, 1.05)
+            ax.grid(alpha=0.3)
+            ax.set_title(f"{title}: {MEASURE_LABELS.get(meas, meas)}", fontsize=9)
+        axes[r][0].set_ylabel("similarity to the original map")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9, frameon=False)
+    return figure_image(fig, dpi=dpi)
+
+
+# -- the test's set-up -------------------------------------------------------------------------
+
+def layer_groups_table(agents: Sequence[ExplainedAgent], device: str = "cpu") -> pd.DataFrame | Note:
+    """The cascade of each available agent: level, layer group, its modules and parameter count."""
+    rows = []
+    for who in agents:
+        if not who:
+            continue
+        agent = load(who.spec, device)
+        names = {id(m): n for n, m in agent.net.named_modules()}
+        for level, (group, modules) in enumerate(agent.layer_groups(), start=1):
+            rows.append({"Agent": who.label, "Level": level, "Layer group": group,
+                         "Modules": ", ".join(names.get(id(m), type(m).__name__) for m in modules),
+                         "Parameters": sum(p.numel() for m in modules for p in m.parameters())})
+    if not rows:
+        return Note("No agent is available for this game.", kind="warning", title="No agents")
+    return pd.DataFrame(rows)
+
+
+def style_layer_groups(table: pd.DataFrame | Note, caption: str):
+    """:func:`layer_groups_table` as a captioned Styler (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    return table.style.format({"Parameters": "{:,}"}).hide(axis="index").set_caption(caption)
+
+
+def sweep_note(cfg: SanityChapter, agents: Sequence[ExplainedAgent]):
+    """Markdown: how many states each agent's results cover and with which explainer parameters."""
+    from IPython.display import Markdown
+
+    from .sweep import SWEEP_PROFILES
+
+    lines = []
+    for who in agents:
+        if not who:
+            continue
+        kind = load(who.spec, cfg.device).preset
+        n, _, params = SWEEP_PROFILES[cfg.profile].get(kind, SWEEP_PROFILES[cfg.profile]["dqn"])
+        changed = ", ".join(f"{_label(m)} {', '.join(f'{k} = {v}' for k, v in p.items())}"
+                            for m, p in params.items())
+        how = (f"with coarser parameters than Huber et al.'s: {changed} (every other method as in the paper)"
+               if params else "with Huber et al.'s final parameters")
+        lines.append(f"* The **{who.label}** (`{who.spec}`): the first {n} states of its greedy game, {how}.")
+    if not lines:
+        return Note("No agent is available for this game.", kind="warning", title="No agents")
+    return Markdown("\n".join(lines))
+
+
+# -- the Noise Sensitivity example --------------------------------------------------------------
+
+@dataclass
+class NSExample:
+    """NS original and NS chosen maps of one state for the original and randomised models."""
+
+    agent: ExplainedAgent
+    preset: str
+    frame: np.ndarray
+    """Raw RGB frame of the state."""
+    state: int
+    """Index of the state in the sweep's state set (the ``state`` column)."""
+    step: int
+    action: int
+    levels: list[tuple[int, str]]
+    """``(level, name)`` of the models shown: 0 (original), 1 (output randomised), the last level."""
+    maps: dict[tuple[str, int], np.ndarray]
+    """``(method, level)`` → map at the agent's input resolution."""
+    spearman: dict[tuple[str, int], float]
+    """``(method, level)`` → Spearman similarity with the original model's map (sign-invariant, as the sweep)."""
+
+
+def _median_state(table: pd.DataFrame) -> int:
+    """The state whose NS-original Spearman similarity after the first level is the (lower) median."""
+    t = table[(table["method"] == "ns_original") & (table["level"] == 1) & (table["measure"] == "spearman")]
+    t = t.dropna(subset=["value"]).sort_values(["value", "state"], kind="stable")
+    if t.empty:
+        return int(table["state"].min())
+    return int(t["state"].iloc[(len(t) - 1) // 2])
+
+
+def _model_at(agent, level: int, seed: int):
+    """The sweep's model with the first ``level`` layer groups randomised (cascading, Glorot); 0: ``agent``."""
+    from ..metrics import randomised_models
+
+    if level == 0:
+        return agent
+    return list(randomised_models(agent, order="cascading", init="glorot", seed=seed, levels=level))[-1][2]
+
+
+def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | Note, *,
+               state: int | None = None) -> NSExample | Note:
+    """NS original and NS chosen maps of one sweep state: original, output-randomised and fully randomised model.
+
+    The models are the sweep's (:func:`~saliency_lib.metrics.randomised_models`, cascading,
+    Glorot, seed ``cfg.seed``) and the explainers use the sweep's parameters for the agent,
+    so the similarities equal the table's rows for that state. ``state`` defaults to the
+    state with the median NS-original similarity after the first level. Each map is
+    cached as ``.npy`` under ``<results_dir>/_local/media``.
+    """
+    import torch
+
+    from ..explainers import get_explainer
+    from ..metrics import ConstantMapWarning
+    from ..metrics.similarity import spearman
+    from .sweep import study_states
+
+    if isinstance(table, Note):
+        return table
+    if not who:
+        return who.note()
+    torch.set_num_threads(1)
+    agent = load(who.spec, cfg.device)
+    spec = sweep_specs(cfg, who.spec)[0]
+    states, scfg = study_states(who.spec, spec.n_states, seed=spec.state_seed, results_dir=cfg.results_dir)
+    i = _median_state(table) if state is None else int(state)
+    if not 0 <= i < len(states):
+        raise ValueError(f"state must index the {len(states)} sweep states, got {state!r}")
+    groups = agent.layer_groups()
+    levels = [(0, "original"), (1, groups[0][0]), (len(groups), groups[-1][0])]
+    target = int(states.actions[i])
+    hidden = None if states.hidden is None else tuple(h[i:i + 1].to(agent.device) for h in states.hidden)
+    x = states.states[i:i + 1].to(agent.device)
+    maps: dict[tuple[str, int], np.ndarray] = {}
+    for method in NS_METHODS:
+        params = dict(spec.params.get(method, {}))
+        explainer_config = {k: v for k, v in get_explainer(method, agent, **params).config.items() if k != "batch_size"}
+        for level, _ in levels:
+            config = {"what": "sanity_ns_map", "agent": who.spec, "sha256": agent.meta.get("sha256"),
+                      "states": config_hash(scfg), "state": i, "explainer": explainer_config, "target": target,
+                      "level": level, "order": "cascading", "init": "glorot", "seed": cfg.seed}
+
+            def make(path, method=method, level=level, params=params):
+                model = _model_at(agent, level, cfg.seed)
+                res = get_explainer(method, model, **params).attribute(x, target=torch.tensor([target]), hidden=hidden)
+                with open(path, "wb") as f:
+                    np.save(f, res.maps[0].detach().cpu().numpy().astype(np.float32))
+
+            maps[(method, level)] = np.load(cached_file("sanity_ns_map", config, ".npy", make,
+                                                        results_dir=cfg.results_dir))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantMapWarning)
+        rho = {(m, lv): spearman(maps[(m, 0)], maps[(m, lv)], sign_invariant=True) for m in NS_METHODS for lv, _ in levels}
+    return NSExample(who, agent.preset, states.frames[i], i, int(states.steps[i]), target, levels, maps, rho)
+
+
+def ns_example_figure(ex: NSExample | Note, *, dpi: int = 100):
+    """The example's maps overlaid on the raw frame: rows NS original / NS chosen, columns the three models."""
+    from matplotlib import cm, colors
+    from matplotlib.figure import Figure
+
+    if isinstance(ex, Note):
+        return ex
+    fig = Figure(figsize=(2.3 * len(ex.levels) + 0.6, 6.4), layout="constrained")
+    axes = fig.subplots(len(NS_METHODS), len(ex.levels), squeeze=False)
+    heads = {0: "original model"}
+    for r, m in enumerate(NS_METHODS):
+        for c, (lv, name) in enumerate(ex.levels):
+            ax = axes[r][c]
+            ax.imshow(overlay_map(ex.frame, ex.maps[(m, lv)], preset=ex.preset, game=ex.agent.game), interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            head = heads.get(lv, f"{name} randomised" if c == 1 else "all layers randomised")
+            rho = ex.spearman[(m, lv)]
+            ax.set_title(head + ("" if lv == 0 else f"\nρ = {rho:.2f}" if np.isfinite(rho) else "\nρ undefined"), fontsize=8)
+            if c == 0:
+                ax.set_ylabel(_label(m), fontsize=9)
+    fig.colorbar(cm.ScalarMappable(colors.Normalize(0, 1), "inferno"), ax=axes, orientation="horizontal",
+                 fraction=0.04, shrink=0.6, label="saliency, min-max normalised per map")
+    fig.suptitle(f"{ex.agent.label[0].upper() + ex.agent.label[1:]}, {ex.agent.game}: sweep state {ex.state} "
+                 f"(step {ex.step})", fontsize=9)
+    return figure_image(fig, dpi=dpi)
+
+
+# -- the paper's numbers -----------------------------------------------------------------------
+
+def paper_comparison(tables: dict[str, pd.DataFrame | Note], summaries: dict[str, pd.DataFrame | Note]
+                     ) -> pd.DataFrame | Note:
+    """Similarity after randomising only the output layer(s): Huber et al.'s per-state range beside ours.
+
+    ``tables`` and ``summaries`` map agent titles to :func:`sanity_results` and
+    :func:`layer_summary` output. Returns one row per (method, measure) of
+    :data:`PAPER_OUTPUT_LAYER` with ``paper`` (min–max over states) and, per agent,
+    ``<title>: range`` and ``<title>: mean [CI]`` at level 1.
+    """
+    rows = []
+    for method, measures in PAPER_OUTPUT_LAYER.items():
+        for meas, (lo, hi) in measures.items():
+            row = {"Method": _label(method), "Measure": MEASURE_LABELS[meas], "Huber et al.: range": f"{lo:.2f}–{hi:.2f}"}
+            for title, t in tables.items():
+                s = summaries.get(title)
+                if isinstance(t, Note) or isinstance(s, Note) or s is None:
+                    continue
+                v = t[(t["method"] == method) & (t["level"] == 1) & (t["measure"] == meas)]["value"].dropna()
+                r = s[(s["method"] == method) & (s["level"] == 1) & (s["measure"] == meas)]
+                row[f"{title}: range"] = f"{v.min():.2f}–{v.max():.2f}" if len(v) else "–"
+                row[f"{title}: mean [CI]"] = (_ci(r["mean"].iloc[0], r["ci_low"].iloc[0], r["ci_high"].iloc[0])
+                                               if len(r) else "–")
+            rows.append(row)
+    if not any(k.endswith(": range") and not k.startswith("Huber") for r in rows for k in r):
+        return Note("No results of the study's agents to compare with the paper.", title="No results")
+    return pd.DataFrame(rows)
+
+
+def style_paper(table: pd.DataFrame | Note, caption: str):
+    """The paper comparison as a captioned Styler (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    return table.style.hide(axis="index").set_caption(caption)
+
+
+# -- generated text ----------------------------------------------------------------------------
+
+_TINY = "*These numbers come from the `tiny` profile (very few states, coarse parameters) and mean nothing.*"
+
+
+def _names(methods) -> str:
+    items = [f"**{_label(m)}**" for m in methods]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
+
+
+def _row(s: pd.DataFrame, method: str, level: int, measure: str = "spearman") -> pd.Series | None:
+    r = s[(s["method"] == method) & (s["level"] == level) & (s["measure"] == measure)]
+    return r.iloc[0] if len(r) else None
+
+
+def ns_summary(summaries: dict[str, pd.DataFrame | Note], *, profile: str = "quick"):
+    """Markdown sentences on NS original against NS chosen after randomising the output layer(s), per agent.
+
+    Whether Huber et al.'s finding is reproduced is only judged on at least :data:`MIN_STATES` states.
+    """
+    from IPython.display import Markdown
+
+    text = []
+    for title, s in summaries.items():
+        if isinstance(s, Note) or s.empty:
+            continue
+        o, c = _row(s, "ns_original", 1), _row(s, "ns_chosen", 1)
+        if o is None or c is None:
+            continue
+        layer = o["layer"]
+        sent = (f"For the {title}, randomising only the `{layer}` group leaves NS original at a mean Spearman "
+                f"similarity of {_ci(o['mean'], o['ci_low'], o['ci_high'])} to its original map, and NS chosen action "
+                f"at {_ci(c['mean'], c['ci_low'], c['ci_high'])} ({int(o['n'])} states).")
+        if min(o["n"], c["n"]) < MIN_STATES:
+            sent += f" Fewer than {MIN_STATES} states are too few to compare the two variants."
+        elif np.isfinite(o["ci_low"]) and np.isfinite(c["ci_high"]) and o["ci_low"] > c["ci_high"]:
+            sent += (" NS original stays clearly more similar, and the confidence intervals do not overlap: "
+                     "Huber et al.'s finding is reproduced here.")
+        elif np.isfinite(c["ci_low"]) and np.isfinite(o["ci_high"]) and c["ci_low"] > o["ci_high"]:
+            sent += " Here NS chosen action stays more similar, the opposite of Huber et al.'s finding."
+        elif o["mean"] > c["mean"]:
+            sent += (" NS original stays more similar on average, as Huber et al. found, but the confidence "
+                     "intervals overlap, so these states do not settle the difference.")
+        else:
+            sent += " On these states NS original is not the more similar variant, unlike in Huber et al."
+        text.append(sent)
+    if not text:
+        return Note("No Noise Sensitivity results to summarise.", title="No results")
+    if profile == "tiny":
+        text.append(_TINY)
+    return Markdown("\n\n".join(text))
+
+
+def discussion(verdicts: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFrame | Note], *,
+               threshold: float = THRESHOLD, profile: str = "quick"):
+    """Markdown: verdicts per agent, the most and least parameter-dependent methods, maps the first level leaves unchanged."""
+    from IPython.display import Markdown
+
+    text = []
+    for title, v in verdicts.items():
+        if not isinstance(v, pd.DataFrame) or v.empty:
+            continue
+        groups = {k: list(v.loc[v["verdict"] == k, "method"])
+                  for k in ("passes", "fails", "undecided", "no data", "too few states")}
+        layer = v["layer"].iloc[0]
+        parts = [f"{len(groups['passes'])} of {len(v)} methods {'passes' if len(groups['passes']) == 1 else 'pass'} the test"
+                 + (f" ({_names(groups['passes'])})" if groups["passes"] else "")]
+        if groups["fails"]:
+            k = len(groups["fails"])
+            parts.append(f"{k} fail{'s' if k == 1 else ''} ({_names(groups['fails'])})")
+        if groups["undecided"]:
+            k = len(groups["undecided"])
+            parts.append(f"{k} {'is' if k == 1 else 'are'} undecided ({_names(groups['undecided'])})")
+        if groups["no data"]:
+            k = len(groups["no data"])
+            parts.append(f"{k} {'has' if k == 1 else 'have'} too few finite values for a CI ({_names(groups['no data'])})")
+        if groups["too few states"]:
+            k = len(groups["too few states"])
+            parts.append(f"{k} {'has' if k == 1 else 'have'} results on fewer than {MIN_STATES} states, too few "
+                         f"for a verdict ({_names(groups['too few states'])})")
+        sent = (f"For the {title}, once every layer down to `{layer}` is randomised and with a Spearman "
+                f"threshold of {threshold:.2f}, " + "; ".join(parts) + ".")
+        ok = v.dropna(subset=["spearman"])
+        if len(ok) >= 2:
+            hi, lo = ok.loc[ok["spearman"].idxmax()], ok.loc[ok["spearman"].idxmin()]
+            sent += (f" The map most similar to its original is that of **{_label(hi['method'])}** "
+                     f"(ρ = {hi['spearman']:.2f}), the least similar that of **{_label(lo['method'])}** "
+                     f"(ρ = {lo['spearman']:.2f}).")
+        s = summaries.get(title)
+        if isinstance(s, pd.DataFrame) and len(s):
+            first = s[(s["level"] == 1) & (s["measure"] == "spearman")]
+            same = first[first["ci_low"] >= 0.999]["method"].tolist()
+            if same:
+                sent += (f" Randomising the first group (`{first['layer'].iloc[0]}`) leaves the maps of "
+                         f"{_names(same)} unchanged (every state's ρ ≥ 0.999).")
+                if any(m.startswith("mask_") for m in same):
+                    sent += (" The Mask-A3C masks are computed before the heads, so no change of the heads can "
+                             "reach them; the test of the masks starts at the attention layer.")
+        text.append(sent)
+    if not text:
+        return Note("No sanity-check results to discuss.", title="No results")
+    if profile == "tiny":
+        text.append(_TINY)
+    return Markdown("\n\n".join(text))

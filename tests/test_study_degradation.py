@@ -1,0 +1,284 @@
+"""Chapter 4 (input degradation): the paper's table, AUC tables, rankings, comparisons and paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
+from saliency_lib.results import to_table
+from saliency_lib.study import degradation as dg
+from saliency_lib.study.display import Note
+
+DQN, A3C = "data/agents/dqn-Breakout-toy", "official:Breakout"
+PRESETS = {DQN: "dqn", A3C: "mask_a3c"}
+
+
+@pytest.fixture(autouse=True)
+def _presets(monkeypatch):
+    """Agent kinds of the synthetic tables' specs, without loading checkpoints."""
+    monkeypatch.setattr(dg, "_preset", lambda spec: PRESETS.get(spec, "dqn"))
+
+
+def _rows(agent: str, base: dict, *, measures=("q_ratio", "advantage"), n_states: int = 12, steps: int = 4,
+          experiments=("insertion", "deletion"), substrates=("black", "random", "blur")) -> pd.DataFrame:
+    """A tidy table whose per-state AUC of ``method`` is ``base[method] + 0.01·state`` in every setting."""
+    parts = []
+    for exp in experiments:
+        for sub in substrates:
+            for method, b in base.items():
+                recs = []
+                jitter = np.random.default_rng(len(parts)).uniform(0, 0.005, n_states)  # no tied differences
+                for st in range(n_states):
+                    auc = b + 0.01 * st + jitter[st]
+                    for m in measures:
+                        recs.append({"state": st, "measure": f"{m}_auc", "value": auc})
+                        recs.append({"state": st, "measure": f"{m}_auc_trapz", "value": -99.0})
+                        recs += [{"state": st, "step": t, "measure": m, "value": auc * t / steps}
+                                 for t in range(steps + 1)]
+                    recs.append({"state": st, "step": 0, "measure": "q[0]", "value": 1.0})
+                parts.append(to_table(pd.DataFrame(recs), experiment=exp, agent=agent, game="Breakout", method=method,
+                                      substrate=sub, higher_is_better=exp == "insertion", seed=0))
+    return pd.concat(parts, ignore_index=True)
+
+
+BASE = {"occlusion": 3.0, "rise": 2.0, "sarfa": 1.0, "random": 0.5}
+
+
+@pytest.fixture(scope="module")
+def table():
+    return _rows(DQN, BASE)
+
+
+# -- the paper's table ---------------------------------------------------------------------------
+
+def test_paper_table_is_complete_typed_and_matches_the_bold_cells():
+    p = dg.PAPER_AUC
+    assert len(p) == 4 * 2 * 2 * 8 and not p[["mean", "std"]].isna().any().any()
+    assert str(p["mean"].dtype) == "float64" and str(p["method"].dtype) == "string"
+    cell = p[(p.game == "MsPacman") & (p.substrate == "black") & (p.measure == "q_ratio") & (p.method == "occlusion")]
+    assert cell[["mean", "std"]].to_numpy().tolist() == [[3.081, 3.178]]
+    # the bold (best non-random) cells of reference §6.1, row by row (Pac-Man, Breakout, Frostbite, Space Inv.)
+    bold = {("black", "q_ratio"): ["occlusion", "lime_felzenszwalb", "occlusion", "lime_slic"],
+            ("black", "advantage"): ["sarfa", "lime_slic", "sarfa", "sarfa"],
+            ("random", "q_ratio"): ["rise", "lime_quickshift", "rise", "rise"],
+            ("random", "advantage"): ["rise", "rise", "ns_original", "lime_felzenszwalb"]}
+    for (sub, meas), best in bold.items():
+        got = [dg._best_non_random(p[(p.game == g) & (p.substrate == sub) & (p.measure == meas)].set_index("method")["mean"])
+               for g in dg.PAPER_GAMES]
+        assert got == best, (sub, meas)
+
+
+def test_paper_factors_are_counted_from_the_paper_table():
+    text = dg.paper_factors_summary().data
+    assert "SARFA is best under black insertion with the advantage in Ms. Pac-Man, Frostbite and Space Invaders" in text
+    assert "the random map has the highest mean of all columns in Frostbite and Space Invaders" in text
+    assert "in 4 of 4 games under black insertion" in text
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+def test_config_coerces_papermill_values_and_rejects_bad_ones():
+    cfg = dg.DegradationChapter(agent="None", seed=2.0, alpha="0.1", profile="tiny")
+    assert cfg.agent is None and cfg.seed == 2 and cfg.alpha == 0.1 and cfg.n_resamples == dg.BOOTSTRAP_RESAMPLES["tiny"]
+    assert "profile `tiny`" in cfg._repr_markdown_()
+    assert dg.chapter_agents(dg.DegradationChapter(agent="a, official:Breakout")) == ["a", "official:Breakout"]
+    with pytest.raises(ValueError, match="unknown profile"):
+        dg.DegradationChapter(profile="fast")
+    with pytest.raises(ValueError, match="unknown executor"):
+        dg.DegradationChapter(executor="slurm")
+    with pytest.raises(ValueError, match="alpha must lie in"):
+        dg.DegradationChapter(alpha=1.5)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        dg.DegradationChapter(seed="x")
+
+
+# -- AUC tables ----------------------------------------------------------------------------------
+
+def test_auc_summary_uses_the_plain_mean_auc_only(table):
+    s = dg.auc_summary(table, n_resamples=100)
+    assert len(s) == 2 * 3 * 2 * len(BASE)  # experiments × substrates × measures × methods
+    occ = s[(s.method == "occlusion") & (s.experiment == "insertion") & (s.substrate == "black") & (s.measure == "q_ratio")]
+    raw = table[(table.method == "occlusion") & (table.experiment == "insertion") & (table.substrate == "black")
+                & (table.measure == "q_ratio_auc")]["value"].to_numpy()
+    assert len(raw) == 12 and occ["mean"].iloc[0] == pytest.approx(raw.mean())  # not the _auc_trapz rows (-99)
+    assert occ["std"].iloc[0] == pytest.approx(raw.std()) and 3.05 < raw.mean() < 3.065
+    assert set(s.loc[s.experiment == "deletion", "higher_is_better"]) == {False}
+
+
+def test_paper_layout_puts_our_rows_under_the_papers(table):
+    s = dg.auc_summary(pd.concat([table, _rows(A3C, BASE, measures=("value", "prob"))]), n_resamples=50)
+    t = dg.paper_layout_table(s, "black", "q_ratio")
+    assert list(t.columns[:8]) == ["Occl", "NS", "SARFA", "RISE", "LIME-Felz", "LIME-Quick", "LIME-SLIC", "Rnd"]
+    assert list(t.index[:4]) == ["Huber et al.: Pac-Man", "Huber et al.: Breakout", "Huber et al.: Frostbite",
+                                 "Huber et al.: Space Inv."]
+    assert t.loc["Huber et al.: Breakout", "LIME-Felz"] == "7.477±9.622"
+    ours, a3c = f"Ours: {dg.agent_label(DQN)}", f"Ours: {dg.agent_label(A3C)}, state value V"
+    occ = s[(s.agent == DQN) & (s.method == "occlusion") & (s.experiment == "insertion") & (s.substrate == "black")
+            & (s.measure == "q_ratio")].iloc[0]
+    assert t.loc[ours, "Occl"] == f"{occ['mean']:.3f}±{occ['std']:.3f}" and t.loc[ours, "NS"] == "NA"
+    assert t.attrs["best"][ours] == "Occl" and t.attrs["best"][a3c] == "Occl"  # Rnd is never "best"
+    html = dg.style_paper_layout(t, "cap").to_html()
+    assert "font-weight: bold" in html and "cap" in html
+    with pytest.raises(ValueError, match="the paper has insertion tables"):
+        dg.paper_layout_table(s, "blur", "q_ratio")
+
+
+def test_our_auc_table_and_missing_agents(table):
+    s = dg.auc_summary(table, n_resamples=50)
+    t = dg.our_auc_table(s, "dqn")
+    assert len(t) == 12 and t.index[0] == ("insertion", "black", "Q-ratio") and t.index[-1] == ("deletion", "blur", "advantage")
+    assert t.attrs["best"][("deletion", "black", "Q-ratio")] == "SARFA"  # lowest deletion AUC wins
+    assert t.attrs["best"][("insertion", "black", "Q-ratio")] == "Occl"
+    assert (dg._bold_cells(t, t.attrs["best"]) != "").to_numpy().sum() == 12  # one bold cell per row
+    assert "font-weight: bold" in dg.style_our_aucs(t, "cap").to_html()
+    note = dg.our_auc_table(s, "mask_a3c")
+    assert isinstance(note, Note) and "No Mask-A3C agent" in note.title
+    assert dg.style_our_aucs(note, "cap") is note  # a Note passes through
+    assert dg.auc_summary(note) is note
+
+
+# -- rankings ------------------------------------------------------------------------------------
+
+def test_rankings_find_the_consistent_order_significant(table):
+    r = dg.rankings(table, n_resamples=50)
+    ins = r[(r.experiment == "insertion") & (r.substrate == "black") & (r.measure == "q_ratio")]
+    assert ins["method"].tolist() == ["occlusion", "rise", "sarfa", "random"]
+    assert set(ins.iloc[0]["better_than"].split(", ")) == {"rise", "sarfa", "random"}
+    dele = r[(r.experiment == "deletion") & (r.substrate == "black") & (r.measure == "q_ratio")]
+    assert dele["method"].tolist()[0] == "random"  # lower is better in deletion
+    html = dg.style_rankings(r, "dqn", "insertion", "cap").to_html()
+    assert "font-weight: bold" in html and "#d9f2d9" in html and "#f8d7d7" not in html
+    d = dg.ranking_detail(r, "dqn")
+    assert d.attrs["measure"] == "q_ratio" and set(d["Significantly better than"].iloc[0].split(", ")) == {"RISE", "SARFA", "Rnd"}
+    text = dg.significance_summary(r).data
+    assert "72 of 72 pairwise differences (100 %)" in text  # 12 settings × 6 pairs
+    assert "beats the random map significantly in 18 and loses to it significantly in 18 of 36" in text
+
+
+def test_rankings_with_two_states_say_nothing_is_significant():
+    r = dg.rankings(_rows(DQN, BASE, n_states=2), n_resamples=20)
+    assert (r["better_than"] == "").all()
+    assert "no paired Wilcoxon test can reach significance" in dg.significance_summary(r).data
+
+
+# -- beside the paper ----------------------------------------------------------------------------
+
+def _as_paper(game: str, sub: str, meas: str, *, reverse: bool = False) -> dict:
+    p = dg.PAPER_AUC[(dg.PAPER_AUC.game == game) & (dg.PAPER_AUC.substrate == sub) & (dg.PAPER_AUC.measure == meas)]
+    means = p.set_index("method")["mean"]
+    return {m: (-v if reverse else v) for m, v in means.items() if m in ("occlusion", "ns_original", "sarfa", "rise", "lime_slic", "random")}
+
+
+def test_rank_agreement_is_one_for_the_papers_order_and_minus_one_reversed():
+    same = dg.auc_summary(_rows(DQN, _as_paper("Breakout", "black", "q_ratio"), n_states=4,
+                                substrates=("black",), experiments=("insertion",)), n_resamples=20)
+    side = dg.side_by_side(same, "Breakout")
+    a = dg.rank_agreement(side)
+    q = a[a.paper_measure == "q_ratio"].iloc[0]
+    assert q["spearman"] == pytest.approx(1.0) and q["kendall"] == pytest.approx(1.0)
+    assert q["paper_best"] == q["our_best"] == "lime_slic"
+    rev = dg.rank_agreement(dg.side_by_side(dg.auc_summary(_rows(
+        DQN, _as_paper("Breakout", "black", "q_ratio", reverse=True), n_states=4, substrates=("black",),
+        experiments=("insertion",)), n_resamples=20), "Breakout"))
+    assert rev[rev.paper_measure == "q_ratio"]["spearman"].iloc[0] == pytest.approx(-1.0)
+    wide = dg.style_side_by_side(side, "cap").data
+    assert wide.loc[(dg.agent_label(DQN), "LIME-SLIC"), ("black, Q-ratio", "Huber et al.")] == "6.118 (1)"
+    assert wide.loc[(dg.agent_label(DQN), "Rnd"), ("black, Q-ratio", "ours")].endswith("(5)")
+    assert "1.00 (p = " in dg.style_agreement(a, "cap").to_html()
+    text = dg.comparison_summary(a, "Breakout").data
+    assert "black insertion with the Q-ratio (LIME-SLIC)" in text
+    assert "Mask-A3C" not in text
+
+
+def test_side_by_side_refuses_games_the_paper_did_not_run(table):
+    note = dg.side_by_side(dg.auc_summary(table, n_resamples=20), "Seaquest")
+    assert isinstance(note, Note) and "not Seaquest" in note.text
+    assert dg.rank_agreement(note) is note and dg.comparison_summary(note, "Seaquest") is note
+
+
+def test_factors_summary_reports_winners_per_measure_and_substrate():
+    t = pd.concat([_rows(DQN, BASE, measures=("q_ratio",), experiments=("insertion",)),
+                   _rows(DQN, {"occlusion": 1.0, "rise": 2.0, "sarfa": 3.0, "random": 0.5}, measures=("advantage",),
+                         experiments=("insertion",))])
+    s, r = dg.auc_summary(t, n_resamples=20), dg.rankings(t, n_resamples=20)
+    text = dg.factors_summary(s, r).data
+    assert "differs on 3 of 3 substrates" in text and "black: Occl vs SARFA, ρ = 0.20" in text  # random is last in both orders
+    assert "changes with the substrate for 0 of 2 measures" in text
+
+
+# -- curves and paths ----------------------------------------------------------------------------
+
+def test_curve_bands():
+    v = np.array([[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [4.0, 5.0, 6.0]])
+    mean, lo, hi = dg.curve_bands(v, n_resamples=500)
+    assert np.allclose(mean, [2, 3, 4]) and (lo <= mean).all() and (hi >= mean).all() and (hi > lo).all()
+    one = dg.curve_bands(v[:1])
+    assert np.array_equal(one[1], one[0]) and np.array_equal(one[2], one[0])
+    same = dg.curve_bands(np.ones((5, 3)))
+    assert np.allclose(same[1], 1) and np.allclose(same[2], 1)
+    with pytest.raises(ValueError, match="n_states, n_steps"):
+        dg.curve_bands(np.ones(3))
+
+
+def test_curves_figure_draws_an_image_or_says_what_is_missing(table):
+    img = dg.curves_figure(table, "dqn", "insertion", n_resamples=20, dpi=30)
+    assert img.data[:4] == b"\x89PNG"
+    assert isinstance(dg.curves_figure(table, "mask_a3c", "insertion"), Note)
+
+
+@pytest.fixture(scope="module")
+def toy_agent():
+    torch.manual_seed(0)
+    return QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
+
+
+@pytest.mark.parametrize("substrate", ["black", "random", "blur"])
+def test_degraded_images_are_the_metrics_inputs(toy_agent, substrate):
+    from saliency_lib.metrics import Insertion, make_substrate
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(1, 4, 84, 84, generator=g)
+    sal = torch.rand(84, 84, generator=g).numpy()
+    steps = np.array([0, 1, 7, 40, 84])
+    imgs = dg.degraded_images(x[0], sal, substrate=substrate, fractions=steps * 84 / 7056, seed=3, state_id=5)
+    sub = make_substrate(x, substrate, seed=3, state_ids=[5])[0]
+    assert torch.equal(imgs[0], sub) and torch.equal(imgs[-1], x[0])
+    with torch.no_grad():
+        q = toy_agent(imgs)["q"].numpy()
+    ref = Insertion(substrate=substrate, seed=3).curves(toy_agent, x, sal[None], state_ids=[5])["scores"][0]
+    assert np.allclose(q, ref[steps], atol=1e-5)
+    dele = dg.degraded_images(x[0], sal, substrate=substrate, fractions=[0.0, 1.0], mode="deletion", seed=3, state_id=5)
+    assert torch.equal(dele[0], x[0]) and torch.equal(dele[1], sub)
+
+
+def test_degraded_images_reject_bad_input():
+    x = torch.zeros(4, 8, 8)
+    with pytest.raises(ValueError, match="saliency must have shape"):
+        dg.degraded_images(x, np.zeros((4, 4)), substrate="black", fractions=[0.5])
+    with pytest.raises(ValueError, match="fractions must be"):
+        dg.degraded_images(x, np.zeros((8, 8)), substrate="black", fractions=[1.5])
+    with pytest.raises(ValueError, match="mode must be"):
+        dg.degraded_images(x, np.zeros((8, 8)), substrate="black", fractions=[0.5], mode="sanity")
+
+
+# -- the study's rows ----------------------------------------------------------------------------
+
+def test_degradation_results_reuse_the_study_units_without_sanity(toy_agent, tmp_path, monkeypatch):
+    from saliency_lib.study import sweep as sw
+
+    d = tmp_path / "dqn-Breakout-toy"
+    save_agent(toy_agent, d)
+    spec = sw.SweepSpec(agents=(str(d),), methods=("gradient",), n_states=2, chunk=2)
+    monkeypatch.setattr(sw, "profile_specs", lambda *a, **k: [spec])
+    cfg = dg.DegradationChapter(agent=str(d), profile="tiny", results_dir=str(tmp_path / "r"))
+    res = dg.degradation_results(cfg)
+    assert set(res["experiment"]) == {"insertion", "deletion"} and set(res["method"]) == {"gradient", "random"}
+    assert not (tmp_path / "r" / "sweep" / "sanity").exists()
+    units, _ = sw.plan_units(spec, results_dir=tmp_path / "r")  # the full study spec, sanity included
+    stored = {p.stem for p in (tmp_path / "r" / "sweep" / "degradation").glob("*.parquet")}
+    assert stored == {u.key for u in units if u.experiment == "degradation"}
+    none = dg.degradation_results(dg.DegradationChapter(game="Pong", results_dir=str(tmp_path)))
+    assert isinstance(none, Note) and "No agent to evaluate for Pong" in none.text

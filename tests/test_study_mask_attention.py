@@ -1,0 +1,334 @@
+"""Chapter 5's library (saliency_lib.study.mask_attention): mask statistics, plays, ranking, A3C vs Mask-A3C.
+
+Our own actor-critic agents are not trained yet, so the tests save tiny untrained
+MaskA3CNet agents (and synthetic shipped-agent folders with logs) in temporary
+directories; every cache goes to a temporary ``results_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from saliency_lib.study import mask_attention as ma
+from saliency_lib.study.display import Note
+
+
+def _save_ac(agents_dir, variant: str, seed: int = 0, game: str = "Breakout"):
+    from saliency_lib.agents import build_agent, save_agent
+
+    torch.manual_seed(seed)
+    agent = build_agent("MaskA3CNet", {"n_actions": 4, "variant": variant}, game=game, preset="mask_a3c")
+    return save_agent(agent, agents_dir / f"a3c-{game}-{variant}-s{seed}", algo="a3c-sync", variant=variant,
+                      seed=seed, frames=4_000)
+
+
+@pytest.fixture(scope="module")
+def agents_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("agents")
+    for v in ("double", "policy", "none"):
+        _save_ac(d, v)
+    return d
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("results"))
+
+
+def _play(masks: dict, n: int = 5, label: str = "toy agent") -> ma.MaskPlay:
+    return ma.MaskPlay(spec="toy", label=label, game="Breakout", steps=np.arange(n), episode=np.zeros(n, int),
+                       actions=np.zeros(n, int), value=np.linspace(0, 1, n), reset=np.r_[True, np.zeros(n - 1, bool)],
+                       masks=masks, frames={0: np.zeros((210, 160, 3), np.uint8), n - 1: np.zeros((210, 160, 3), np.uint8)},
+                       action_names=("NOOP", "FIRE", "RIGHT", "LEFT"))
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+def test_config_accepts_papermill_values_and_rejects_bad_ones():
+    cfg = ma.MaskAttentionChapter(steps="25", filmstrip=4.0, top="0.2", seed="3", profile="tiny")
+    assert (cfg.steps, cfg.filmstrip, cfg.top, cfg.seed) == (25, 4, 0.2, 3)
+    assert cfg.play_steps == 25 and cfg.official == "official:Breakout"
+    assert ma.MaskAttentionChapter(profile="tiny", steps="None").play_steps == ma.PLAY_STEPS["tiny"]
+    assert "40 agent steps" in ma.MaskAttentionChapter(profile="tiny")._repr_markdown_()
+    with pytest.raises(ValueError, match="top must be a fraction"):
+        ma.MaskAttentionChapter(top=0)
+    with pytest.raises(ValueError, match="substrate must be one of"):
+        ma.MaskAttentionChapter(substrate="gray")
+    with pytest.raises(ValueError, match="executor must be one of"):
+        ma.MaskAttentionChapter(executor="slurm")
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        ma.MaskAttentionChapter(steps=0)
+    with pytest.raises(ValueError, match="unknown profile"):
+        ma.MaskAttentionChapter(profile="huge")
+
+
+# -- per-step statistics ---------------------------------------------------------------------
+
+def test_mask_statistics_on_hand_computable_masks():
+    uniform = np.full((1, 2, 2), 0.5)
+    peak = np.array([[[1.0, 0.0], [0.0, 0.0]]])
+    m = np.concatenate([uniform, peak])
+    np.testing.assert_allclose(ma.mask_mass(m), [0.5, 0.25])
+    np.testing.assert_allclose(ma.mask_fraction_open(m), [0.0, 0.25])  # 0.5 is not > 0.5
+    np.testing.assert_allclose(ma.mask_entropy(m), [1.0, 0.0], atol=1e-12)
+    assert np.isnan(ma.mask_entropy(np.zeros((1, 2, 2))))[0]
+    with pytest.raises(ValueError, match="non-negative"):
+        ma.mask_entropy(-m)
+    with pytest.raises(ValueError, match=r"shape \(N, H, W\)"):
+        ma.mask_mass(np.ones((2, 2)))
+
+
+def test_topk_iou_spearman_and_chance_level():
+    a = np.arange(16, dtype=float).reshape(1, 4, 4)
+    assert ma.topk_iou(a, a, 0.25)[0] == 1.0
+    assert ma.topk_iou(a, -a, 0.25)[0] == 0.0  # top 4 vs bottom 4 cells
+    b = a.copy()
+    b[0, 3, 3] = -1  # one of the top 4 cells drops out: 3 shared of 5
+    assert ma.topk_iou(a, b, 0.25)[0] == pytest.approx(3 / 5)
+    np.testing.assert_allclose(ma.mask_spearman(np.concatenate([a, a]), np.concatenate([a, -a])), [1.0, -1.0])
+    with pytest.raises(ValueError, match="differ in shape"):
+        ma.topk_iou(a, a[:, :2], 0.25)
+    # two random 2-sets of 4 cells: overlap 0, 1, 2 with p 1/6, 4/6, 1/6 -> IoU 0, 1/3, 1
+    assert ma.chance_iou(4, 0.5) == pytest.approx(7 / 18)
+    assert ma.chance_iou(100, 0.01) == pytest.approx(0.01)
+    rng = np.random.default_rng(0)
+    mc = ma.topk_iou(rng.random((4000, 10, 10)), rng.random((4000, 10, 10)), 0.1).mean()
+    assert mc == pytest.approx(ma.chance_iou(100, 0.1), abs=0.01)
+
+
+def test_series_summary_and_sentence_from_a_synthetic_play():
+    from IPython.display import Markdown
+
+    rng = np.random.default_rng(1)
+    pol = rng.random((5, 10, 10)) * 0.2
+    val = pol.copy()
+    val[:, :2] = 0.9  # the value mask opens two rows more
+    play = _play({"policy": pol, "value": val})
+    s = ma.mask_series(play, top=0.1)
+    assert list(s["t"]) == list(range(5)) and s["reset"].tolist() == [True, False, False, False, False]
+    np.testing.assert_allclose(s["value_open"], 0.2)
+    assert (s["policy_open"] == 0).all() and (s["value_mass"] > s["policy_mass"]).all()
+    summary = ma.series_summary(play, Note("missing"), {"x": _play({"policy": pol}, label="policy-only agent")})
+    assert set(summary["agent"]) == {"toy agent", "policy-only agent"}
+    only = summary[summary["agent"] == "policy-only agent"].set_index("stat")
+    assert np.isnan(only.loc["iou", "mean"]) and np.isnan(only.loc["value_mass", "mean"])
+    html = ma.style_summary(summary, "Breakout", "cap").to_html()
+    assert "reference notes" in html and "0.12–0.16" in html and "20.0 % ± 0.0 %" in html
+    assert isinstance(ma.style_summary(summary.iloc[:0], "Breakout", "cap"), Note)
+    text = ma.summary_sentence(play, top=0.1)
+    assert isinstance(text, Markdown) and "Over the 5 steps of the toy agent" in text.data
+    assert f"{s['value_mass'].mean():.2f}" in text.data and "20.0 %" in text.data
+    assert ma.summary_sentence(Note("x")) is None
+
+
+def test_figures_draw_both_masks_and_pass_notes_through():
+    from IPython.display import Image
+
+    rng = np.random.default_rng(2)
+    play = _play({"policy": rng.random((5, 10, 10)), "value": rng.random((5, 10, 10))})
+    for img in (ma.filmstrip_figure(play, dpi=40), ma.series_figure(play, dpi=40)):
+        assert isinstance(img, Image) and img.data[:8] == b"\x89PNG\r\n\x1a\n"
+    single = _play({"policy": rng.random((5, 10, 10))})
+    assert isinstance(ma.series_figure(single, dpi=40), Image)  # no agreement panel data, still draws
+    note = Note("gone")
+    assert ma.filmstrip_figure(note) is note and ma.series_figure(note) is note
+
+
+# -- playing our own Mask-A3C agents -------------------------------------------------------------
+
+def test_conv_resets_and_filmstrip_indices():
+    h = torch.ones(4, 2, 3, 3)
+    h[0] = 0
+    h[2] = 0
+    c = torch.ones(4, 2, 3, 3)
+    c[0] = 0
+    assert ma.conv_resets((h, c)).tolist() == [True, False, False, False]  # step 2: h zero but c not
+    assert ma.filmstrip_indices(10, 4).tolist() == [0, 3, 6, 9]
+    assert ma.filmstrip_indices(3, 6).tolist() == [0, 1, 2]
+
+
+def test_mask_agents_finds_masked_actor_critics_only(agents_dir, tmp_path):
+    found = ma.mask_agents("Breakout", agents_dir)
+    assert sorted(found["variant"]) == ["double", "policy"]  # the 'none' agent has no mask
+    assert ma.mask_agents("MsPacman", agents_dir).empty
+    assert ma.mask_agents("Breakout", tmp_path / "nothing").empty
+
+
+def test_play_masks_records_and_caches_an_untrained_agent(agents_dir, results):
+    spec = str(agents_dir / "a3c-Breakout-double-s0")
+    play = ma.play_masks(spec, steps=6, seed=0, filmstrip=3, label="toy", results_dir=results)
+    assert len(play) == 6 and set(play.masks) == {"policy", "value"}
+    assert play.masks["policy"].shape == (6, 10, 10) and ((play.masks["value"] > 0) & (play.masks["value"] < 1)).all()
+    assert sorted(play.frames) == [0, 2, 5] and play.frames[0].shape == (210, 160, 3)
+    assert play.reset[0] and play.steps[0] == 0 and play.action_names[1] == "FIRE"
+    cached = ma.play_masks(spec, steps=6, seed=0, filmstrip=3, label="toy", results_dir=results)
+    np.testing.assert_array_equal(cached.masks["policy"], play.masks["policy"])
+    assert len(list((ma.repo_path(results) / "_local" / "media").glob("mask_play-*.npz"))) == 1
+    with pytest.raises(ValueError, match="has no attention masks"):
+        ma.play_masks(str(agents_dir / "a3c-Breakout-none-s0"), steps=2, results_dir=results)
+
+
+def test_our_agents_fill_the_tabs_or_say_they_are_missing(agents_dir, results, tmp_path):
+    import ipywidgets as w
+
+    cfg = ma.MaskAttentionChapter(profile="tiny", steps=4, filmstrip=2, results_dir=results, agents_dir=str(agents_dir))
+    plays = ma.our_mask_plays(cfg)
+    assert sorted(plays) == ["a3c-Breakout-double-s0", "a3c-Breakout-policy-s0"]
+    assert set(plays["a3c-Breakout-policy-s0"].masks) == {"policy"}
+    assert "policy-mask A3C" in plays["a3c-Breakout-policy-s0"].label
+    tabs = ma.our_filmstrips(plays, dpi=30)
+    assert isinstance(tabs, w.Tab) and len(tabs.children) == 2 and tabs.get_title(0) == "a3c-Breakout-double-s0"
+    empty = ma.MaskAttentionChapter(profile="tiny", results_dir=results, agents_dir=str(tmp_path))
+    note = ma.our_mask_plays(empty)
+    assert isinstance(note, Note) and "not trained yet" in note.title and "official agent only" in note.text
+    assert f"`{tmp_path.as_posix()}` holds no `a3c-Breakout-<variant>-s<seed>` agent" in note.text
+    default = ma.our_mask_plays(ma.MaskAttentionChapter(profile="tiny", agents_dir="data/no-such-agents"))
+    assert "`data/no-such-agents` holds no" in default.text  # shown relative to the repository
+    assert ma.our_filmstrips(note) is note
+
+
+def test_missing_official_agent_gives_notes():
+    cfg = ma.MaskAttentionChapter(game="Frostbite", profile="tiny")
+    for got in (ma.official_play(cfg), ma.official_table(cfg), ma.chapter_ranking(cfg)):
+        assert isinstance(got, Note) and "no Mask-A3C checkpoint for Frostbite" in got.text
+    assert ma.ranking_sentence(ma.chapter_ranking(cfg)) is None
+    assert isinstance(ma.style_ranking(ma.chapter_ranking(cfg), "cap"), Note)
+
+
+# -- the masks in the study's table ---------------------------------------------------------------
+
+def _rows(experiment, measure, values: dict, *, substrate=pd.NA, level=pd.NA, layer=pd.NA, agent="official:Breakout"):
+    return [{"experiment": experiment, "agent": agent, "game": "Breakout", "method": m, "substrate": substrate,
+             "state": s, "level": level, "layer": layer, "step": pd.NA, "measure": measure, "value": v}
+            for m, vs in values.items() for s, v in enumerate(vs)]
+
+
+def _table(agent="official:Breakout"):
+    ins = {"occlusion": [0.9, 0.8, 0.85, 0.95, 0.9, 0.88, 0.83, 0.97],
+           "mask_policy": [0.5, 0.6, 0.55, 0.52, 0.58, 0.51, 0.57, 0.53],
+           "random": [0.1, 0.2, 0.15, 0.12, 0.11, 0.13, 0.16, 0.14]}
+    rows = _rows("insertion", "prob_auc", ins, substrate="black", agent=agent)
+    rows += _rows("insertion", "prob_auc", {k: [1 - x for x in v] for k, v in ins.items()}, substrate="random", agent=agent)
+    rows += _rows("deletion", "prob_auc", ins, substrate="black", agent=agent)  # lower is better: order flips
+    sanity_full = {"occlusion": [0.2] * 8, "mask_policy": [0.05, 0.1, 0.08, 0.07, 0.06, 0.09, 0.04, 0.03]}
+    rows += _rows("sanity", "spearman", sanity_full, level=6, layer="conv1", agent=agent)
+    rows += _rows("sanity", "spearman", {"occlusion": [0.0] * 8, "mask_policy": [1.0] * 8}, level=1, layer="heads", agent=agent)
+    rows += _rows("sanity", "spearman", {"occlusion": [0.9] * 8, "mask_policy": [0.9] * 8}, layer="random_uniform", agent=agent)
+    df = pd.DataFrame(rows)
+    per_step = df.iloc[:3].assign(step=1, value=99.0)  # curve rows are ignored
+    return pd.concat([df, per_step], ignore_index=True)
+
+
+def test_method_ranking_uses_direction_substrate_and_full_randomisation():
+    r = ma.method_ranking(_table(), substrate="black")
+    assert list(r["criterion"].unique()) == ["ins_prob", "del_prob", "sanity"]  # no value_auc rows in the table
+    ins = r[r["criterion"] == "ins_prob"].set_index("method")
+    assert ins["rank"].to_dict() == {"occlusion": 1, "mask_policy": 2, "random": 3} and (ins["of"] == 3).all()
+    assert ins.loc["mask_policy", "mean"] == pytest.approx(np.mean([0.5, 0.6, 0.55, 0.52, 0.58, 0.51, 0.57, 0.53]))
+    assert ins.loc["mask_policy", "ci_low"] < ins.loc["mask_policy", "mean"] < ins.loc["mask_policy", "ci_high"]
+    assert ins.loc["mask_policy", "better_than"] == "random"  # 8 of 8 pairs: p = 0.008, Holm 0.023
+    assert ins.loc["mask_policy", "worse_than"] == "occlusion"
+    dele = r[r["criterion"] == "del_prob"].set_index("method")
+    assert dele["rank"].to_dict() == {"random": 1, "mask_policy": 2, "occlusion": 3}
+    san = r[r["criterion"] == "sanity"].set_index("method")
+    assert san.loc["mask_policy", "rank"] == 1 and san.loc["mask_policy", "layer"] == "conv1"
+    assert san.loc["occlusion", "mean"] == pytest.approx(0.2)  # level 6 only, not level 1 or the reference rows
+    other = ma.method_ranking(_table(), substrate="random").set_index(["criterion", "method"])
+    assert other.loc[("ins_prob", "random"), "rank"] == 1
+    with pytest.raises(ValueError, match="rows of one agent"):
+        ma.method_ranking(pd.concat([_table(), _table("dqn")]))
+
+
+def test_ranking_display_and_sentence():
+    r = ma.method_ranking(_table())
+    t = ma.ranking_display(r)
+    assert list(t["method"]) == ["Occlusion", "Policy mask", "Random"]  # order of the first criterion
+    assert t.loc[1, "insertion AUC, π(a) ↑"].endswith("] #2") and t.loc[2, "Spearman after full randomisation ↓"] == "–"
+    assert "font-weight: bold" in ma.style_ranking(r, "cap").to_html()
+    text = ma.ranking_sentence(r).data
+    assert "**policy mask** ranks #2 of 3 on insertion AUC, π(a)" in text and "#1 of 2 on Spearman" in text
+    assert "better than Random on insertion AUC, π(a)" in text and "at most 8 states" in text
+    assert "value mask" not in text  # the table has no value-mask rows
+
+
+def test_coarse_note_names_the_profiles_parameters():
+    from saliency_lib.study.sweep import SWEEP_PROFILES
+
+    n = SWEEP_PROFILES["quick"]["mask_a3c"][0]
+    quick = ma.coarse_note("quick").data
+    assert f"first {n} states" in quick and "coarser parameters" in quick and "occlusion patch = 4" in quick
+    assert "paper's parameters" in ma.coarse_note("full").data
+
+
+# -- A3C vs Mask-A3C ---------------------------------------------------------------------------
+
+def _shipped(agents_dir, variant, seed, score, frames=2_000_000, logs=True):
+    d = agents_dir / f"a3c-Breakout-{variant}-s{seed}"
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"algo": "a3c-sync", "game": "Breakout", "variant": variant, "seed": seed,
+                                             "frames": frames, "eval_score": score, "arch": "MaskA3CNet"}))
+    if logs:
+        f = np.arange(1, 11) * frames / 10
+        pd.DataFrame({"step": f / 4, "frames": f, "episode_score": np.linspace(0, score, 10)}).to_csv(d / "train_log.csv", index=False)
+        pd.DataFrame({"step": f[::5] / 4, "frames": f[::5], "eval_mean": [score / 2, score], "eval_std": [1.0, 2.0]}
+                     ).to_csv(d / "eval_log.csv", index=False)
+    return d
+
+
+def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_path):
+    agents, runs = tmp_path / "agents", tmp_path / "runs"
+    _shipped(agents, "none", 0, 10.0)
+    _shipped(agents, "double", 0, 30.0)
+    _shipped(agents, "double", 1, 50.0, logs=False)
+    (agents / "dqn-Breakout-s0").mkdir()
+    (agents / "dqn-Breakout-s0" / "meta.json").write_text(json.dumps({"algo": "dqn", "game": "Breakout"}))
+    pd.DataFrame({"agent": ["a3c-Breakout-double-s1"], "episodes": [10], "mean": [40.0], "std": [3.0]}).to_csv(
+        agents / "scores.csv", index=False)
+    (runs / "a3c-Breakout-value-s0").mkdir(parents=True)
+    pd.DataFrame({"frames": [100, 200], "episode_score": [1.0, 2.0]}).to_csv(runs / "a3c-Breakout-value-s0" / "train_log.csv", index=False)
+    (runs / "a3c-Breakout-double-s0").mkdir()  # the shipped copy wins
+    r = ma.actor_critic_runs("Breakout", agents, runs)
+    assert list(r["agent"]) == ["a3c-Breakout-none-s0", "a3c-Breakout-value-s0", "a3c-Breakout-double-s0",
+                                "a3c-Breakout-double-s1"]
+    by = r.set_index("agent")
+    assert by.loc["a3c-Breakout-double-s1", "mean"] == 40.0  # scores.csv beats meta.json's eval_score
+    assert by.loc["a3c-Breakout-double-s0", "mean"] == 30.0 and pd.isna(by.loc["a3c-Breakout-double-s1", "logs"])
+    assert not by.loc["a3c-Breakout-value-s0", "shipped"] and by.loc["a3c-Breakout-value-s0", "frames"] == 200
+    assert ma.actor_critic_runs("MsPacman", agents, runs).empty
+
+    t = ma.a3c_score_table(r, "Breakout")
+    ours = t[t["variant"] != "official"].set_index("variant")
+    assert list(ours.index) == ["none", "double"]  # the value run in progress has no final score
+    assert ours.loc["double", "mean"] == 35.0 and ours.loc["double", "seeds"] == 2
+    assert ours.loc["double", "sd_seeds"] == pytest.approx(np.std([30, 40], ddof=1)) and np.isnan(ours.loc["none", "sd_seeds"])
+    if ma.official_available("Breakout", logs=True):
+        off = t[t["variant"] == "official"].iloc[0]
+        assert off["frames"] == 2_000_000 and np.isfinite(off["mean"])
+    assert "Mask-A3C (both masks)" in ma.style_a3c_scores(t, "cap").to_html()
+
+    text = ma.a3c_sentence(t, "Breakout").data
+    assert "our Mask-A3C scores 35.0" in text and "our A3C 10.0" in text and "scores higher, by 25.0 points" in text
+    assert "single seed" in text and "in the direction of the paper's claim" in text
+    two = t.copy()
+    two.loc[two["variant"] == "none", ["seeds", "min", "max", "mean"]] = [2, 36.0, 60.0, 48.0]
+    text = ma.a3c_sentence(two, "Breakout").data
+    assert "scores lower" in text and "ranges overlap" in text and "against the paper's claim" in text
+
+    from IPython.display import Image
+
+    assert isinstance(ma.a3c_curves_figure(r, "Breakout", dpi=40), Image)
+
+
+def test_a3c_comparison_says_when_nothing_is_trained(tmp_path):
+    r = ma.actor_critic_runs("Breakout", tmp_path / "agents", tmp_path / "runs")
+    assert r.empty
+    for got in (ma.a3c_curves_figure(r, "Breakout"), ma.a3c_score_table(r, "Breakout")):
+        assert isinstance(got, Note) and "not trained yet" in got.title.lower()
+    assert "waits for our agents" in ma.a3c_sentence(ma.a3c_score_table(r, "Breakout"), "Breakout").data
+    only = pd.DataFrame([{"variant": "double", "model": "x", "seeds": 1, "frames": 1e6, "mean": 1.0}])
+    assert "only Mask-A3C (both masks)" in ma.a3c_sentence(only, "Breakout").data
