@@ -18,8 +18,11 @@ Environments: ale-py's C++ vector env in RGB (frame skip 4 with max over the las
 two raw frames, 1–30 NOOP starts, FIRE reset, a 40 000-frame cap), followed by our
 crop, RGB-mean gray, two-stage resize and per-environment running normalisation
 (:func:`saliency_lib.envs.process_mask_a3c_frame`). Life loss is detected from the
-lives counter; unlike the official soft reset, the game simply continues (no NOOP +
-FIRE after a life loss in training).
+lives counter and ends the return and the ConvLSTM state. In FIRE-reset games the next
+step presses FIRE (``fire_after_life_loss``), as the official soft reset does inside
+``reset``: that forced step is masked out of the loss (it is not the policy's decision)
+and the ConvLSTM state is zeroed again after it, so the policy's first decision of the
+new life starts from the served ball and a fresh state, as in the official code.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ class A2CArgs:
     """AMSGrad."""
     convlstm: bool = True
     """ConvLSTM backbone."""
+    fire_after_life_loss: bool = True
+    """In FIRE-reset games, press FIRE on the step after a life loss (the official soft reset),
+    masked out of the loss. Without it a Breakout agent must learn to serve after each life."""
     eval_every: int = 500_000
     """Frames between evaluations."""
     eval_episodes: int = 2
@@ -222,6 +228,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
     total_steps = args.frames // 4
     t0, step0, last_ckpt = time.time(), c["step"], time.time()
     stats = {"loss": float("nan"), "entropy": float("nan"), "value_loss": float("nan")}
+    fire_game = bool(game_info(args.game).fire_reset and args.fire_after_life_loss)
+    force_fire = np.zeros(args.num_envs, bool)
     bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress, desc=f"a3c-{args.variant} {args.game}")
     while c["step"] < total_steps:
         logps, values, ents, rews, dones, valid = [], [], [], [], [], []
@@ -229,7 +237,9 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             o = net(obs, hidden)
             dist = torch.distributions.Categorical(logits=o["logits"])
             action = dist.sample()
-            rgb, r, term, trunc, info = env.step(action.numpy())
+            act = action.numpy().copy()
+            act[force_fire] = 1  # FIRE: the soft reset after a life loss
+            rgb, r, term, trunc, info = env.step(act)
             game_over = term | trunc
             life_lost = info["lives"] < lives
             lives = info["lives"].copy()
@@ -239,17 +249,20 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             ents.append(dist.entropy())
             rews.append(torch.from_numpy(np.clip(r, -1.0, 1.0).astype(np.float32)))
             dones.append(torch.from_numpy(done.astype(np.float32)))
-            valid.append(torch.from_numpy((~after_done).astype(np.float32)))  # the step after a game over is the autoreset
+            # no decision: the step after a game over (the autoreset) and a forced FIRE
+            valid.append(torch.from_numpy((~after_done & ~force_fire).astype(np.float32)))
             game_score += np.where(after_done, 0.0, r)
             for e in np.flatnonzero(game_over & ~after_done):
                 recent.append(game_score[e])
                 log.write(step=c["step"], frames=c["step"] * 4, time=round(time.time() - t0, 1), episode_score=game_score[e])
                 c["episodes"] += 1
                 game_score[e] = 0.0
+            forced_now = force_fire
+            force_fire = life_lost & ~game_over & fire_game
             after_done = game_over & ~after_done
             obs = torch.from_numpy(norm(process_mask_a3c_frame(rgb[:, 0] if rgb.ndim == 5 else rgb, crop)))
             if hidden is not None:
-                keep = torch.from_numpy((~(done | after_done)).astype(np.float32))[:, None, None, None]
+                keep = torch.from_numpy((~(done | after_done | forced_now)).astype(np.float32))[:, None, None, None]
                 hidden = tuple(h * keep for h in o["hidden"])
             c["step"] += args.num_envs
             bar.update(4 * args.num_envs)
