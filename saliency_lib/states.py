@@ -27,6 +27,7 @@ fixed reproduces the agent's own outputs at that step.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,14 +103,25 @@ class StateSet:
             game=self.game, preset=self.preset, agent=self.agent, seed=self.seed, meta=dict(self.meta),
         )
 
+    _ARRAYS = ("frames", "steps", "episode")
+
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the set with ``torch.save``, atomically."""
-        return atomic_write(path, lambda tmp: torch.save({k: getattr(self, k) for k in self.__dataclass_fields__}, tmp))
+        """Write the set with ``torch.save``, atomically; arrays as tensors, ``meta`` as JSON,
+        so that :meth:`load` can use the tensors-only unpickler."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k in self._ARRAYS:
+            d[k] = None if d[k] is None else torch.from_numpy(np.ascontiguousarray(d[k]))
+        d["meta"] = json.dumps(d["meta"], default=str)
+        return atomic_write(path, lambda tmp: torch.save(d, tmp))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> StateSet:
-        """Read a set written by :meth:`save`."""
-        return cls(**torch.load(path, weights_only=False))
+        """Read a set written by :meth:`save` (``weights_only=True``: no code runs from the file)."""
+        d = torch.load(path, weights_only=True)
+        for k in cls._ARRAYS:
+            d[k] = None if d[k] is None else d[k].numpy()
+        d["meta"] = json.loads(d["meta"])
+        return cls(**d)
 
 
 def _make_env(agent: Agent, game_index: int):

@@ -127,3 +127,16 @@ def test_collect_states_recurrent_hidden_reproduces_outputs(tmp_path):
     p = s.save(tmp_path / "s.pt")
     back = StateSet.load(p)
     assert torch.equal(back.hidden[1], s.hidden[1]) and back.game == "Breakout"
+
+
+def test_state_set_load_runs_no_pickled_code(tmp_path):
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    bad = tmp_path / "states.pt"
+    torch.save({"states": Payload()}, bad, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    with pytest.raises(pickle.UnpicklingError):
+        StateSet.load(bad)
