@@ -80,7 +80,8 @@ spot-check of the official result files (``applications/atari/sanity_checks/resu
 # one colour per method, shared by every figure; line style by family
 _COLORS = MappingProxyType({
     "occlusion": "tab:blue", "ns_original": "tab:red", "ns_chosen": "tab:orange", "ns_black": "tab:gray",
-    "sarfa": "tab:green", "rise": "tab:purple", "lime_slic": "tab:brown", "gradient": "tab:pink",
+    "sarfa": "tab:green", "rise": "tab:purple", "lime_slic": "tab:brown", "lime_quickshift": "#8c6d31",
+    "lime_felzenszwalb": "#e7969c", "gradient": "tab:pink",
     "integrated_gradients": "tab:olive", "gradcam": "tab:cyan", "mask_policy": "black", "mask_value": "0.55"})
 _GRADIENT_METHODS = frozenset({"gradient", "integrated_gradients", "gradcam"})
 

@@ -509,19 +509,21 @@ def _run_ray(todo, context, results_dir, bar, *, workers=None, ray_address=None,
 
 # -- the study's sweeps per profile -------------------------------------------------------------
 
-#: The explainers of the study: Huber et al.'s five (NS in both variants) and the gradient
-#: baselines; the Mask-A3C masks where the agent has them. The random baseline joins the
-#: degradation units by itself.
-STUDY_METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic",
-                 "gradient", "integrated_gradients", "gradcam", "mask_policy", "mask_value")
+#: The explainers of the study: Huber et al.'s five with their three LIME segmentations and
+#: both NS variants, the gradient baselines, and the Mask-A3C masks where the agent has them.
+#: The random baseline joins the degradation units by itself.
+STUDY_METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "lime_quickshift",
+                 "lime_felzenszwalb", "gradient", "integrated_gradients", "gradcam", "mask_policy", "mask_value")
 
 _CHEAP = {"occlusion": {"patch": 12}, "ns_original": {"stride": 12}, "ns_chosen": {"stride": 12},
           "sarfa": {"stride": 12}, "rise": {"n_masks": 64}, "lime_slic": {"n_samples": 64},
+          "lime_quickshift": {"n_samples": 64}, "lime_felzenszwalb": {"n_samples": 64},
           "integrated_gradients": {"n_steps": 8}}
 # The Mask-A3C network costs ~35 DQN forward passes per row here (80x80 convolutions and a
 # ConvLSTM), so below the full profile its perturbation methods run on a coarser grid.
 _COARSE = {"occlusion": {"patch": 4}, "ns_original": {"stride": 4}, "ns_chosen": {"stride": 4},
-           "sarfa": {"stride": 4}, "rise": {"n_masks": 500}, "lime_slic": {"n_samples": 500}}
+           "sarfa": {"stride": 4}, "rise": {"n_masks": 500}, "lime_slic": {"n_samples": 500},
+           "lime_quickshift": {"n_samples": 500}, "lime_felzenszwalb": {"n_samples": 500}}
 
 SWEEP_PROFILES = {
     # profile: {agent kind: (n_states, chunk, explainer parameters)}
