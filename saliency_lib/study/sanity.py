@@ -416,9 +416,10 @@ def verdict_rules(threshold: float = THRESHOLD, min_states: int = MIN_STATES):
 # -- figures ---------------------------------------------------------------------------------
 
 def _errorbar(ax, xs, d: pd.DataFrame, method: str, offset: float, label: str | None):
-    lo = (d["mean"] - d["ci_low"]).to_numpy(dtype=float)
-    hi = (d["ci_high"] - d["mean"]).to_numpy(dtype=float)
-    return ax.errorbar(xs + offset, d["mean"].to_numpy(dtype=float), yerr=np.vstack([np.nan_to_num(lo), np.nan_to_num(hi)]),
+    # clip: when every state has the same similarity the interval equals the mean up to rounding
+    lo = np.clip(np.nan_to_num((d["mean"] - d["ci_low"]).to_numpy(dtype=float)), 0.0, None)
+    hi = np.clip(np.nan_to_num((d["ci_high"] - d["mean"]).to_numpy(dtype=float)), 0.0, None)
+    return ax.errorbar(xs + offset, d["mean"].to_numpy(dtype=float), yerr=np.vstack([lo, hi]),
                        marker="o", ms=3.5, lw=1.3, capsize=2, label=label, **_style(method))
 
 
