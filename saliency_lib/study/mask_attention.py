@@ -38,6 +38,7 @@ from ..games import game_info, mask_a3c_crop
 from .agents import figure_image, official_available, shipped_agents
 from .cache import cached_file
 from .display import Note
+from .gallery import _as_count
 from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
 from .profiles import profile_settings
 
@@ -78,19 +79,6 @@ PAPER_CLAIM = ("the agent could achieve a higher performance by introducing the 
 
 
 # -- configuration ---------------------------------------------------------------------------
-
-def _as_count(value, name: str) -> int | None:
-    """A positive integer or None, accepting papermill's strings and whole floats."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    return int(value)
-
 
 @dataclass(frozen=True)
 class MaskAttentionChapter:

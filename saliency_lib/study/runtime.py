@@ -40,10 +40,10 @@ import numpy as np
 import pandas as pd
 
 from ..games import game_info
-from .agents import figure_image, official_available, study_agent
+from .agents import _rel, figure_image, official_available, study_agent
 from .cache import cached_json
 from .display import Note
-from .paths import REPO_ROOT, RESULTS_DIR, repo_path
+from .paths import RESULTS_DIR, repo_path
 from .profiles import profile_settings
 
 __all__ = [
@@ -190,14 +190,6 @@ def load_benchmarks(benchmarks_dir: str | os.PathLike = BENCHMARKS_DIR) -> Bench
 def _missing(what: str, b: Benchmarks, script: str) -> Note:
     return Note(f"No `{what}` in `{_rel(b.directory)}`. Run `python benchmarks/{script} --json "
                 f"{_rel(b.directory)}/{what}` to measure it.", kind="warning", title="Benchmark missing")
-
-
-def _rel(path: str | os.PathLike) -> str:
-    p = Path(path).resolve()
-    try:
-        return p.relative_to(REPO_ROOT).as_posix()
-    except ValueError:
-        return p.as_posix()
 
 
 # -- the explainer benchmark --------------------------------------------------------------------
