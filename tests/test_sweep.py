@@ -153,3 +153,12 @@ def test_run_command_line(agent_dir, tmp_path):
                             "--experiments", "insertion", "--substrates", "black", "--n-states", "4", "--chunk", "2",
                             "--results-dir", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert "units: 0 computed, 4 skipped of 4" in again.stdout
+
+
+def test_sweep_sizes_and_parameter_text():
+    assert sw.sweep_sizes("quick", "mask_a3c") == sw.SWEEP_PROFILES["quick"]["mask_a3c"]
+    assert sw.sweep_sizes("quick", "some_adapter_preset") == sw.SWEEP_PROFILES["quick"]["dqn"]
+    with pytest.raises(ValueError, match="unknown profile 'huge'"):
+        sw.sweep_sizes("huge", "dqn")
+    text = sw.describe_params({"occlusion": {"patch": 4}, "rise": {"n_masks": 500}}, label=str.upper, sep="=")
+    assert text == "OCCLUSION patch=4, RISE n_masks=500"

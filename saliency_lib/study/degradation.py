@@ -302,18 +302,17 @@ def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
     """Which agents the chapter shows, on how many states, with which explainer parameters (Markdown)."""
     from IPython.display import Markdown
 
-    from .sweep import SWEEP_PROFILES
+    from .sweep import describe_params, sweep_sizes
 
     if isinstance(results, Note):
         return results
     parts = []
     for spec in dict.fromkeys(results["agent"]):
-        kind = _preset(str(spec))
-        n, _, params = SWEEP_PROFILES[cfg.profile].get(kind, SWEEP_PROFILES[cfg.profile]["dqn"])
+        _, _, params = sweep_sizes(cfg.profile, _preset(str(spec)))
         states = results.loc[results["agent"] == spec, "state"].nunique()
         text = f"**{agent_label(spec)}**: {states} states"
         if params:
-            coarse = ", ".join(f"{method_label(m)} {', '.join(f'{k}={v}' for k, v in p.items())}" for m, p in params.items())
+            coarse = describe_params(params, label=method_label, sep="=")
             text += (f", explainers with coarser parameters than the library's defaults, Huber et al.'s final "
                      f"parameters (profile `{cfg.profile}`: {coarse}); its numbers are therefore not those of the "
                      "final methods")
@@ -1060,10 +1059,10 @@ def degradation_figure(cfg: DegradationChapter, agent: str | None, *, method: st
     from ..agents import load_agent
     from ..explainers import get_explainer
     from .cache import cached_file
-    from .sweep import SUBSTRATES, SWEEP_PROFILES, study_states
+    from .sweep import SUBSTRATES, study_states, sweep_sizes
 
     ag = load_agent(agent, device=cfg.device)
-    n, _, params = SWEEP_PROFILES[cfg.profile].get(ag.preset, SWEEP_PROFILES[cfg.profile]["dqn"])
+    n, _, params = sweep_sizes(cfg.profile, ag.preset)
     states, scfg = study_states(agent, n, seed=0, results_dir=cfg.results_dir, agent=ag)
     i = len(states) - 1
     kw = dict(params.get(method, {}))

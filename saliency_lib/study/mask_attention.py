@@ -758,12 +758,12 @@ def coarse_note(profile: str):
     """Markdown: how many states the Mask-A3C rows have and which coarse explainer parameters they use."""
     from IPython.display import Markdown
 
-    from .sweep import SWEEP_PROFILES
+    from .sweep import describe_params, sweep_sizes
 
-    n, _, params = SWEEP_PROFILES[profile]["mask_a3c"]
+    n, _, params = sweep_sizes(profile, "mask_a3c")
     text = f"In the `{profile}` profile the study explains the first {n} states of the official agent's greedy game"
     if params:
-        p = ", ".join(f"{m} {', '.join(f'{k} = {v}' for k, v in kw.items())}" for m, kw in params.items())
+        p = describe_params(params)
         text += (f", and because a Mask-A3C forward pass costs many DQN forward passes, its perturbation methods run "
                  f"with coarser parameters than the paper's: {p}. The numbers below are therefore not the "
                  "full profile's.")

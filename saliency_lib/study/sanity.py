@@ -533,16 +533,14 @@ def sweep_note(cfg: SanityChapter, agents: Sequence[ExplainedAgent]):
     """Markdown: how many states each agent's results cover and with which explainer parameters."""
     from IPython.display import Markdown
 
-    from .sweep import SWEEP_PROFILES
+    from .sweep import describe_params, sweep_sizes
 
     lines = []
     for who in agents:
         if not who:
             continue
-        kind = load(who.spec, cfg.device).preset
-        n, _, params = SWEEP_PROFILES[cfg.profile].get(kind, SWEEP_PROFILES[cfg.profile]["dqn"])
-        changed = ", ".join(f"{_label(m)} {', '.join(f'{k} = {v}' for k, v in p.items())}"
-                            for m, p in params.items())
+        n, _, params = sweep_sizes(cfg.profile, load(who.spec, cfg.device).preset)
+        changed = describe_params(params, label=_label)
         how = (f"with coarser parameters than Huber et al.'s: {changed} (every other method as in the paper)"
                if params else "with Huber et al.'s final parameters")
         lines.append(f"* The **{who.label}** (`{who.spec}`): the first {n} states of its greedy game, {how}.")

@@ -45,7 +45,7 @@ from .paths import RESULTS_DIR, repo_path
 
 __all__ = [
     "EXECUTORS", "EXPERIMENTS", "SUBSTRATES", "Unit", "SweepSpec", "SweepReport", "plan_units", "compute_unit",
-    "run_sweep", "load_units", "study_states", "STUDY_METHODS", "SWEEP_PROFILES",
+    "run_sweep", "load_units", "study_states", "STUDY_METHODS", "SWEEP_PROFILES", "sweep_sizes", "describe_params",
     "study_agents", "profile_specs", "study_results", "add_run_parser",
 ]
 
@@ -534,6 +534,20 @@ SWEEP_PROFILES = {
 """States, chunk size and explainer parameters (``{}``: the paper's) per profile and agent kind."""
 
 
+def sweep_sizes(profile: str, kind: str) -> tuple[int, int, dict]:
+    """(states, states per unit, explainer parameters) of an agent kind (preset) in ``profile``;
+    kinds other than ``mask_a3c`` get the DQN sizes."""
+    if profile not in SWEEP_PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; valid profiles are: {', '.join(SWEEP_PROFILES)}")
+    sizes = SWEEP_PROFILES[profile]
+    return sizes.get(kind, sizes["dqn"])
+
+
+def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str = " = ") -> str:
+    """Explainer parameters as text for the chapters, e.g. ``"Occlusion patch = 4, RISE n_masks = 500"``."""
+    return ", ".join(f"{label(m)} {', '.join(f'{k}{sep}{v}' for k, v in kw.items())}" for m, kw in params.items())
+
+
 def study_agents(game: str, *, results_dir=RESULTS_DIR) -> list[str]:
     """The agents the study explains for ``game``: our DQN agent (if any) and the official Mask-A3C one."""
     from ..agents.official import OFFICIAL_GAMES
@@ -554,8 +568,7 @@ def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = Non
         raise ValueError(f"unknown profile {profile!r}; valid profiles are: {', '.join(SWEEP_PROFILES)}")
     specs = []
     for a in (study_agents(game, results_dir=results_dir) if agents is None else agents):
-        sizes = SWEEP_PROFILES[profile]
-        n, chunk, params = sizes.get(load_agent(a).preset, sizes["dqn"])
+        n, chunk, params = sweep_sizes(profile, load_agent(a).preset)
         specs.append(SweepSpec(agents=(a,), methods=STUDY_METHODS, n_states=n, chunk=chunk, seed=seed, params=params))
     return specs
 
