@@ -8,7 +8,9 @@ measured in the same run:
 * ``ours_dqn_matched``: the same trainer with CleanRL's replay ratio (batch 32 every 4 steps);
 * ``cleanrl_style_dqn``: :mod:`benchmarks.cleanrl_style_dqn`, a straightforward loop
   (one env, full obs/next-obs stacks in replay, batch 32 every 4 steps);
-* ``ours_a2c_double``: :func:`saliency_lib.train.train_a2c` (16 envs, 20-step rollouts).
+* ``ours_dqn_fp32``: the DQN defaults with ``precision="fp32"`` (what bf16 autocast buys);
+* ``ours_a2c_double``: :func:`saliency_lib.train.train_a2c` (16 envs, 20-step rollouts, bf16);
+* ``ours_a2c_double_fp32``: the same with ``precision="fp32"``.
 
 Each run collects ``--learning-starts`` steps first and is then timed for ``--steps``
 more steps of learning. Usage: ``python benchmarks/training.py --json data/benchmarks/training.json``
@@ -60,16 +62,20 @@ def main():
 
     res["ours_dqn_default"] = ours()
     res["ours_dqn_matched"] = ours(batch_size=32, train_freq=4)
+    res["ours_dqn_fp32"] = ours(precision="fp32")
     t_all = _timed(lambda: cleanrl_run(a.game, ls + n, ls))
     t_warm = _timed(lambda: cleanrl_run(a.game, ls, ls))
     res["cleanrl_style_dqn"] = n / (t_all - t_warm)
-    with tempfile.TemporaryDirectory() as d:
-        args = A2CArgs(game=a.game, frames=4 * n, eval_episodes=0, checkpoint_minutes=1e9)
-        res["ours_a2c_double"] = n / _timed(lambda: train_a2c(args, d, progress=False))
+    for key, precision in (("ours_a2c_double", "bf16"), ("ours_a2c_double_fp32", "fp32")):
+        with tempfile.TemporaryDirectory() as d:
+            args = A2CArgs(game=a.game, frames=4 * n, eval_episodes=0, checkpoint_minutes=1e9, precision=precision)
+            res[key] = n / _timed(lambda args=args, d=d: train_a2c(args, d, progress=False))
     out = {"agent_steps_per_s": res, "frames_per_s": {k: 4 * v for k, v in res.items()}, "game": a.game, "timed_steps": n,
            "learning_starts": ls, "torch_threads": 1, "cpu_count": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
            "ratio_ours_matched_vs_cleanrl": res["ours_dqn_matched"] / res["cleanrl_style_dqn"],
-           "ratio_ours_default_vs_cleanrl": res["ours_dqn_default"] / res["cleanrl_style_dqn"]}
+           "ratio_ours_default_vs_cleanrl": res["ours_dqn_default"] / res["cleanrl_style_dqn"],
+           "bf16_speedup_dqn": res["ours_dqn_default"] / res["ours_dqn_fp32"],
+           "bf16_speedup_a2c": res["ours_a2c_double"] / res["ours_a2c_double_fp32"]}
     print(json.dumps(out, indent=2))
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2))

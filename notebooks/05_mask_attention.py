@@ -114,9 +114,22 @@ summary_sentence(official, top=cfg.top)
 #
 # We also train actor-critic agents of our own with `saliency_lib.train.a2c`, a synchronous
 # version of the official trainer that supports every variant of the paper: no mask (A3C),
-# a policy mask, a value mask, or both (Mask-A3C). When our agents with masks are shipped in
-# `data/agents`, the tabs below show the same filmstrip and statistics for each of them, on
-# a game with the same seed.
+# a policy mask, a value mask, or both (Mask-A3C). Its loss and hyper-parameters are the
+# official ones (20-step rollouts, GAE with λ = 1, Adam with AMSGrad), with two deliberate
+# deviations:
+#
+# * **Synchronous, not asynchronous.** Instead of Hogwild worker processes, 16
+#   environments are stepped in one batch and their A3C losses are summed into one
+#   update. On 2 CPU cores this uses the machine far better. An update carries the
+#   gradients that 16 workers would have applied one after another, without their
+#   staleness, so there are 16 times fewer optimiser steps per frame.
+# * **bf16 convolutions.** The forward and backward passes run under bf16 autocast.
+#   Weights, the ConvLSTM cell state, the loss and the optimiser stay in float32. The
+#   runtime chapter measures the speed-up, and a test checks that the gradient keeps its
+#   direction.
+#
+# When our agents with masks are shipped in `data/agents`, the tabs below show the same
+# filmstrip and statistics for each of them, on a game with the same seed.
 
 # %%
 ours = our_mask_plays(cfg)

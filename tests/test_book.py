@@ -123,6 +123,7 @@ def test_score_table_reads_meta_and_scores(tmp_path):
     assert list(t["agent"]) == ["dqn-Breakout-s0", "dqn-MsPacman-s0"]
     bo = t.iloc[0]
     assert bo["random"] == 1.7 and bo["human"] == 31.8 and bo["dqn_nature"] == 401.2
+    assert bo["dqn_10m"] == 36.8 and bo["dqn_10m_dopamine"] == 21.5  # Pritzel et al. 2017 Table 3; Dopamine iteration 9
     assert bo["normalised"] == pytest.approx(100.0)  # the human tester's score
     assert pd.isna(t.iloc[1]["mean"])
     t = score_table(agents, agents / "scores.csv", games=["MsPacman"],
@@ -258,3 +259,20 @@ def test_every_page_renders_in_chromium(tiny_book, chromium):
         assert ch1["widgets_rendered"] >= 1
     for name in ("landing.png", "chapter-01_agents.png"):
         assert (SCREENSHOTS / name).stat().st_size > 10_000
+
+
+def test_chapter_fingerprint_follows_sweep_results(tmp_path):
+    """A chapter is re-executed when the sweep has written or changed a unit file."""
+    from saliency_lib.study.book import _inputs_fingerprint
+
+    before = _inputs_fingerprint(tmp_path)
+    unit = tmp_path / "sweep" / "sanity" / "abc.parquet"
+    unit.parent.mkdir(parents=True)
+    unit.write_bytes(b"rows")
+    added = _inputs_fingerprint(tmp_path)
+    unit.write_bytes(b"other rows")
+    assert len({before["data"], added["data"], _inputs_fingerprint(tmp_path)["data"]}) == 3
+    changed = _inputs_fingerprint(tmp_path)["data"]
+    (tmp_path / "sweep" / "states").mkdir()
+    (tmp_path / "sweep" / "states" / "s.pt").write_bytes(b"cache")  # the state cache is not an input
+    assert _inputs_fingerprint(tmp_path)["data"] == changed

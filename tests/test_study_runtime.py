@@ -44,8 +44,10 @@ def _explainers():
 def bench_dir(tmp_path):
     (tmp_path / "explainers.json").write_text(json.dumps(_explainers()))
     (tmp_path / "training.json").write_text(json.dumps({
-        "agent_steps_per_s": {"ours_dqn_default": 150.0, "cleanrl_style_dqn": 75.0, "ours_a2c_double": 60.0},
-        "frames_per_s": {"ours_dqn_default": 600.0, "cleanrl_style_dqn": 300.0, "ours_a2c_double": 240.0},
+        "agent_steps_per_s": {"ours_dqn_default": 150.0, "cleanrl_style_dqn": 75.0, "ours_dqn_fp32": 100.0,
+                              "ours_a2c_double": 60.0, "ours_a2c_double_fp32": 40.0},
+        "frames_per_s": {"ours_dqn_default": 600.0, "cleanrl_style_dqn": 300.0, "ours_dqn_fp32": 400.0,
+                         "ours_a2c_double": 240.0, "ours_a2c_double_fp32": 160.0},
         "game": "Pong", "timed_steps": 123, "learning_starts": 45, "torch_threads": 1, "cpu_count": 2,
         "load_avg_at_end": [3.0, 3.0, 3.0]}))
     (tmp_path / "envs.json").write_text(json.dumps({
@@ -166,7 +168,10 @@ def test_training_envs_and_machine_tables(bench_dir):
     tr = rt.training_table(b).set_index("key")
     assert tr.loc["ours_dqn_default", "vs_cleanrl"] == pytest.approx(2.0)
     assert tr.loc["cleanrl_style_dqn", "vs_cleanrl"] == pytest.approx(1.0)
-    assert "runs 2.00 times as fast" in rt.training_summary(tr.reset_index()).data
+    text = rt.training_summary(tr.reset_index()).data
+    assert "runs 2.00 times as fast" in text
+    assert "bf16 autocast makes the DQN trainer 1.50 times and the Mask-A2C trainer 1.50 times as fast as float32" in text
+    assert "precision='bf16'" in tr.loc["ours_a2c_double", "setting"]
     en = rt.envs_table(b)
     assert en["vs_sync"].iloc[1] == pytest.approx(2.5) and math.isnan(en["steps_per_s"].iloc[2])
     text = rt.envs_summary(en).data

@@ -11,7 +11,16 @@ import torch
 from torch import nn
 
 from saliency_lib.agents import load_agent
-from saliency_lib.train import A2CArgs, DQNArgs, FrameReplay, a3c_loss, a3c_targets, nstep_targets, td_loss
+from saliency_lib.train import (
+    A2CArgs,
+    DQNArgs,
+    FrameReplay,
+    a3c_loss,
+    a3c_targets,
+    nstep_targets,
+    rollout_step,
+    td_loss,
+)
 
 
 def test_nstep_targets_by_hand():
@@ -105,6 +114,40 @@ def test_bf16_td_gradient_agrees_with_fp32():
     assert torch.nn.functional.cosine_similarity(grads[0], grads[1], dim=0) > 0.99
 
 
+def test_bf16_a3c_rollout_gradient_agrees_with_fp32():
+    """The actor-critic trainer's bf16 rollout: float32 outputs and cell state, and the loss and
+    gradient of a 6-step ConvLSTM rollout agree with float32."""
+    from saliency_lib.agents import MaskA3CConfig, MaskA3CNet
+
+    torch.manual_seed(0)
+    net = MaskA3CNet(MaskA3CConfig(n_actions=4, variant="double"))
+    x = torch.randn(6, 5, 1, 80, 80)
+    actions = torch.randint(0, 4, (6, 5))
+    rewards = (torch.rand(6, 5) < 0.2).float()
+    dones, valid = torch.zeros(6, 5), torch.ones(6, 5)
+    dones[3, 1] = 1.0
+    grads, losses = [], []
+    for bf16 in (False, True):
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+        net.zero_grad()
+        hidden, logps, values, ents = net.initial_hidden(5), [], [], []
+        for t in range(6):
+            o = rollout_step(net, x[t], hidden, autocast)
+            assert o["logits"].dtype == o["value"].dtype == o["hidden"][1].dtype == torch.float32
+            dist = torch.distributions.Categorical(logits=o["logits"])
+            logps.append(dist.log_prob(actions[t]))
+            values.append(o["value"])
+            ents.append(dist.entropy())
+            hidden = o["hidden"]
+        boot = rollout_step(net, x[-1], hidden, autocast)["value"].detach()
+        loss, _ = a3c_loss(torch.stack(logps), torch.stack(values), torch.stack(ents), rewards, dones, valid, boot, A2CArgs())
+        loss.backward()
+        losses.append(loss.item())
+        grads.append(torch.cat([p.grad.flatten() for p in net.parameters() if p.grad is not None]))
+    assert losses[1] == pytest.approx(losses[0], rel=0.05)
+    assert torch.nn.functional.cosine_similarity(grads[0], grads[1], dim=0) > 0.99
+
+
 def test_a3c_loss_learns_a_bandit():
     torch.manual_seed(0)
     net = nn.Linear(4, 3)  # logits from a one-hot context; the best arm is context % 3
@@ -134,6 +177,8 @@ def test_args_validation():
         DQNArgs(precision="fp16")
     with pytest.raises(ValueError, match="unknown variant"):
         A2CArgs(variant="triple")
+    with pytest.raises(ValueError, match="precision"):
+        A2CArgs(precision="fp16")
 
 
 def _train_cmd(algo, out, frames, extra=()):
@@ -193,3 +238,8 @@ def test_ship_agent_copies_scores_and_plots(tmp_path):
     table = pd.read_csv(tmp_path / "agents" / "scores.csv")
     assert list(table["agent"]) == ["dqn-Breakout-s0"] and table["random_score"][0] == 1.7
     assert row["episodes"] == 1 and load_agent(dest).meta["eval_episodes"] == 1
+    # a DQN agent is set beside Nature DQN at 10 M frames unless a score is given
+    assert table["published"][0] == 36.8 and "Pritzel et al. (2017)" in table["published_source"][0]
+    ship_agent(run, dest, episodes=1, published=12.5, published_source="a test")
+    table = pd.read_csv(tmp_path / "agents" / "scores.csv")
+    assert len(table) == 1 and table["published"][0] == 12.5 and table["published_source"][0] == "a test"

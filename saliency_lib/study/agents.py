@@ -317,7 +317,7 @@ def _score_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = AGENT_SCORES_CSV, *,
                 games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
-    """Shipped agents with their scores, next to random play, the human tester and Nature DQN.
+    """Shipped agents with their scores, next to random play, the human tester and published DQN.
 
     Parameters
     ----------
@@ -339,7 +339,8 @@ def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os
     -------
     pandas.DataFrame
         One row per agent: ``agent, algo, game, frames, episodes, mean, std,
-        score_source, random, human, dqn_nature, normalised`` where ``normalised`` is
+        score_source, random, human, dqn_nature, dqn_10m, dqn_10m_dopamine, normalised``
+        (references from :func:`~saliency_lib.study.published.published_scores`) where ``normalised`` is
         the human-normalised score ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
     """
     agents = shipped_agents(agents_dir)
@@ -371,11 +372,11 @@ def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os
     if games is not None:
         df = df[df["game"].isin(games)]
     pub = pd.DataFrame([{"game": g, **published_scores(g)} for g in sorted(set(df["game"].dropna()))],
-                       columns=["game", "random", "human", "dqn_nature", "dqn_nature_sd"])
+                       columns=["game", "random", "human", "dqn_nature", "dqn_nature_sd", "dqn_10m", "dqn_10m_dopamine"])
     df = df.merge(pub, on="game", how="left")
     df["normalised"] = 100 * (df["mean"] - df["random"]) / (df["human"] - df["random"])
     cols = ["agent", "algo", "game", "variant", "frames", "episodes", "mean", "std", "score_source",
-            "random", "human", "dqn_nature", "normalised", "path"]
+            "random", "human", "dqn_nature", "dqn_10m", "dqn_10m_dopamine", "normalised", "path"]
     return df[cols].reset_index(drop=True)
 
 
@@ -425,9 +426,10 @@ def style_scores(table: pd.DataFrame, caption: str):
         "Agent": table["agent"], "Frames (M)": table["frames"].astype(float) / 1e6,
         "Score (mean ± sd)": table.apply(pm, axis=1), "Games": table["episodes"],
         "Human-normalised (%)": table["normalised"], "Random": table["random"], "Human": table["human"],
-        "Nature DQN": table["dqn_nature"], "Score from": table["score_source"]})
-    fmt = {"Frames (M)": "{:.3g}", "Games": "{:.0f}", "Random": "{:,.1f}", "Human": "{:,.1f}", "Nature DQN": "{:,.1f}",
-           "Human-normalised (%)": "{:.0f}"}
+        "Nature DQN (200M)": table["dqn_nature"], "DQN 10M (NEC)": table["dqn_10m"],
+        "DQN 10M (Dopamine)": table["dqn_10m_dopamine"], "Score from": table["score_source"]})
+    fmt = {"Frames (M)": "{:.3g}", "Games": "{:.0f}", "Random": "{:,.1f}", "Human": "{:,.1f}", "Nature DQN (200M)": "{:,.1f}",
+           "DQN 10M (NEC)": "{:,.1f}", "DQN 10M (Dopamine)": "{:,.1f}", "Human-normalised (%)": "{:.0f}"}
     return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
 
 
@@ -474,7 +476,8 @@ def learning_curves(cfg: AgentsChapter, choice: AgentChoice):
     planned = json.loads((logs / "args.json").read_text()).get("frames") if (logs / "args.json").is_file() else None
     pub = published_scores(cfg.game)
     fig = plot_learning_curves(train, evals, title=f"DQN on {cfg.game}: learning curve ({_rel(logs)})",
-                               references={"random": pub["random"], "Nature DQN": pub["dqn_nature"]},
+                               references={"random": pub["random"], "Nature DQN (200M frames)": pub["dqn_nature"],
+                                           "DQN at 10M frames (NEC)": pub["dqn_10m"]},
                                planned_frames=planned)
     return figure_image(fig)
 

@@ -128,6 +128,9 @@ def _inputs_fingerprint(results_dir: str | os.PathLike) -> dict:
     agents = repo_path(AGENTS_DIR)
     data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
                                                  repo_path(results_dir) / "_local" / "study_agents.json"]
+    # the runtime chapter reads the benchmark JSONs; the others read the sweep's unit files,
+    # which the sweep step has written before this is computed
+    data += sorted(repo_path("data/benchmarks").glob("*.json")) + sorted((repo_path(results_dir) / "sweep").glob("*/*.parquet"))
     off = official_dir()
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
     return {"library": _sha_files(lib, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),

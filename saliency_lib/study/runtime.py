@@ -440,13 +440,17 @@ def training_table(b: Benchmarks) -> pd.DataFrame | Note:
     d, a = DQNArgs(), A2CArgs()
     settings = {  # run → (label, setting, phrase for the summary)
         "ours_dqn_default": ("Our DQN trainer, defaults", f"{d.num_envs} envs, batch {d.batch_size} every "
-                             f"{d.train_freq} steps", "our DQN trainer with its defaults"),
+                             f"{d.train_freq} steps, precision={d.precision!r}", "our DQN trainer with its defaults"),
         "ours_dqn_matched": ("Our DQN trainer, CleanRL's replay ratio", f"{d.num_envs} envs, batch 32 every 4 steps",
                              "our DQN trainer with CleanRL's replay ratio"),
         "cleanrl_style_dqn": ("CleanRL-style DQN loop (benchmarks/cleanrl_style_dqn.py)",
                               "1 env, full obs and next-obs in replay, batch 32 every 4 steps", "the CleanRL-style loop"),
-        "ours_a2c_double": ("Our Mask-A2C trainer (double masks)", f"{a.num_envs} envs, {a.num_steps}-step rollouts",
-                            "our Mask-A2C trainer (another algorithm and network, for scale only)"),
+        "ours_dqn_fp32": ("Our DQN trainer, defaults in float32", f"{d.num_envs} envs, batch {d.batch_size} every "
+                          f"{d.train_freq} steps, precision='fp32'", "our DQN trainer in float32"),
+        "ours_a2c_double": ("Our Mask-A2C trainer (double masks)", f"{a.num_envs} envs, {a.num_steps}-step rollouts, "
+                            f"precision={a.precision!r}", "our Mask-A2C trainer (another algorithm and network, for scale only)"),
+        "ours_a2c_double_fp32": ("Our Mask-A2C trainer (double masks) in float32", f"{a.num_envs} envs, {a.num_steps}-step "
+                                 "rollouts, precision='fp32'", "our Mask-A2C trainer in float32"),
     }
     sps = b.training["agent_steps_per_s"]
     base = sps.get("cleanrl_style_dqn")
@@ -795,11 +799,17 @@ def training_summary(table: pd.DataFrame | Note):
     """Our trainers' throughput relative to the CleanRL-style loop (Markdown, or a Note)."""
     if isinstance(table, Note):
         return table
-    t = table[table["key"] != "cleanrl_style_dqn"].dropna(subset=["vs_cleanrl"])
+    t = table[(table["key"] != "cleanrl_style_dqn") & ~table["key"].str.endswith("_fp32")].dropna(subset=["vs_cleanrl"])
     if t.empty:
         return _md("The benchmark has no CleanRL-style reference run.")
     items = [f"{r.phrase} {'runs ' if i == 0 else ''}{r.vs_cleanrl:.2f} times as fast" for i, r in enumerate(t.itertuples())]
-    return _md(f"Against the CleanRL-style loop, {_join(items)}, in agent steps per second.")
+    text = f"Against the CleanRL-style loop, {_join(items)}, in agent steps per second."
+    sps = table.set_index("key")["steps_per_s"]
+    pairs = (("DQN", "ours_dqn_default", "ours_dqn_fp32"), ("Mask-A2C", "ours_a2c_double", "ours_a2c_double_fp32"))
+    gains = [f"the {name} trainer {sps[k] / sps[k32]:.2f} times" for name, k, k32 in pairs if k in sps and k32 in sps]
+    if gains:
+        text += f" bf16 autocast makes {_join(gains)} as fast as float32."
+    return _md(text)
 
 
 def envs_summary(table: pd.DataFrame | Note):

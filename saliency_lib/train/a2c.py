@@ -44,7 +44,7 @@ from ..envs import process_mask_a3c_frame
 from ..games import game_info, mask_a3c_crop
 from .common import CSVLog, check_resume_args, load_state, rng_state, save_state, seed_everything, set_rng_state
 
-__all__ = ["A2CArgs", "train_a2c", "a3c_targets", "a3c_loss", "RunningNorm"]
+__all__ = ["A2CArgs", "train_a2c", "rollout_step", "a3c_targets", "a3c_loss", "RunningNorm"]
 
 
 @dataclass(frozen=True)
@@ -92,13 +92,34 @@ class A2CArgs:
     """Minutes between atomic training checkpoints."""
     threads: int = 1
     """torch threads."""
+    precision: str = "bf16"
+    """'bf16' (autocast of the convolutions and linear layers in the rollout and the update;
+    weights, optimiser, ConvLSTM cell state, log-probabilities, values and the loss stay
+    float32) or 'fp32'. On this CPU bf16 makes a rollout's forward and backward pass 1.7x
+    faster and the whole trainer 1.4x faster (``benchmarks/training.py``), with the same
+    gradient direction (``tests/test_train.py``)."""
 
     def __post_init__(self):
         game_info(self.game)
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; valid variants are: {', '.join(VARIANTS)}")
         if self.frames <= 0 or self.num_envs <= 0 or self.num_steps <= 0:
             raise ValueError("frames, num_envs and num_steps must be positive")
+
+
+def rollout_step(net: MaskA3CNet, obs: torch.Tensor, hidden, autocast) -> dict[str, torch.Tensor]:
+    """One forward pass of the rollout under ``autocast``, with logits, value and recurrent state in float32.
+
+    The ConvLSTM cell state is kept in float32 across steps: only the convolutions run
+    in bf16, so rounding does not accumulate along the 20-step rollout.
+    """
+    with autocast:
+        o = net(obs, hidden)
+    out = {k: v.float() for k, v in o.items() if torch.is_tensor(v)}
+    out["hidden"] = None if o["hidden"] is None else tuple(h.float() for h in o["hidden"])
+    return out
 
 
 def a3c_targets(rewards: np.ndarray | torch.Tensor, values, dones, bootstrap, gamma: float, lam: float):
@@ -230,11 +251,12 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
     stats = {"loss": float("nan"), "entropy": float("nan"), "value_loss": float("nan")}
     fire_game = bool(game_info(args.game).fire_reset and args.fire_after_life_loss)
     force_fire = np.zeros(args.num_envs, bool)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
     bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress, desc=f"a3c-{args.variant} {args.game}")
     while c["step"] < total_steps:
         logps, values, ents, rews, dones, valid = [], [], [], [], [], []
         for _ in range(args.num_steps):
-            o = net(obs, hidden)
+            o = rollout_step(net, obs, hidden, autocast)
             dist = torch.distributions.Categorical(logits=o["logits"])
             action = dist.sample()
             act = action.numpy().copy()
@@ -267,7 +289,7 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             c["step"] += args.num_envs
             bar.update(4 * args.num_envs)
         with torch.no_grad():
-            boot = net(obs, hidden)["value"]
+            boot = rollout_step(net, obs, hidden, autocast)["value"]
         loss, parts = a3c_loss(torch.stack(logps), torch.stack(values), torch.stack(ents), torch.stack(rews), torch.stack(dones),
                                torch.stack(valid), boot, args)
         opt.zero_grad(set_to_none=True)

@@ -2,7 +2,9 @@
 
 ``ship_agent`` copies the final weights and metadata, the training and evaluation
 logs, draws the learning curve, evaluates the agent over ``episodes`` greedy games of
-the evaluation protocol and updates ``data/agents/scores.csv`` next to random play.
+the evaluation protocol and updates ``data/agents/scores.csv`` next to random play and,
+for DQN agents without an explicit ``published`` score, Nature DQN at 10 M frames
+(Pritzel et al. 2017).
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes:
         if (run_dir / name).exists():
             shutil.copyfile(run_dir / name, dest / name)
     plot_learning_curve(run_dir, dest / "learning_curve.png", title=f"{agent.meta.get('algo', '')} {agent.game} seed {agent.meta.get('seed', '')}")
+    if published is None and agent.meta.get("algo") == "dqn":
+        from ..study.published import DQN_10M_NEC, DQN_10M_SOURCE
+
+        published, published_source = DQN_10M_NEC.get(agent.game), DQN_10M_SOURCE if agent.game in DQN_10M_NEC else ""
     rnd = game_info(agent.game).random_score
     row = {"agent": dest.name, "algo": agent.meta.get("algo", ""), "game": agent.game, "variant": agent.meta.get("variant", ""),
            "seed": agent.meta.get("seed", ""), "frames": agent.meta.get("frames", ""), "episodes": episodes,
