@@ -48,7 +48,7 @@ results_dir = "data/results"  # result cache, relative to the repository
 # %%
 from saliency_lib.study.gallery import (
     GalleryChapter, agreement_figure, agreement_summary, chapter_agents, compute_gallery,
-    describe_agents, gallery_figure, gallery_tabs, states_figure,
+    describe_agents, gallery_figure, gallery_tabs, games_gallery, games_tabs, states_figure,
 )
 
 cfg = GalleryChapter(game=game, agent=agent, methods=methods, n_states=n_states, profile=profile,
@@ -218,6 +218,23 @@ agreement_summary(dqn_gallery)
 # These correlations are taken over a handful of states, so they describe these states,
 # not the methods in general. Agreement between two methods also does not make either of
 # them faithful to the agent; the next chapters test that directly.
+#
+# ## Across the four games
+#
+# Huber et al. benchmark four games that look very different: a ball and a paddle
+# (Breakout), a maze with many small objects (Ms. Pac-Man), rows of enemies (Space
+# Invaders) and a scene of moving ice floes (Frostbite). Each tab shows every method on
+# the most important HIGHLIGHTS-DIV state of the study's DQN agent for that game, chosen
+# and computed exactly as above.
+
+# %%
+games_tabs(games_gallery(cfg))
+
+# %% [markdown]
+# Resolution and smoothness belong to the methods, so they do not change from game to
+# game: LIME stays piecewise constant, the gradients vary from pixel to pixel, and the
+# perturbation methods keep their grids. Where a map puts its weight belongs to the
+# agent and the game. A tab without an agent says how to train one.
 #
 # ## Summary
 #

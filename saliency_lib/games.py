@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GameInfo", "GAMES", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop"]
+__all__ = ["GameInfo", "GAMES", "HUBER_GAMES", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ GAMES: dict[str, GameInfo] = {
         GameInfo("Pong", 1.0, True, 1, 0, 0, -20.7),
     ]
 }
+
+HUBER_GAMES: tuple[str, ...] = ("Breakout", "MsPacman", "SpaceInvaders", "Frostbite")
+"""The four games of Huber et al.'s benchmark, in their order."""
 
 # Itaya et al. crop table (official config.json): crop1, crop2, dimension2.
 MASK_A3C_CROPS: dict[str, tuple[int, int, int]] = {

@@ -167,6 +167,23 @@ def test_gallery_figures_on_a_dqn_agent(dqn_dir, results):
     assert len(long) == 3 * len(g) and set(long.columns) == {"state", "method_a", "method_b", "spearman"}
 
 
+def test_games_tabs_show_each_games_dqn_agent_or_why_it_is_missing(dqn_dir, tmp_path):
+    from saliency_lib.study.agents import record_study_agent
+
+    results = str(tmp_path)
+    record_study_agent("Breakout", dqn_dir, results_dir=results)
+    cfg = gl.GalleryChapter(game="MsPacman", methods="occlusion,gradient", n_states=3, profile="tiny", results_dir=results)
+    galleries = gl.games_gallery(cfg, games=("Breakout", "Pong"))
+    assert list(galleries) == ["Breakout", "Pong"]
+    bo = galleries["Breakout"]
+    assert bo.agent.spec == dqn_dir and bo.agent.game == "Breakout" and len(bo) == 1  # one state per game
+    assert isinstance(galleries["Pong"], Note) and "No DQN agent for Pong" in galleries["Pong"].text
+    tabs = gl.games_tabs(galleries)
+    assert [tabs.get_title(k) for k in range(2)] == ["Breakout", "Pong"]
+    assert tabs.children[0].value[:4] == b"\x89PNG"
+    assert "<code>data/agents</code>" in tabs.children[1].value
+
+
 def test_missing_agent_shows_one_note(results):
     cfg = gl.GalleryChapter(game="Pong", profile="tiny", results_dir=results)
     _, mask = gl.chapter_agents("Pong", results_dir=results)

@@ -13,6 +13,8 @@ chapter 7 (:mod:`saliency_lib.study.explorer`) reuses them, and their caches.
   cached per state under ``<results_dir>/_local/media``.
 * :func:`compute_gallery`, :func:`gallery_figure`, :func:`gallery_tabs`,
   :func:`states_figure`: every method on the same states, overlaid on the raw frame.
+* :func:`games_gallery`, :func:`games_tabs`: the DQN agents of Huber et al.'s four
+  games, each on its most important state, one tab per game.
 * :func:`agreement`, :func:`agreement_figure`, :func:`agreement_summary`: how similar
   the methods' maps are (Spearman rank correlation), and a summary generated from it.
 
@@ -25,14 +27,15 @@ from __future__ import annotations
 import functools
 import io
 import os
+import re
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 
-from ..games import game_info, mask_a3c_crop
+from ..games import HUBER_GAMES, game_info, mask_a3c_crop
 from ..results import config_hash
 from .agents import figure_image, official_available, study_agent
 from .cache import cached_file
@@ -45,7 +48,7 @@ __all__ = [
     "EXPLAINER_PARAMS", "StateSelection", "GalleryChapter", "ExplainedAgent", "chapter_agents", "describe_agents", "load",
     "highlight_states", "applicable_methods", "action_names", "resolve_action", "saliency_map", "normalise",
     "on_frame", "overlay_map", "Gallery", "compute_gallery", "state_figure", "gallery_figure", "gallery_tabs",
-    "states_figure", "agreement", "agreement_figure", "agreement_summary",
+    "states_figure", "games_gallery", "games_tabs", "agreement", "agreement_figure", "agreement_summary",
 ]
 
 METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "gradient", "integrated_gradients",
@@ -538,6 +541,41 @@ def gallery_tabs(g: Gallery | Note, *, start: int = 1, dpi: int = 72):
     tabs = w.Tab(children=children)
     for k in range(len(children)):
         tabs.set_title(k, f"state {start + k + 1}")
+    return tabs
+
+
+def games_gallery(cfg: GalleryChapter, games: tuple[str, ...] = HUBER_GAMES) -> dict[str, Gallery | Note]:
+    """Every method on the most important HIGHLIGHTS-DIV state of the study's DQN agent of each game.
+
+    The chapter's configuration is reused with ``game`` replaced and a budget of one
+    state; a game without a DQN agent maps to the Note that says how to get one.
+    """
+    out: dict[str, Gallery | Note] = {}
+    for game in games:
+        gcfg = replace(cfg, game=game, agent=None, n_states=1)
+        out[game] = compute_gallery(gcfg, chapter_agents(game, results_dir=cfg.results_dir)[0])
+    return out
+
+
+def games_tabs(galleries: dict[str, Gallery | Note], *, dpi: int = 72):
+    """An ipywidgets ``Tab``, one per game: :func:`state_figure` of its state (PNG), or its Note as HTML."""
+    import html
+
+    import ipywidgets as w
+
+    layout = w.Layout(max_width="100%")
+    children = []
+    for g in galleries.values():
+        if isinstance(g, Note):
+            text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(g.text))  # the Note's Markdown code spans
+            children.append(w.HTML(f"<p><b>{html.escape(g.title)}.</b> {text}</p>"))
+            continue
+        buf = io.BytesIO()
+        state_figure(g, 0).savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        children.append(w.Image(value=buf.getvalue(), format="png", layout=layout))
+    tabs = w.Tab(children=children)
+    for k, game in enumerate(galleries):
+        tabs.set_title(k, game)
     return tabs
 
 

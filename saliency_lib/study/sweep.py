@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..games import HUBER_GAMES
 from ..results import KEY, canonical_json, config_hash, read_table, write_table
 from .paths import RESULTS_DIR, repo_path
 
@@ -626,7 +627,7 @@ def _cmd_run(args) -> int:
                            n_states=args.n_states or dqn[0], chunk=args.chunk or dqn[1], seed=args.seed,
                            params=json.loads(args.params))]
     else:
-        games = args.games or (["Breakout"] if args.profile != "full" else ["Breakout", "MsPacman", "SpaceInvaders", "Frostbite"])
+        games = args.games or (["Breakout"] if args.profile != "full" else list(HUBER_GAMES))
         specs = [dataclasses.replace(s, experiments=tuple(args.experiments), substrates=tuple(args.substrates))
                  for g in games for s in profile_specs(args.profile, g, agents=args.agents, seed=args.seed,
                                                        results_dir=args.results_dir)]
