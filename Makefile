@@ -4,6 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= quick
 EXECUTOR ?= local
+GAMES ?=
 STAMP := $(VENV)/.installed
 export MASK_A3C_OFFICIAL_DIR ?= $(CURDIR)/data/external/mask_a3c_official
 
@@ -35,10 +36,10 @@ demo: fetch-official
 	mkdir -p build
 	$(PY) -m saliency_lib evaluate official:Breakout --episodes 1 --seed 0 --max-steps 1500 --gif build/breakout_masks.gif --mask-display sig5
 
-## book: execute the chapters (papermill, PROFILE=quick|full|tiny) and build book/_build/html
+## book: execute the chapters (papermill, PROFILE=quick|full|tiny; GAMES=MsPacman,... adds game pages) and build book/_build/html
 book: $(STAMP)
 	@if [ -n "$$MASK_A3C_OFFICIAL_SRC" ]; then $(MAKE) --no-print-directory fetch-official; fi
-	$(PY) -m saliency_lib book --profile $(PROFILE) --executor $(EXECUTOR)
+	$(PY) -m saliency_lib book --profile $(PROFILE) --executor $(EXECUTOR) $(if $(GAMES),--games $(GAMES))
 
 ## book-assets: fetch the book's offline JavaScript (npm pack, once) into book/_offline
 book-assets: $(STAMP)

@@ -161,15 +161,65 @@ def test_book_command_line():
         bk.build_book("tiny", only="99_nothing", html=False)
 
 
+def test_book_games_put_the_books_game_first():
+    from saliency_lib.games import HUBER_GAMES
+
+    assert bk.book_games("tiny") == ["Breakout"] and bk.book_games("quick", {"game": "MsPacman"}) == ["MsPacman"]
+    assert bk.book_games("full") == list(HUBER_GAMES)
+    assert bk.book_games("full", {"game": "Frostbite"}) == ["Frostbite", "Breakout", "MsPacman", "SpaceInvaders"]
+    assert bk.book_games("quick", games=["Pong", "Breakout"]) == ["Breakout", "Pong"]
+    with pytest.raises(ValueError, match="unknown game"):
+        bk.book_games("quick", games=["Tetris"])
+    assert bk._page_games("04_degradation", ["Breakout", "Frostbite", "MsPacman"]) == ["Frostbite", "MsPacman"]
+    assert bk._page_games("05_mask_attention", ["Breakout", "Frostbite", "MsPacman"]) == ["MsPacman"]
+    assert bk._page_games("06_runtime", ["Breakout", "MsPacman"]) == []
+
+
+def test_game_page_retitles_and_relabels():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("(chapter-x)=\n# Input degradation\n\nSee {numref}`fig-x-curves` and {ref}`chapter-y`."),
+        nbformat.v4.new_code_cell("f()", metadata={"mystnb": {"figure": {"name": "fig-x-curves", "caption": "c"}}}),
+        nbformat.v4.new_markdown_cell("# Not the title\n{ref}`chapter-x` and fig-x-curves-2"),
+    ])
+    page = bk.game_page(nb, "MsPacman")
+    assert page.cells[0].source == ("(chapter-x-mspacman)=\n# Input degradation: MsPacman\n\n"
+                                    "See {numref}`fig-x-curves-mspacman` and {ref}`chapter-y`.")
+    assert page.cells[1].metadata["mystnb"]["figure"]["name"] == "fig-x-curves-mspacman"
+    assert page.cells[2].source == "# Not the title\n{ref}`chapter-x-mspacman` and fig-x-curves-2"
+    assert nb.cells[0].source.startswith("(chapter-x)=")  # the original is untouched
+
+
+def test_toc_lists_game_pages_under_their_chapter(tmp_path):
+    import yaml
+
+    toc = yaml.safe_load(bk._toc_with_game_pages(REPO_ROOT / "book" / "_toc.yml", {"04_degradation": ["04_degradation-MsPacman"]},
+                                                 tmp_path / "toc.yml").read_text())
+    chapters = [c for part in toc["parts"] for c in part["chapters"]]
+    deg = next(c for c in chapters if c["file"] == "chapters/04_degradation")
+    assert deg["sections"] == [{"file": "chapters/04_degradation-MsPacman"}]
+    assert sum("sections" in c for c in chapters) == 1
+
+
 # -- the tiny build ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def tiny_book(tmp_path_factory):
     d = tmp_path_factory.mktemp("book")
     log = []
-    b = bk.build_book("tiny", build_dir=d, results_dir=d / "results", log=log.append)
+    # Frostbite has no official checkpoint: its pages are cheap, but they go through the
+    # same code path as the full profile's pages for every benchmark game
+    b = bk.build_book("tiny", build_dir=d, results_dir=d / "results", games=GAME_PAGES, log=log.append)
     print("\n".join(log))
     return b, d
+
+
+GAME_PAGES = ("Frostbite",)
+
+
+def _pages() -> list[str]:
+    """Every chapter page of the tiny build: the chapters, then their Frostbite pages."""
+    names = [p.stem for p in bk.list_notebooks()]
+    return names + [f"{n}-{g}" for n in names for g in GAME_PAGES if bk.PER_GAME_CHAPTERS.get(n) == "all"]
 
 
 @pytest.mark.slow
@@ -177,12 +227,17 @@ def test_tiny_book_builds_offline(tiny_book):
     b, d = tiny_book
     html = b.html_dir
     assert (html / "index.html").is_file() and (html / "intro.html").is_file()
-    chapters = {p.stem for p in bk.list_notebooks()}
+    chapters = set(_pages())
     assert set(b.chapters) == chapters and all(c["executed"] for c in b.chapters.values())
+    assert "05_mask_attention-Frostbite" not in chapters  # no official Mask-A3C checkpoint for Frostbite
     for name in chapters:
         assert (html / "chapters" / f"{name}.html").is_file()
         nb = nbformat.read(d / "book" / "chapters" / f"{name}.ipynb", as_version=4)
         assert nb.metadata["saliency_study"]["parameters"]["profile"] == "tiny"
+        assert nb.metadata["saliency_study"]["parameters"].get("game", "Breakout") == (name.partition("-")[2] or "Breakout")
+    page = (html / "chapters" / "04_degradation-Frostbite.html").read_text()
+    assert "Input degradation: Frostbite" in page
+    assert 'href="04_degradation-Frostbite.html"' in (html / "chapters" / "04_degradation.html").read_text()  # in the TOC
     assert bk.check_offline(html) == []
     intro = (html / "intro.html").read_text()
     assert 'src="_static/../vendor/mathjax/es5/tex-mml-chtml.js' in intro and "cdn.jsdelivr" not in intro
@@ -244,7 +299,7 @@ def test_every_page_renders_in_chromium(tiny_book, chromium):
     for r in reports:
         assert r.problems == [], (r.page, r.problems)
     assert by_page["intro.html"].probe["mathjax"] > 0  # the equation was typeset by the local MathJax
-    for name in (p.stem for p in bk.list_notebooks()):
+    for name in _pages():
         probe = by_page[f"chapters/{name}.html"].probe
         want = expected_outputs(d / "book" / "chapters" / f"{name}.ipynb")
         assert want["errors"] == 0
@@ -261,18 +316,13 @@ def test_every_page_renders_in_chromium(tiny_book, chromium):
         assert (SCREENSHOTS / name).stat().st_size > 10_000
 
 
-def test_chapter_fingerprint_follows_sweep_results(tmp_path):
-    """A chapter is re-executed when the sweep has written or changed a unit file."""
-    from saliency_lib.study.book import _inputs_fingerprint
+def test_chapter_fingerprint_follows_the_sweep_table():
+    """A chapter is re-executed when the sweep step's result table changes, not otherwise."""
+    from saliency_lib.study.book import _inputs_fingerprint, _table_digest
 
-    before = _inputs_fingerprint(tmp_path)
-    unit = tmp_path / "sweep" / "sanity" / "abc.parquet"
-    unit.parent.mkdir(parents=True)
-    unit.write_bytes(b"rows")
-    added = _inputs_fingerprint(tmp_path)
-    unit.write_bytes(b"other rows")
-    assert len({before["data"], added["data"], _inputs_fingerprint(tmp_path)["data"]}) == 3
-    changed = _inputs_fingerprint(tmp_path)["data"]
-    (tmp_path / "sweep" / "states").mkdir()
-    (tmp_path / "sweep" / "states" / "s.pt").write_bytes(b"cache")  # the state cache is not an input
-    assert _inputs_fingerprint(tmp_path)["data"] == changed
+    t = pd.DataFrame({"agent": ["a", "a"], "method": ["occlusion", "rise"], "value": [0.5, 0.25]})
+    same = _table_digest([t.copy()])
+    assert _table_digest([t]) == same and _table_digest([t, pd.DataFrame()]) == same  # a game without units
+    assert _table_digest([t.assign(value=[0.5, 0.26])]) != same
+    assert _table_digest([t.iloc[::-1]]) != same and _table_digest([t.astype({"value": "float32"})]) != same
+    assert _inputs_fingerprint(REPO_ROOT / "data" / "results", sweep=same)["sweep"] == same

@@ -11,7 +11,10 @@
    :class:`ChapterError` and stops the build; the failed notebook is kept under
    ``book/_build/failed/``. A chapter whose inputs (source, parameters, library
    code, data files, official checkpoints) are unchanged since its last execution
-   is not executed again (``force=True`` overrides).
+   is not executed again (``force=True`` overrides). With several games (the ``full``
+   profile, or ``games=``), each chapter of :data:`PER_GAME_CHAPTERS` also gets a
+   page per further game, ``chapters/<chapter>-<Game>.ipynb``, listed under the
+   chapter in a generated table of contents (:func:`book_games`).
 3. **HTML.** ``jupyter-book build book`` renders the executed notebooks (its own
    execution is off, see ``book/_config.yml``) with warnings as errors, into
    ``book/_build/html`` (nitpicky). Every page is then checked for external or broken
@@ -42,10 +45,15 @@ from .paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT,
 from .profiles import PROFILE_NAMES
 
 __all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "check_offline",
-           "add_book_parser", "run_book", "EXECUTORS"]
+           "add_book_parser", "run_book", "EXECUTORS", "PER_GAME_CHAPTERS", "book_games", "game_page"]
 
 EXECUTORS = ("local", "processes", "ray")
 """Where the study's sweep runs before the chapters execute (:mod:`saliency_lib.study.sweep`)."""
+PER_GAME_CHAPTERS: Mapping[str, str] = {
+    "01_agents": "all", "02_gallery": "all", "03_sanity": "all", "04_degradation": "all", "05_mask_attention": "official",
+}
+"""Chapters that get a page per further game of the book, and for which games: ``"all"``, or
+``"official"`` (games with an official Mask-A3C checkpoint). The other chapters are not about one game."""
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "*.svg", "*.png", "_static", "_templates")
 _META_KEY = "saliency_study"
 
@@ -120,20 +128,34 @@ def _sha_files(paths: Sequence[Path], root: Path) -> str:
     return h.hexdigest()
 
 
-def _inputs_fingerprint(results_dir: str | os.PathLike) -> dict:
-    """Hashes of what a chapter's output depends on besides its source and parameters."""
+def _table_digest(tables: Sequence) -> str:
+    """SHA-256 of the rows of the sweep's tables (order and dtypes included)."""
+    import pandas as pd
+
+    h = hashlib.sha256()
+    for t in tables:
+        h.update(",".join(map(str, t.columns)).encode() + ",".join(map(str, t.dtypes)).encode())
+        h.update(pd.util.hash_pandas_object(t, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None) -> dict:
+    """Hashes of what a chapter's output depends on besides its source and parameters.
+
+    ``sweep`` is the digest of the study's result table that the sweep step produced
+    (:func:`_table_digest`). Units that a chapter computes itself are not part of it, so a
+    rebuild does not see the chapter's own results as a changed input.
+    """
     from ..agents.official import official_dir
 
     lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py"))
     agents = repo_path(AGENTS_DIR)
     data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
                                                  repo_path(results_dir) / "_local" / "study_agents.json"]
-    # the runtime chapter reads the benchmark JSONs; the others read the sweep's unit files,
-    # which the sweep step has written before this is computed
-    data += sorted(repo_path("data/benchmarks").glob("*.json")) + sorted((repo_path(results_dir) / "sweep").glob("*/*.parquet"))
+    data += sorted(repo_path("data/benchmarks").glob("*.json"))  # read by the runtime chapter
     off = official_dir()
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
-    return {"library": _sha_files(lib, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
+    return {"library": _sha_files(lib, REPO_ROOT), "data": _sha_files(data, REPO_ROOT), "sweep": sweep,
             "official": [str(off)] + [f"{p.relative_to(off)}:{p.stat().st_size}" for p in official]}
 
 
@@ -147,6 +169,96 @@ def _write_if_changed(path: Path, text: str) -> None:
     if not (path.is_file() and path.read_text() == text):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+
+
+def book_games(profile: str, parameters: Mapping | None = None, games: Sequence[str] | None = None) -> list[str]:
+    """The games of a book build, the book's own game first.
+
+    The book's game is the ``game`` chapter parameter (default Breakout). ``games=None``
+    takes the profile's ``book_games`` setting: ``"game"`` (that game only) or ``"all"``
+    (also Huber et al.'s other benchmark games).
+    """
+    from ..games import HUBER_GAMES, game_info
+    from .profiles import profile_settings
+
+    primary = str((parameters or {}).get("game", "Breakout"))
+    if games is None:
+        games = HUBER_GAMES if profile_settings(profile)["book_games"] == "all" else ()
+    out = list(dict.fromkeys([primary, *games]))
+    for g in out:
+        game_info(g)
+    return out
+
+
+def _page_games(name: str, games: Sequence[str]) -> list[str]:
+    """The further games (after the book's own) for which chapter ``name`` gets a page."""
+    which = PER_GAME_CHAPTERS.get(name)
+    if which is None:
+        return []
+    if which == "official":
+        from ..agents.official import OFFICIAL_GAMES
+
+        return [g for g in games[1:] if g in OFFICIAL_GAMES]
+    return list(games[1:])
+
+
+def game_page(nb, game: str):
+    """A chapter notebook turned into its page for another ``game``.
+
+    The first ``#`` title gets ``": <game>"``, and every label the notebook defines (MyST
+    targets ``(label)=`` and figure names in the cell metadata) gets ``-<game>`` appended,
+    in its definition and in the notebook's own references to it, so that the pages of
+    the different games do not define the same labels.
+    """
+    import copy
+    import re
+
+    nb = copy.deepcopy(nb)
+    labels = set()
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            labels |= set(re.findall(r"^\(([^)\s]+)\)=\s*$", cell.source, flags=re.M))
+        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
+        if name:
+            labels.add(name)
+    suffix = f"-{game.lower()}"
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(labels, key=len, reverse=True))) + r")(?![\w-])") if labels else None
+    titled = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            if pattern:
+                cell.source = pattern.sub(lambda m: m.group(1) + suffix, cell.source)
+            if not titled:
+                cell.source, n = re.subn(r"^# (.+)$", lambda m: f"# {m.group(1)}: {game}", cell.source, count=1, flags=re.M)
+                titled = n > 0
+        fig = cell.metadata.get("mystnb", {}).get("figure", {})
+        if fig.get("name"):
+            fig["name"] = fig["name"] + suffix
+    return nb
+
+
+def _toc_with_game_pages(toc_path: Path, pages: Mapping[str, list[str]], out: Path) -> Path:
+    """``toc_path`` with each chapter's game pages as its sections, written to ``out``."""
+    import yaml
+
+    toc = yaml.safe_load(toc_path.read_text())
+
+    def visit(entries):
+        for e in entries:
+            name = Path(str(e.get("file", ""))).name
+            if pages.get(name):
+                e.setdefault("sections", []).extend({"file": f"chapters/{p}"} for p in pages[name])
+            for key in ("chapters", "sections"):
+                if key in e:
+                    visit(e[key])
+
+    for part in toc.get("parts", []):
+        visit(part.get("chapters", []))
+    visit(toc.get("chapters", []))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("# Generated by saliency_lib.study.book from _toc.yml, with a page per further game.\n"
+                   + yaml.safe_dump(toc, sort_keys=False))
+    return out
 
 
 def _stage_sources(book_dir: Path, stage: Path) -> Path:
@@ -167,14 +279,19 @@ def _stage_sources(book_dir: Path, stage: Path) -> Path:
 
 def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_dir: Path, profile: str,
                      parameters: Mapping, results_dir, kernel: str, fingerprint: Mapping, force: bool,
-                     timeout: float | None, log: Callable[[str], None]) -> dict:
+                     timeout: float | None, log: Callable[[str], None], page_game: str | None = None) -> dict:
+    """Execute one chapter (``page_game``: its page for that game, see :func:`game_page`)."""
     import jupytext
     import nbformat
     import papermill as pm
 
-    name = py.stem
+    name = py.stem if page_game is None else f"{py.stem}-{page_game}"
     source = py.read_text()
     nb = jupytext.reads(source, fmt="py:percent")
+    if page_game is not None:
+        nb = game_page(nb, page_game)
+        parameters = {**parameters, "game": page_game}
+        source = nbformat.writes(nb)
     ipynb = ipynb_dir / f"{name}.ipynb"
     _write_if_changed(ipynb, nbformat.writes(nb) + "\n")
     declared = pm.inspect_notebook(str(ipynb))
@@ -294,7 +411,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
                notebooks_dir: str | os.PathLike = "notebooks", build_dir: str | os.PathLike | None = None,
                results_dir: str | os.PathLike | None = None, force: bool = False, html: bool = True,
                kernel_name: str = "python3", timeout: float | None = 4 * 3600, ray_address: str | None = None,
-               sweep: bool = True, log: Callable[[str], None] | None = None) -> BookBuild:
+               sweep: bool = True, games: Sequence[str] | None = None, log: Callable[[str], None] | None = None) -> BookBuild:
     """Execute the chapters with papermill and build the HTML book.
 
     Parameters
@@ -314,6 +431,10 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
         Run the sweep step (False: chapters compute what they miss themselves, locally).
     parameters : mapping, optional
         Extra parameters for every chapter that declares them (e.g. ``{"game": "MsPacman"}``).
+    games : list of str, optional
+        Further games: the sweep runs for each, and every chapter of
+        :data:`PER_GAME_CHAPTERS` gets a page per further game (:func:`book_games`).
+        Default: the profile's (``full``: Huber et al.'s four games; otherwise none).
     book_dir, notebooks_dir : path
         Book sources (``_config.yml``, ``_toc.yml``, pages) and chapter sources.
     build_dir : path, optional
@@ -378,29 +499,35 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     result.timings["assets"] = time.perf_counter() - t0
     log(f"[book] assets: {result.timings['assets']:.1f} s")
 
+    all_games = book_games(profile, parameters, games)
+    sweep_digest = None
     if sweep:
         t0 = time.perf_counter()
         from .sweep import study_results
 
-        game = str((parameters or {}).get("game", "Breakout"))
-        study_results(profile, game, executor=executor, results_dir=results_dir or RESULTS_DIR,
-                      ray_address=ray_address, progress=True)
+        sweep_digest = _table_digest([study_results(profile, game, executor=executor, results_dir=results_dir or RESULTS_DIR,
+                                                    ray_address=ray_address, progress=True) for game in all_games])
         result.timings["sweep"] = time.perf_counter() - t0
-        log(f"[book] sweep ({executor}, {game}): {result.timings['sweep']:.1f} s")
+        log(f"[book] sweep ({executor}, {', '.join(all_games)}): {result.timings['sweep']:.1f} s")
 
     t0 = time.perf_counter()
     kernel = resolve_kernel(kernel_name)
     log(f"[book] kernel {kernel!r} runs {sys.executable}")
-    fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
+    fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR, sweep=sweep_digest)
+    pages: dict[str, list[str]] = {}
     for py in sources:
-        out = chapters_dir / f"{py.stem}.ipynb"
-        if selected is not None and py.stem not in selected and out.is_file():
-            log(f"[book] {py.stem}: skipped (--only), keeping {out}")
-            continue
-        result.chapters[py.stem] = _execute_chapter(
-            py, ipynb_dir=ipynb_dir, chapters_dir=chapters_dir, failed_dir=out_dir / "failed", profile=profile,
-            parameters=dict(parameters or {}), results_dir=results_dir, kernel=kernel, fingerprint=fingerprint,
-            force=force or (selected is not None and py.stem in selected), timeout=timeout, log=log)
+        pages[py.stem] = [f"{py.stem}-{g}" for g in _page_games(py.stem, all_games)]
+        for page_game in [None, *_page_games(py.stem, all_games)]:
+            name = py.stem if page_game is None else f"{py.stem}-{page_game}"
+            out = chapters_dir / f"{name}.ipynb"
+            if selected is not None and py.stem not in selected and out.is_file():
+                log(f"[book] {name}: skipped (--only), keeping {out}")
+                continue
+            result.chapters[name] = _execute_chapter(
+                py, ipynb_dir=ipynb_dir, chapters_dir=chapters_dir, failed_dir=out_dir / "failed", profile=profile,
+                parameters=dict(parameters or {}), results_dir=results_dir, kernel=kernel, fingerprint=fingerprint,
+                force=force or (selected is not None and py.stem in selected), timeout=timeout, log=log,
+                page_game=page_game)
     result.timings["chapters"] = time.perf_counter() - t0
     log(f"[book] chapters: {result.timings['chapters']:.1f} s")
 
@@ -408,6 +535,8 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
         t0 = time.perf_counter()
         cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
                "build", str(bdir), "--builder", "html", "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
+        if any(pages.values()):  # the game pages join the table of contents under their chapter
+            cmd += ["--toc", str(_toc_with_game_pages(bdir / "_toc.yml", pages, out_dir / "_toc.games.yml"))]
         proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
         result.timings["html"] = time.perf_counter() - t0
         if proc.returncode != 0:
@@ -451,8 +580,9 @@ def run_book(args: argparse.Namespace) -> int:
         print(install_assets(repo_path("book")))
         return 0
     try:
+        games = [g.strip() for g in args.games.split(",") if g.strip()] if args.games else None
         b = build_book(args.profile, only=args.only, executor=args.executor, parameters=dict(args.param or []),
-                       force=args.force, html=not args.no_html, ray_address=args.ray_address)
+                       force=args.force, html=not args.no_html, ray_address=args.ray_address, games=games)
     except ChapterError as e:
         print(f"saliency-study book: {e}", file=sys.stderr)
         return 1
@@ -486,6 +616,9 @@ def add_book_parser(subparsers, func: Callable | None = None) -> argparse.Argume
     p.add_argument("--ray-address", default=None, help="with --executor ray: an existing cluster (default $RAY_ADDRESS or a local Ray)")
     p.add_argument("--param", "-p", action="append", type=_param, metavar="KEY=VALUE",
                    help="extra chapter parameter, JSON-parsed when possible (repeatable), e.g. -p game=MsPacman")
+    p.add_argument("--games", default=None, metavar="G1,G2",
+                   help="further games, each with its sweep and a page per game-specific chapter "
+                        "(default: the profile's; full: Breakout,MsPacman,SpaceInvaders,Frostbite)")
     p.add_argument("--force", action="store_true", help="execute chapters even if their inputs are unchanged")
     p.add_argument("--no-html", action="store_true", help="execute the chapters only")
     p.add_argument("--check", action="store_true",

@@ -28,6 +28,7 @@ _TINY = {
     "official_max_steps": 200,  # agent-step cap per official game
     "train_frames": 4_000,      # frames when a chapter trains an agent and `frames` is not given
     "n_states": 2,              # explained states per game (chapters 2-7)
+    "book_games": "game",       # "game": the book's chapters for its game; "all": also a page per other benchmark game
 }
 _QUICK = {
     "episodes": 3,
@@ -38,6 +39,7 @@ _QUICK = {
     "official_max_steps": 10_000,
     "train_frames": 500_000,
     "n_states": 20,
+    "book_games": "game",
 }
 _FULL = {
     "episodes": 10,
@@ -48,6 +50,7 @@ _FULL = {
     "official_max_steps": 10_000,
     "train_frames": 10_000_000,
     "n_states": 100,
+    "book_games": "all",
 }
 
 PROFILES = MappingProxyType({name: MappingProxyType(s) for name, s in (("tiny", _TINY), ("quick", _QUICK), ("full", _FULL))})
