@@ -25,7 +25,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -60,14 +59,9 @@ def timed(fn, repeats: int) -> tuple[float, list[float]]:
 
 
 def machine_info() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from saliency_lib.study.runtime import cpu_model
+
+    cpu = cpu_model()
     import captum
     import lime
     import skimage

@@ -576,18 +576,21 @@ def regenerate_commands(b: Benchmarks) -> str:
 
 # -- spot check on the study's agents -------------------------------------------------------------
 
-def _machine() -> dict:
-    cpu = platform.processor() or platform.machine()
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what :mod:`platform` knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def _machine() -> dict:
     import torch
 
-    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "torch": torch.__version__}
+    return {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "torch": torch.__version__}
 
 
 def _spot_agents(cfg: RuntimeChapter) -> list[str]:
