@@ -6,6 +6,7 @@ import sys
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -214,11 +215,29 @@ def test_smoke_kill_and_resume(tmp_path, algo, extra):
     done = json.loads(torch.load(state, weights_only=True)["counters"])
     assert done["step"] >= frames // 4 and done["step"] < frames // 4 + 4 * 20
     assert done["episodes"] >= killed_at["episodes"]
+    for name in ("train_log.csv", "eval_log.csv"):  # the killed run's rows after its checkpoint were dropped
+        assert pd.read_csv(tmp_path / name)["step"].is_monotonic_increasing
     agent = load_agent(tmp_path / "agent")
     assert agent.meta["frames"] == done["step"] * 4
     # resuming with other hyper-parameters is refused
     r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra[:-2], "--seed", "5", "--resume"]), env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "arguments differ" in r.stderr
+
+
+def test_resumed_log_drops_rows_after_the_checkpoint(tmp_path):
+    from saliency_lib.train.common import CSVLog, drop_replayed_rows
+
+    path = tmp_path / "log.csv"
+    log = CSVLog(path, ["step", "score"], resume=False)
+    for step in (10, 20, 30, 40):
+        log.write(step=step, score=step / 10)
+    CSVLog(path, ["step", "score"], resume=True, upto_step=25).write(step=32, score=9.0)
+    assert pd.read_csv(path).to_dict("list") == {"step": [10, 20, 32], "score": [1.0, 2.0, 9.0]}
+    CSVLog(path, ["step", "score"], resume=True)  # no checkpoint step: appends, keeps everything
+    assert len(pd.read_csv(path)) == 3
+    # logs of runs resumed before the truncation existed: the replayed rows are dropped when read
+    old = pd.DataFrame({"step": [10, 20, 30, 40, 50, 35, 45, 60, 55, 70]})
+    assert drop_replayed_rows(old)["step"].tolist() == [10, 20, 30, 35, 45, 55, 70]
 
 
 def test_ship_agent_copies_scores_and_plots(tmp_path):

@@ -471,8 +471,10 @@ def learning_curves(cfg: AgentsChapter, choice: AgentChoice):
     if logs is None:
         return Note(f"No training logs for {cfg.game}: neither the agent's directory nor `runs/dqn-{cfg.game}-s{cfg.seed}` "
                     "holds a `train_log.csv`.", title="No learning curve")
-    train = pd.read_csv(logs / "train_log.csv")
-    evals = pd.read_csv(logs / "eval_log.csv") if (logs / "eval_log.csv").is_file() else None
+    from ..train.common import read_log
+
+    train = read_log(logs / "train_log.csv")
+    evals = read_log(logs / "eval_log.csv") if (logs / "eval_log.csv").is_file() else None
     planned = json.loads((logs / "args.json").read_text()).get("frames") if (logs / "args.json").is_file() else None
     pub = published_scores(cfg.game)
     fig = plot_learning_curves(train, evals, title=f"DQN on {cfg.game}: learning curve ({_rel(logs)})",

@@ -843,6 +843,7 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
     from matplotlib.figure import Figure
 
     from ..agents.official import official_test_log
+    from ..train.common import read_log
 
     if runs.empty:
         return Note(f"Our A3C and Mask-A3C agents for {game} are not trained yet: no run is shipped or in progress, "
@@ -856,7 +857,7 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
         tag = f"{VARIANT_LABELS.get(r.variant, r.variant)}, seed {r.seed}" + ("" if r.shipped else " (in progress)")
         if not isinstance(r.logs, str):  # shipped without logs
             continue
-        tr = pd.read_csv(Path(r.logs) / "train_log.csv")
+        tr = read_log(Path(r.logs) / "train_log.csv")
         ep = tr[tr["episode_score"].notna()] if "episode_score" in tr.columns else tr.iloc[:0]
         if len(ep):
             ax.plot(ep["frames"] / 1e6, ep["episode_score"].rolling(window, min_periods=1).mean(), color=color, lw=1.4,
@@ -864,7 +865,7 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
             top = max(top, float(ep["frames"].max()))
         ev = Path(r.logs) / "eval_log.csv"
         if ev.is_file():
-            e = pd.read_csv(ev)
+            e = read_log(ev)
             if len(e):
                 ax.errorbar(e["frames"] / 1e6, e["eval_mean"], yerr=e["eval_std"], fmt="o", ms=3.5, capsize=2, color=color,
                             label=f"{tag}: greedy evaluations")

@@ -235,8 +235,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
         norm.load(st["norm"])
         set_rng_state(st["rng"], rng)
     crop = mask_a3c_crop(args.game)
-    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "entropy", "value_loss", "fps"], resume)
-    evlog = CSVLog(out / "eval_log.csv", ["step", "frames", "eval_mean", "eval_std", "eval_scores"], resume)
+    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "entropy", "value_loss", "fps"], resume, c["step"])
+    evlog = CSVLog(out / "eval_log.csv", ["step", "frames", "eval_mean", "eval_std", "eval_scores"], resume, c["step"])
     (out / "args.json").write_text(json.dumps(asdict(args), indent=2))
 
     rgb, info = env.reset(seed=args.seed + c["step"])

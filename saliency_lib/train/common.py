@@ -14,7 +14,8 @@ import torch
 
 from .._io import atomic_write
 
-__all__ = ["check_resume_args", "seed_everything", "rng_state", "set_rng_state", "save_state", "load_state", "CSVLog", "Timer", "args_to_dict"]
+__all__ = ["check_resume_args", "seed_everything", "rng_state", "set_rng_state", "save_state", "load_state", "CSVLog",
+           "read_log", "drop_replayed_rows", "Timer", "args_to_dict"]
 
 
 def seed_everything(seed: int) -> None:
@@ -51,17 +52,60 @@ def load_state(path: Path) -> dict:
 
 
 class CSVLog:
-    """Append-only CSV with a fixed header; survives restarts (``--resume`` appends)."""
+    """Append-only CSV with a fixed header; survives restarts (``--resume`` appends).
 
-    def __init__(self, path: Path, header: list[str], resume: bool):
+    On resume from a checkpoint taken at ``upto_step``, the rows written after it (by the
+    run that was killed) are dropped first, so that the log and the resumed run agree:
+    the steps after the checkpoint are played again and logged once.
+    """
+
+    def __init__(self, path: Path, header: list[str], resume: bool, upto_step: int | None = None):
         self.path, self.header = Path(path), header
         if not resume or not self.path.exists():
             with open(self.path, "w", newline="") as f:
                 csv.writer(f).writerow(header)
+        elif upto_step is not None:
+            with open(self.path, newline="") as f:
+                rows = list(csv.reader(f))
+            keep = [r for r in rows[1:] if r and int(float(r[0])) <= upto_step]
+            if len(keep) < len(rows) - 1:
+                def write(tmp):
+                    with open(tmp, "w", newline="") as f:
+                        csv.writer(f).writerows([rows[0], *keep])
+                atomic_write(self.path, write)
 
     def write(self, **row) -> None:
         with open(self.path, "a", newline="") as f:
             csv.writer(f).writerow([row.get(h, "") for h in self.header])
+
+
+def read_log(path):
+    """A trainer's CSV log as a DataFrame, without rows that a resume played again (:func:`drop_replayed_rows`)."""
+    import pandas as pd
+
+    return drop_replayed_rows(pd.read_csv(path))
+
+
+def drop_replayed_rows(log, step: str = "step"):
+    """A training log without the rows that a later resume played again.
+
+    A run killed after its last checkpoint has logged steps that the resumed run plays
+    (and logs) again; in the file, the step then goes back. For each such resume, the
+    earlier rows with a step at or after the resumed run's first logged step are dropped.
+    (Logs written since :class:`CSVLog` truncates on resume have no such rows.) A log
+    without the ``step`` column is ordered by ``frames``, or returned as it is.
+    """
+    if step not in log.columns:
+        if "frames" not in log.columns:
+            return log
+        step = "frames"
+    steps = log[step].to_numpy()
+    keep: list[int] = []
+    for i, s in enumerate(steps):
+        while keep and steps[keep[-1]] >= s:
+            keep.pop()
+        keep.append(i)
+    return log.iloc[keep].reset_index(drop=True)
 
 
 class Timer:

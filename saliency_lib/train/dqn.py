@@ -198,8 +198,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         set_rng_state(st["rng"], rng)
     total_steps = args.frames // 4
     replay = FrameReplay(args.buffer_size, args.num_envs, n_step=args.n_step, gamma=args.gamma, seed=args.seed + c["step"])
-    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "q_mean", "epsilon", "fps"], resume)
-    evlog = CSVLog(out / "eval_log.csv", ["step", "frames", "eval_mean", "eval_std", "eval_scores"], resume)
+    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "q_mean", "epsilon", "fps"], resume, c["step"])
+    evlog = CSVLog(out / "eval_log.csv", ["step", "frames", "eval_mean", "eval_std", "eval_scores"], resume, c["step"])
     (out / "args.json").write_text(json.dumps(asdict(args), indent=2))
     info = game_info(args.game)
     divisor = None if args.reward == "clip" else info.min_reward

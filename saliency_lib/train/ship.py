@@ -20,6 +20,7 @@ import pandas as pd
 from .._io import atomic_write
 from ..agents import load_agent, save_agent
 from ..games import game_info
+from .common import read_log
 
 __all__ = ["plot_learning_curve", "ship_agent", "update_scores"]
 
@@ -34,14 +35,14 @@ def plot_learning_curve(run_dir: str | os.PathLike, path: str | os.PathLike, *, 
     import matplotlib.pyplot as plt
 
     run_dir = Path(run_dir)
-    tr = pd.read_csv(run_dir / "train_log.csv")
+    tr = read_log(run_dir / "train_log.csv")
     games = tr.dropna(subset=["episode_score"])
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
     if len(games):
         ax.plot(games["frames"] / 1e6, games["episode_score"].rolling(window, min_periods=1).mean(), lw=1.2, color="#3b528b", label=f"training games (mean of {window})")
     ev_path = run_dir / "eval_log.csv"
     if ev_path.exists():
-        ev = pd.read_csv(ev_path)
+        ev = read_log(ev_path)
         if len(ev):
             ax.errorbar(ev["frames"] / 1e6, ev["eval_mean"], yerr=ev["eval_std"], fmt="o", ms=3, color="#dd513a", label="greedy evaluation")
     ax.set_xlabel("frames (millions)")
@@ -77,9 +78,12 @@ def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes:
     result = evaluate(agent, episodes, seed)
     dest.mkdir(parents=True, exist_ok=True)
     save_agent(agent, dest, eval_score=result["mean"], eval_std=result["std"], eval_episodes=episodes, eval_scores=result["scores"])
-    for name in ("train_log.csv", "eval_log.csv", "args.json"):
+    for name in ("train_log.csv", "eval_log.csv"):  # without the rows that a resume played again
         if (run_dir / name).exists():
-            shutil.copyfile(run_dir / name, dest / name)
+            log = read_log(run_dir / name)
+            atomic_write(dest / name, lambda tmp, log=log: log.to_csv(tmp, index=False))
+    if (run_dir / "args.json").exists():
+        shutil.copyfile(run_dir / "args.json", dest / "args.json")
     plot_learning_curve(run_dir, dest / "learning_curve.png", title=f"{agent.meta.get('algo', '')} {agent.game} seed {agent.meta.get('seed', '')}")
     if published is None and agent.meta.get("algo") == "dqn":
         from ..study.published import DQN_10M_NEC, DQN_10M_SOURCE
