@@ -131,6 +131,26 @@ def test_score_table_reads_meta_and_scores(tmp_path):
     assert len(t) == 1 and t.iloc[0]["normalised"] == pytest.approx(0.0)  # random play
 
 
+def test_all_scores_and_the_beats_random_sentence(tmp_path):
+    from saliency_lib.study.agents import all_scores, beats_random_sentence, style_scores
+    from saliency_lib.study.display import Note
+
+    agents = tmp_path / "agents"
+    cfg = AgentsChapter(agents_dir=str(agents))
+    assert isinstance(all_scores(cfg), Note) and beats_random_sentence(all_scores(cfg)) is None
+    _fake_agent(agents, "dqn-Breakout-s0", "Breakout")
+    _fake_agent(agents, "dqn-MsPacman-s0", "MsPacman")
+    pd.DataFrame({"agent": ["dqn-Breakout-s0", "dqn-MsPacman-s0"], "episodes": [10, 10], "mean": [17.0, 614.6],
+                  "std": [1.0, 5.0]}).to_csv(agents / "scores.csv", index=False)
+    t = all_scores(cfg)
+    assert list(t["game"]) == ["Breakout", "MsPacman"]
+    text = beats_random_sentence(t).data
+    assert text == ("1 of 2 DQN agents score at least 3 times random play: Breakout (10.0×). "
+                    "Below 3 times random play: MsPacman (2.0×).")
+    html = style_scores(t, "caption").to_html()
+    assert "× random" in html and "10.0" in html and "DQN 10M (NEC)" in html
+
+
 def test_study_agent_prefers_the_recorded_one(tmp_path):
     agents, results = tmp_path / "agents", tmp_path / "results"
     shipped = _fake_agent(agents, "dqn-Breakout-s1", "Breakout")

@@ -34,13 +34,14 @@ from .._io import atomic_write
 from ..games import game_info
 from .cache import LOCAL, cached_file, cached_json
 from .display import Note
-from .paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
+from .paths import AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
 from .profiles import profile_settings
 from .published import published_scores
 
 __all__ = [
     "AgentsChapter", "AgentChoice", "shipped_agents", "study_agent", "record_study_agent", "train_study_agent",
-    "choose_agent", "evaluate_agent", "score_table", "chapter_scores", "style_scores", "find_logs", "learning_curves",
+    "choose_agent", "evaluate_agent", "score_table", "chapter_scores", "all_scores", "beats_random_sentence", "style_scores",
+    "find_logs", "learning_curves",
     "agent_gif", "official_available", "official_scores", "style_official", "official_curve", "official_curves_tabs",
     "figure_image",
 ]
@@ -315,7 +316,7 @@ def _score_columns(df: pd.DataFrame) -> pd.DataFrame:
     return df.rename(columns={k: v for k, v in ren.items() if k in df.columns and v not in df.columns})
 
 
-def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = AGENT_SCORES_CSV, *,
+def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = "", *,
                 games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
     """Shipped agents with their scores, next to random play, the human tester and published DQN.
 
@@ -324,7 +325,7 @@ def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os
     agents_dir : path
         Checkpoint directories with ``meta.json`` (:func:`shipped_agents`).
     scores_csv : path or None
-        Optional evaluation table with columns ``agent`` (directory name or path),
+        Evaluation table (default ``<agents_dir>/scores.csv``; None: none) with columns ``agent`` (directory name or path),
         ``episodes``, ``mean``, ``std`` (``our_mean``/``our_std`` are accepted).
         Agents it lacks fall back to ``eval_score`` in their ``meta.json``.
     games : list of str, optional
@@ -343,6 +344,8 @@ def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os
         (references from :func:`~saliency_lib.study.published.published_scores`) where ``normalised`` is
         the human-normalised score ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
     """
+    if scores_csv == "":
+        scores_csv = repo_path(agents_dir) / "scores.csv"
     agents = shipped_agents(agents_dir)
     df = agents[["agent", "path", "algo", "game", "variant", "frames"]].copy()
     df["episodes"], df["mean"], df["std"], df["score_source"] = np.nan, np.nan, np.nan, ""
@@ -412,6 +415,35 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
     return table
 
 
+def all_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
+    """:func:`score_table` of every shipped agent, all games (scores from ``data/agents/scores.csv``)."""
+    table = score_table(cfg.agents_dir)
+    if table.empty:
+        return Note(f"No agent is shipped in `{cfg.agents_dir}` yet; `bash scripts/train_agents.sh` trains and ships "
+                    "them.", kind="warning", title="No shipped agents")
+    return table
+
+
+def beats_random_sentence(table: pd.DataFrame | Note, factor: float = 3.0):
+    """Markdown: which shipped DQN agents score at least ``factor`` × random play (generated from the table)."""
+    from IPython.display import Markdown
+
+    if isinstance(table, Note):
+        return None
+    dqn = table[(table["algo"] == "dqn") & table["mean"].notna()]
+    if dqn.empty:
+        return Markdown("No DQN agent has a score yet.")
+    ratio = dqn["mean"] / dqn["random"]
+    ok = [f"{g} ({r:.1f}×)" for g, r in zip(dqn["game"], ratio) if r >= factor]
+    low = [f"{g} ({r:.1f}×)" for g, r in zip(dqn["game"], ratio) if r < factor]
+    text = []
+    if ok:
+        text.append(f"{len(ok)} of {len(dqn)} DQN agents score at least {factor:g} times random play: {', '.join(ok)}.")
+    if low:
+        text.append(f"Below {factor:g} times random play: {', '.join(low)}.")
+    return Markdown(" ".join(text))
+
+
 def style_scores(table: pd.DataFrame, caption: str):
     """The score table as a captioned, formatted pandas Styler (a Note passes through)."""
     if isinstance(table, Note):
@@ -423,12 +455,13 @@ def style_scores(table: pd.DataFrame, caption: str):
         return f"{row['mean']:,.1f}" + (f" ± {row['std']:,.1f}" if pd.notna(row["std"]) else "")
 
     t = pd.DataFrame({
-        "Agent": table["agent"], "Frames (M)": table["frames"].astype(float) / 1e6,
+        "Agent": table["agent"], "Game": table["game"], "Frames (M)": table["frames"].astype(float) / 1e6,
         "Score (mean ± sd)": table.apply(pm, axis=1), "Games": table["episodes"],
+        "× random": table["mean"] / table["random"],
         "Human-normalised (%)": table["normalised"], "Random": table["random"], "Human": table["human"],
         "Nature DQN (200M)": table["dqn_nature"], "DQN 10M (NEC)": table["dqn_10m"],
         "DQN 10M (Dopamine)": table["dqn_10m_dopamine"], "Score from": table["score_source"]})
-    fmt = {"Frames (M)": "{:.3g}", "Games": "{:.0f}", "Random": "{:,.1f}", "Human": "{:,.1f}", "Nature DQN (200M)": "{:,.1f}",
+    fmt = {"Frames (M)": "{:.3g}", "Games": "{:.0f}", "× random": "{:.1f}", "Random": "{:,.1f}", "Human": "{:,.1f}", "Nature DQN (200M)": "{:,.1f}",
            "DQN 10M (NEC)": "{:,.1f}", "DQN 10M (Dopamine)": "{:,.1f}", "Human-normalised (%)": "{:.0f}"}
     return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
 
