@@ -103,8 +103,9 @@ style_scores(scores, caption)
 # games of the profile. They show that the agent plays; they are not a benchmark.
 #
 # The table below lists every agent we trained and shipped, for all games. Each was
-# scored over 10 greedy games when it was shipped (the first from Huber et al.'s fixed
-# start, the others after 1 to 30 NOOPs).
+# scored over 10 greedy games when it was shipped, with the evaluation protocol of its
+# network: a DQN agent's first game starts from Huber et al.'s fixed start and the others
+# after 1 to 30 NOOPs; an actor-critic agent plays with Itaya et al.'s wrappers.
 
 # %%
 shipped = all_scores(cfg)
@@ -117,7 +118,8 @@ style_scores(shipped, caption)
 
 # %%
 beats_random_sentence(shipped)
-#
+
+# %% [markdown]
 # ## How the agent learned
 #
 # The training log shows how the score grew over the run. Dots are single training games,

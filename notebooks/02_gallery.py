@@ -231,10 +231,10 @@ agreement_summary(dqn_gallery)
 games_tabs(games_gallery(cfg))
 
 # %% [markdown]
-# Resolution and smoothness belong to the methods, so they do not change from game to
-# game: LIME stays piecewise constant, the gradients vary from pixel to pixel, and the
-# perturbation methods keep their grids. Where a map puts its weight belongs to the
-# agent and the game. A tab without an agent says how to train one.
+# The methods' parameters are the same for every game, so each map keeps the resolution
+# its method gives it: LIME is piecewise constant, the gradients vary from pixel to pixel,
+# and the perturbation methods follow their grids. Where a map puts its weight depends
+# on the agent and the game. A tab without an agent says how to train one.
 #
 # ## Summary
 #

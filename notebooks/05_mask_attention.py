@@ -120,9 +120,11 @@ summary_sentence(official, top=cfg.top)
 #
 # * **Synchronous, not asynchronous.** Instead of Hogwild worker processes, 16
 #   environments are stepped in one batch and their A3C losses are summed into one
-#   update. On 2 CPU cores this uses the machine far better. An update carries the
-#   gradients that 16 workers would have applied one after another, without their
-#   staleness, so there are 16 times fewer optimiser steps per frame.
+#   update. On the study's 2-core machine, 16 worker processes would share two cores;
+#   the batched version runs one process per core, with one forward pass over all 16
+#   environments. An update carries the gradients that 16 workers would have applied one
+#   after another, without their staleness, so there are 16 times fewer optimiser steps
+#   per frame.
 # * **bf16 convolutions.** The forward and backward passes run under bf16 autocast.
 #   Weights, the ConvLSTM cell state, the loss and the optimiser stay in float32. The
 #   runtime chapter measures the speed-up, and a test checks that the gradient keeps its

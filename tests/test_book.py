@@ -145,8 +145,10 @@ def test_all_scores_and_the_beats_random_sentence(tmp_path):
     t = all_scores(cfg)
     assert list(t["game"]) == ["Breakout", "MsPacman"]
     text = beats_random_sentence(t).data
-    assert text == ("1 of 2 DQN agents score at least 3 times random play: Breakout (10.0×). "
-                    "Below 3 times random play: MsPacman (2.0×).")
+    assert text == ("1 of 2 DQN agents score at least 3 times random play: dqn-Breakout-s0 (10.0×). "
+                    "Below 3 times random play: dqn-MsPacman-s0 (2.0×).")
+    pong = t.assign(agent="dqn-Pong-s0", game="Pong", random=-20.7).iloc[:1]
+    assert beats_random_sentence(pong).data == ("Not judged (random play does not score above zero): dqn-Pong-s0.")
     html = style_scores(t, "caption").to_html()
     assert "× random" in html and "10.0" in html and "DQN 10M (NEC)" in html
 
@@ -172,6 +174,7 @@ def test_book_command_line():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command")
     bk.add_book_parser(sub)
+    assert p.parse_args(["book"]).games is None and p.parse_args(["book", "--games", "MsPacman,Frostbite"]).games == "MsPacman,Frostbite"
     a = p.parse_args(["book", "--profile", "tiny", "--only", "01_agents", "-p", "game=MsPacman", "-p", "n_states=3"])
     assert a.profile == "tiny" and a.only == ["01_agents"] and dict(a.param) == {"game": "MsPacman", "n_states": 3}
     assert a.executor == "local" and a.func is bk.run_book
@@ -345,4 +348,6 @@ def test_chapter_fingerprint_follows_the_sweep_table():
     assert _table_digest([t]) == same and _table_digest([t, pd.DataFrame()]) == same  # a game without units
     assert _table_digest([t.assign(value=[0.5, 0.26])]) != same
     assert _table_digest([t.iloc[::-1]]) != same and _table_digest([t.astype({"value": "float32"})]) != same
-    assert _inputs_fingerprint(REPO_ROOT / "data" / "results", sweep=same)["sweep"] == same
+    fp = _inputs_fingerprint(REPO_ROOT / "data" / "results", sweep=same)
+    changed = {**fp, "sweep": _table_digest([t.assign(value=[0.5, 0.26])])}
+    assert bk._key("src", {"game": "Breakout"}, fp) != bk._key("src", {"game": "Breakout"}, changed)

@@ -416,12 +416,19 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
 
 
 def all_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
-    """:func:`score_table` of every shipped agent, all games (scores from ``data/agents/scores.csv``)."""
+    """:func:`score_table` of every shipped agent, all games (scores from ``<agents_dir>/scores.csv``)."""
     table = score_table(cfg.agents_dir)
     if table.empty:
         return Note(f"No agent is shipped in `{cfg.agents_dir}` yet; `bash scripts/train_agents.sh` trains and ships "
                     "them.", kind="warning", title="No shipped agents")
     return table
+
+
+def _times_random(table: pd.DataFrame) -> pd.Series:
+    """Score ÷ random play's score, where random play scores above zero (NaN elsewhere: a
+    ratio to a negative score, as in Pong, has no meaning)."""
+    rnd = table["random"].where(table["random"] > 0)
+    return table["mean"] / rnd
 
 
 def beats_random_sentence(table: pd.DataFrame | Note, factor: float = 3.0):
@@ -430,17 +437,20 @@ def beats_random_sentence(table: pd.DataFrame | Note, factor: float = 3.0):
 
     if isinstance(table, Note):
         return None
-    dqn = table[(table["algo"] == "dqn") & table["mean"].notna()]
+    dqn = table[(table["algo"] == "dqn") & table["mean"].notna()].assign(ratio=_times_random)
     if dqn.empty:
         return Markdown("No DQN agent has a score yet.")
-    ratio = dqn["mean"] / dqn["random"]
-    ok = [f"{g} ({r:.1f}×)" for g, r in zip(dqn["game"], ratio) if r >= factor]
-    low = [f"{g} ({r:.1f}×)" for g, r in zip(dqn["game"], ratio) if r < factor]
+    judged = dqn[dqn["ratio"].notna()]
+    ok = [f"{r.agent} ({r.ratio:.1f}×)" for r in judged.itertuples() if r.ratio >= factor]
+    low = [f"{r.agent} ({r.ratio:.1f}×)" for r in judged.itertuples() if r.ratio < factor]
     text = []
     if ok:
-        text.append(f"{len(ok)} of {len(dqn)} DQN agents score at least {factor:g} times random play: {', '.join(ok)}.")
+        text.append(f"{len(ok)} of {len(judged)} DQN agents score at least {factor:g} times random play: {', '.join(ok)}.")
     if low:
         text.append(f"Below {factor:g} times random play: {', '.join(low)}.")
+    unjudged = dqn[dqn["ratio"].isna()]
+    if len(unjudged):
+        text.append(f"Not judged (random play does not score above zero): {', '.join(unjudged['agent'])}.")
     return Markdown(" ".join(text))
 
 
@@ -457,7 +467,7 @@ def style_scores(table: pd.DataFrame, caption: str):
     t = pd.DataFrame({
         "Agent": table["agent"], "Game": table["game"], "Frames (M)": table["frames"].astype(float) / 1e6,
         "Score (mean ± sd)": table.apply(pm, axis=1), "Games": table["episodes"],
-        "× random": table["mean"] / table["random"],
+        "× random": _times_random(table),
         "Human-normalised (%)": table["normalised"], "Random": table["random"], "Human": table["human"],
         "Nature DQN (200M)": table["dqn_nature"], "DQN 10M (NEC)": table["dqn_10m"],
         "DQN 10M (Dopamine)": table["dqn_10m_dopamine"], "Score from": table["score_source"]})

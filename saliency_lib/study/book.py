@@ -142,9 +142,11 @@ def _table_digest(tables: Sequence) -> str:
 def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None) -> dict:
     """Hashes of what a chapter's output depends on besides its source and parameters.
 
-    ``sweep`` is the digest of the study's result table that the sweep step produced
-    (:func:`_table_digest`). Units that a chapter computes itself are not part of it, so a
-    rebuild does not see the chapter's own results as a changed input.
+    ``sweep`` is the digest of the study's result table that the sweep step produced for
+    the page's game (:func:`_table_digest`). Units that a chapter computes itself are not
+    part of it, so a rebuild does not see the chapter's own results as a changed input.
+    Without the sweep step (``sweep=False``) the chapters compute what they miss themselves
+    and stored results are not an input of the key.
     """
     from ..agents.official import official_dir
 
@@ -500,20 +502,21 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     log(f"[book] assets: {result.timings['assets']:.1f} s")
 
     all_games = book_games(profile, parameters, games)
-    sweep_digest = None
+    digests: dict[str, str] = {}  # game → digest of its sweep table: what that game's pages read
     if sweep:
         t0 = time.perf_counter()
         from .sweep import study_results
 
-        sweep_digest = _table_digest([study_results(profile, game, executor=executor, results_dir=results_dir or RESULTS_DIR,
-                                                    ray_address=ray_address, progress=True) for game in all_games])
+        for game in all_games:
+            digests[game] = _table_digest([study_results(profile, game, executor=executor, ray_address=ray_address,
+                                                         results_dir=results_dir or RESULTS_DIR, progress=True)])
         result.timings["sweep"] = time.perf_counter() - t0
         log(f"[book] sweep ({executor}, {', '.join(all_games)}): {result.timings['sweep']:.1f} s")
 
     t0 = time.perf_counter()
     kernel = resolve_kernel(kernel_name)
     log(f"[book] kernel {kernel!r} runs {sys.executable}")
-    fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR, sweep=sweep_digest)
+    fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
     pages: dict[str, list[str]] = {}
     for py in sources:
         pages[py.stem] = [f"{py.stem}-{g}" for g in _page_games(py.stem, all_games)]
@@ -525,7 +528,8 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
                 continue
             result.chapters[name] = _execute_chapter(
                 py, ipynb_dir=ipynb_dir, chapters_dir=chapters_dir, failed_dir=out_dir / "failed", profile=profile,
-                parameters=dict(parameters or {}), results_dir=results_dir, kernel=kernel, fingerprint=fingerprint,
+                parameters=dict(parameters or {}), results_dir=results_dir, kernel=kernel,
+                fingerprint={**fingerprint, "sweep": digests.get(page_game or all_games[0])},
                 force=force or (selected is not None and py.stem in selected), timeout=timeout, log=log,
                 page_game=page_game)
     result.timings["chapters"] = time.perf_counter() - t0
@@ -580,7 +584,7 @@ def run_book(args: argparse.Namespace) -> int:
         print(install_assets(repo_path("book")))
         return 0
     try:
-        games = [g.strip() for g in args.games.split(",") if g.strip()] if args.games else None
+        games = None if args.games is None else [g.strip() for g in args.games.split(",") if g.strip() and g.strip() != "none"]
         b = build_book(args.profile, only=args.only, executor=args.executor, parameters=dict(args.param or []),
                        force=args.force, html=not args.no_html, ray_address=args.ray_address, games=games)
     except ChapterError as e:
@@ -617,8 +621,8 @@ def add_book_parser(subparsers, func: Callable | None = None) -> argparse.Argume
     p.add_argument("--param", "-p", action="append", type=_param, metavar="KEY=VALUE",
                    help="extra chapter parameter, JSON-parsed when possible (repeatable), e.g. -p game=MsPacman")
     p.add_argument("--games", default=None, metavar="G1,G2",
-                   help="further games, each with its sweep and a page per game-specific chapter "
-                        "(default: the profile's; full: Breakout,MsPacman,SpaceInvaders,Frostbite)")
+                   help="the further games, each with its sweep and a page per game chapter; replaces the "
+                        "profile's (none, except full: the other benchmark games); 'none' for none")
     p.add_argument("--force", action="store_true", help="execute chapters even if their inputs are unchanged")
     p.add_argument("--no-html", action="store_true", help="execute the chapters only")
     p.add_argument("--check", action="store_true",

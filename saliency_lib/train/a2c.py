@@ -8,8 +8,8 @@ and zeroed at every life loss.
 
 Deviation from the paper (documented in the book): instead of asynchronous Hogwild
 workers, ``num_envs`` environments are stepped in one batch and the per-environment
-A3C losses are summed into one update. On 2 CPU cores a batched forward pass uses
-the machine far better than one process per worker. One update therefore carries
+A3C losses are summed into one update. On 2 CPU cores, one process with a batched
+forward pass replaces 16 worker processes sharing two cores. One update therefore carries
 the gradients that ``num_envs`` workers would have applied one after another,
 without their staleness, and there are ``num_envs`` times fewer optimiser steps per
 frame.
@@ -95,9 +95,9 @@ class A2CArgs:
     precision: str = "bf16"
     """'bf16' (autocast of the convolutions and linear layers in the rollout and the update;
     weights, optimiser, ConvLSTM cell state, log-probabilities, values and the loss stay
-    float32) or 'fp32'. On this CPU bf16 makes a rollout's forward and backward pass 1.7x
-    faster and the whole trainer 1.4x faster (``benchmarks/training.py``), with the same
-    gradient direction (``tests/test_train.py``)."""
+    float32) or 'fp32'. ``benchmarks/training.py`` measured the trainer 1.4x faster in bf16
+    on this CPU (one run, with two trainings on the same 2 cores); ``tests/test_train.py``
+    checks that the loss and each layer's gradient direction agree with float32."""
 
     def __post_init__(self):
         game_info(self.game)
@@ -262,6 +262,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             act = action.numpy().copy()
             act[force_fire] = 1  # FIRE: the soft reset after a life loss
             rgb, r, term, trunc, info = env.step(act)
+            c["step"] += args.num_envs  # before logging, as in the DQN trainer
+            bar.update(4 * args.num_envs)
             game_over = term | trunc
             life_lost = info["lives"] < lives
             lives = info["lives"].copy()
@@ -286,8 +288,6 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             if hidden is not None:
                 keep = torch.from_numpy((~(done | after_done | forced_now)).astype(np.float32))[:, None, None, None]
                 hidden = tuple(h * keep for h in o["hidden"])
-            c["step"] += args.num_envs
-            bar.update(4 * args.num_envs)
         with torch.no_grad():
             boot = rollout_step(net, obs, hidden, autocast)["value"]
         loss, parts = a3c_loss(torch.stack(logps), torch.stack(values), torch.stack(ents), torch.stack(rews), torch.stack(dones),

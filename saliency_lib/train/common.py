@@ -86,24 +86,31 @@ def read_log(path):
     return drop_replayed_rows(pd.read_csv(path))
 
 
-def drop_replayed_rows(log, step: str = "step"):
+def drop_replayed_rows(log, step: str = "step", unique: bool | None = None):
     """A training log without the rows that a later resume played again.
 
     A run killed after its last checkpoint has logged steps that the resumed run plays
     (and logs) again; in the file, the step then goes back. For each such resume, the
     earlier rows with a step at or after the resumed run's first logged step are dropped.
-    (Logs written since :class:`CSVLog` truncates on resume have no such rows.) A log
-    without the ``step`` column is ordered by ``frames``, or returned as it is.
+    Several rows may share a step (games of different environments ending together), so
+    only a step that goes *back* marks a resume, unless ``unique``: in a log with one row
+    per step (the evaluation log, the default when it has ``eval_mean``), a repeated step
+    is a replay too and the later row is kept. Logs written since :class:`CSVLog`
+    truncates on resume have no replayed rows. A log without the ``step`` column is
+    ordered by ``frames``, or returned as it is.
     """
     if step not in log.columns:
         if "frames" not in log.columns:
             return log
         step = "frames"
+    if unique is None:
+        unique = "eval_mean" in log.columns
     steps = log[step].to_numpy()
     keep: list[int] = []
     for i, s in enumerate(steps):
-        while keep and steps[keep[-1]] >= s:
-            keep.pop()
+        if keep and (s < steps[keep[-1]] or (unique and s == steps[keep[-1]])):
+            while keep and steps[keep[-1]] >= s:
+                keep.pop()
         keep.append(i)
     return log.iloc[keep].reset_index(drop=True)
 

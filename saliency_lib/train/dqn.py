@@ -105,8 +105,8 @@ class DQNArgs:
     """torch threads."""
     precision: str = "bf16"
     """'bf16' (autocast of the convolutions and linear layers in acting and learning; weights,
-    optimiser and loss stay float32) or 'fp32'. On this CPU bf16 makes a gradient step 1.7x
-    faster and the whole trainer 1.35x faster (``benchmarks/training.py``); ``tests/test_train.py`` checks that the loss and the
+    optimiser and loss stay float32) or 'fp32'. ``benchmarks/training.py`` measured the trainer
+    1.35x faster in bf16 on this CPU (one run, with two trainings on the same 2 cores); ``tests/test_train.py`` checks that the loss and the
     gradient direction agree with float32 and that a bandit is learnt in both precisions.
     The shipped DQN agents were trained in bf16; no fp32 run of the same length was made."""
 
@@ -226,6 +226,11 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         actions[explore] = rng.integers(0, n_actions, int(explore.sum()))
         actions[force_fire] = 1
         nobs, rew, term, trunc, env_info = env.step(actions)
+        # counted before logging: a game that ends in this step is logged with the steps that
+        # include it, so a checkpoint at step S never precedes rows logged at S (see CSVLog)
+        c["step"] += args.num_envs
+        since_resume += args.num_envs
+        bar.update(4 * args.num_envs)
         life_lost = env_info["lives"] < lives
         force_fire = life_lost & ~(term | trunc) & fire_game
         lives = env_info["lives"].copy()
@@ -241,9 +246,6 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         first = after_done.copy()  # the observation after an autoreset step starts a game
         after_done = done & ~after_done
         obs = nobs
-        c["step"] += args.num_envs
-        since_resume += args.num_envs
-        bar.update(4 * args.num_envs)
 
         if len(replay) >= args.learning_starts and since_resume >= args.learning_starts:
             updates_due += args.num_envs / args.train_freq
