@@ -185,9 +185,11 @@ def _notes_pass(func):
 def _no_agent(preset: str, what: str) -> Note:
     kind = {"dqn": "DQN", "mask_a3c": "Mask-A3C"}.get(preset, preset)
     return Note(f"No {kind} agent in this chapter's results, so there is no {what} for it. "
-                + ("The study's DQN agents are trained separately; once one is shipped in `data/agents` (or recorded "
-                   "by chapter 1), the chapter shows it." if preset == "dqn" else
-                   "Fetch the official Mask-A3C checkpoints with `make fetch-official`."), title=f"No {kind} agent")
+                + ("The chapter shows one when its `agent` parameter names one, or, with `agent=None`, once a "
+                   "study DQN agent is shipped in `data/agents` (or recorded by chapter 1)." if preset == "dqn" else
+                   "The chapter shows one when its `agent` parameter names one (`official:<Game>`), or, with "
+                   "`agent=None`, when the official Mask-A3C checkpoints are fetched (`make fetch-official`)."),
+                title=f"No {kind} agent")
 
 
 # -- configuration ---------------------------------------------------------------------------
