@@ -521,6 +521,15 @@ def gallery_figure(g: Gallery | Note, i: int = 0, *, dpi: int = 90):
     return figure_image(state_figure(g, i), dpi=dpi)
 
 
+def _png_widget(fig, dpi: int):
+    """A matplotlib figure as an ipywidgets ``Image`` (PNG, saved with the notebook)."""
+    import ipywidgets as w
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return w.Image(value=buf.getvalue(), format="png", layout=w.Layout(max_width="100%"))
+
+
 def gallery_tabs(g: Gallery | Note, *, start: int = 1, dpi: int = 72):
     """An ipywidgets ``Tab`` with :func:`state_figure` of states ``start`` … (PNG, saved with the notebook).
 
@@ -532,12 +541,7 @@ def gallery_tabs(g: Gallery | Note, *, start: int = 1, dpi: int = 72):
         return None
     if len(g) <= start:
         return Note(f"Only {len(g)} state{'s' if len(g) != 1 else ''} chosen; no further states to show.")
-    layout = w.Layout(max_width="100%")
-    children = []
-    for i in range(start, len(g)):
-        buf = io.BytesIO()
-        state_figure(g, i).savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-        children.append(w.Image(value=buf.getvalue(), format="png", layout=layout))
+    children = [_png_widget(state_figure(g, i), dpi) for i in range(start, len(g))]
     tabs = w.Tab(children=children)
     for k in range(len(children)):
         tabs.set_title(k, f"state {start + k + 1}")
@@ -563,16 +567,13 @@ def games_tabs(galleries: dict[str, Gallery | Note], *, dpi: int = 72):
 
     import ipywidgets as w
 
-    layout = w.Layout(max_width="100%")
     children = []
     for g in galleries.values():
         if isinstance(g, Note):
             text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(g.text))  # the Note's Markdown code spans
             children.append(w.HTML(f"<p><b>{html.escape(g.title)}.</b> {text}</p>"))
-            continue
-        buf = io.BytesIO()
-        state_figure(g, 0).savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-        children.append(w.Image(value=buf.getvalue(), format="png", layout=layout))
+        else:
+            children.append(_png_widget(state_figure(g, 0), dpi))
     tabs = w.Tab(children=children)
     for k, game in enumerate(galleries):
         tabs.set_title(k, game)
