@@ -338,6 +338,59 @@ comparison_summary(agreement, cfg.game)
 # comparison is by role only: another network, another training algorithm and other
 # measures.
 #
+# ## Which output did the paper explain?
+#
+# One difference between the paper's agents and ours may matter more than the rest. Our
+# DQN agents are dueling networks, and their Q-value is V(s) + A(s, a) − mean A. Huber et
+# al.'s Keras agents may be the *advantage stream* alone of dueling networks: the converter
+# they used builds the dueling graph but saves only the action stream (reference notes §1.3
+# leave this open). Their "Q-value" would then be the un-centred advantage A(s, a). Its
+# greedy action is the same, but its level carries no meaning: it can be small or negative,
+# and the Q-ratio divides by it.
+#
+# Our agents are dueling too, so we can read the same network both ways. The agent spec
+# `advstream:<agent>` loads the advantage stream alone of a dueling DQN agent
+# (`saliency_lib.agents.advantage_stream_agent`). The next cell explains it with the paper's
+# methods, on the same states and with the same parameters as above, and runs the paper's
+# insertion benchmark on it (black and random substrates).
+
+# %%
+from saliency_lib.study.advantage_stream import (
+    clean_outputs, stream_agreement, stream_results, stream_sentence, style_clean_outputs,
+)
+
+stream = stream_results(cfg, results)
+style_clean_outputs(clean_outputs(cfg, stream),
+                    "The explained output on the clean states (the Q-ratio's denominator), for the action the "
+                    "agent takes, in both readings of the study's DQN agent. Near 0: |output| below a tenth of "
+                    "the median |Q(a)|.")
+
+# %% [markdown]
+# The rank agreement with the paper, as in the previous section, now for both readings;
+# the last columns count the common methods whose mean AUC is negative.
+
+# %%
+both = stream_agreement(results, stream, cfg.game, confidence=cfg.confidence, n_resamples=cfg.n_resamples,
+                        seed=cfg.seed)
+style_agreement(both, "Rank agreement with Huber et al.'s insertion AUCs for the full Q-values of the study's DQN "
+                      "agent and for its advantage stream alone (Spearman ρ and Kendall τ with p-values, best "
+                      "non-random method, random map last).")
+
+# %% [markdown]
+# Formatted from the table:
+
+# %%
+stream_sentence(both, cfg.game)
+
+# %% [markdown]
+# The advantage measure, A(a) − mean A, is the same function of the network in both
+# readings, so there only the maps differ: the explainers follow A(a) instead of Q(a). The
+# Q-ratio changes in both its maps and its values. If the advantage-stream reading agrees
+# better with the paper, in particular if it turns the Q-ratio AUCs under random insertion
+# negative as in the paper, that supports the reading of the paper's agents as advantage
+# streams; it would also mean that the paper's Q-value measure followed the advantage, not
+# the agent's estimate of the state's value. One agent and one game cannot settle it.
+#
 # ## Summary
 #
 # * Insertion and deletion score a saliency map by how fast the agent's output recovers

@@ -11,6 +11,7 @@ from saliency_lib.agents import (
     MaskA3CConfig,
     MaskA3CNet,
     QAgent,
+    advantage_stream_agent,
     build_agent,
     load_agent,
     load_official,
@@ -98,6 +99,32 @@ def test_save_load_roundtrip(tmp_path):
         assert key in meta
     assert back.meta["frames"] == 123
     assert load_agent(tmp_path / "a" / "model.safetensors").game == "SpaceInvaders"
+
+
+def test_advantage_stream_agent(tmp_path):
+    """``advstream:`` gives the raw ``out_adv`` head: no value stream, not centred, same greedy action."""
+    agent = _dqn_agent()
+    save_agent(agent, tmp_path / "a")
+    adv = load_agent(f"advstream:{tmp_path / 'a'}")
+    x = torch.rand(5, 4, 84, 84)
+    with torch.no_grad():
+        h = agent.net.features(x)
+        torch.testing.assert_close(adv(x)["q"], agent.net.out_adv(h), rtol=0, atol=0)
+        assert not torch.allclose(adv(x)["q"].mean(1), torch.zeros(5), atol=1e-3)  # un-centred
+        # Q − mean Q is the centred advantage in both readings, so Huber's advantage measure agrees
+        torch.testing.assert_close(adv(x)["advantage"], agent(x)["advantage"], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(adv.act(x), agent.act(x), rtol=0, atol=0)
+    assert adv.meta["output"] == "advantage_stream" and adv.meta["sha256"] == load_agent(tmp_path / "a").meta["sha256"]
+    # the value head no longer reaches the output, so it is not a layer of the cascade
+    groups = dict(adv.layer_groups())
+    assert groups["output"] == [adv.net.dueling.out_adv] and list(groups) == ["output", "fc", "conv3", "conv2", "conv1"]
+    with pytest.raises(ValueError, match="dueling DQN agent .* without a dueling head"):
+        advantage_stream_agent(_dqn_agent(dueling=False))
+    with pytest.raises(ValueError, match="needs a dueling DQN agent"):
+        advantage_stream_agent(ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout",
+                                                preset="mask_a3c", n_actions=4))
+    with pytest.raises(TypeError, match="cannot save a AdvantageStream"):
+        save_agent(adv, tmp_path / "b")
 
 
 def test_corrupted_checkpoint_is_refused(tmp_path):

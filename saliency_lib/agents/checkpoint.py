@@ -22,10 +22,10 @@ from safetensors.torch import load_file, save_file
 from .. import __version__
 from .._io import atomic_write
 from .base import ActorCriticAgent, Agent, QAgent
-from .dqn import DQNConfig, DQNNet
+from .dqn import AdvantageStream, DQNConfig, DQNNet
 from .mask_a3c import MaskA3CConfig, MaskA3CNet
 
-__all__ = ["save_agent", "load_agent", "build_agent", "sha256_file", "ARCHITECTURES"]
+__all__ = ["save_agent", "load_agent", "build_agent", "advantage_stream_agent", "sha256_file", "ARCHITECTURES"]
 
 ARCHITECTURES = {
     "DQNNet": (DQNNet, DQNConfig, QAgent),
@@ -109,7 +109,9 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
         ``"sb3:[<Game>:]<model.zip>"`` for a Stable-Baselines3 model or
         ``"cleanrl:[<Game>:]<file>"`` for a CleanRL ``.cleanrl_model``
         (:mod:`saliency_lib.agents.adapters`; without ``<Game>`` the game is read
-        from an environment id such as ``BreakoutNoFrameskip-v4`` in the path).
+        from an environment id such as ``BreakoutNoFrameskip-v4`` in the path), or
+        ``"advstream:<spec>"`` for the advantage stream alone of a dueling DQN agent
+        (:func:`advantage_stream_agent`).
     device : str or torch.device
         Where to put the network.
 
@@ -127,6 +129,8 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
             from .official import load_official
 
             return load_official(rest).to(device)
+        if scheme == "advstream":
+            return advantage_stream_agent(load_agent(rest, device=device))
         if scheme in ("sb3", "cleanrl"):
             from .adapters import load_cleanrl, load_sb3
 
@@ -137,7 +141,7 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
             return loader(path, game=game, device=device)
         raise ValueError(
             f"unknown agent spec scheme {scheme!r} in {spec_s!r}; use a checkpoint directory, official:<Game>, "
-            "sb3:[<Game>:]<model.zip> or cleanrl:[<Game>:]<file.cleanrl_model>"
+            "sb3:[<Game>:]<model.zip>, cleanrl:[<Game>:]<file.cleanrl_model> or advstream:<dueling DQN spec>"
         )
     directory = _resolve(spec)
     wpath, mpath = directory / WEIGHTS, directory / META
@@ -164,6 +168,20 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
     agent = build_agent(meta["arch"], meta["config"], game=meta["game"], preset=meta["preset"], meta=meta)
     load_state_strict(agent.net, state, source=str(wpath))
     return agent.to(device)
+
+
+def advantage_stream_agent(agent: Agent) -> QAgent:
+    """The agent whose Q-values are the un-centred advantage stream of a dueling DQN agent.
+
+    See :class:`saliency_lib.agents.dqn.AdvantageStream`. The network's weights are shared
+    with ``agent``; the metadata gains ``"output": "advantage_stream"``.
+    """
+    if not isinstance(agent.net, DQNNet) or not agent.net.config.dueling:
+        raise ValueError(
+            f"advstream: needs a dueling DQN agent (DQNNet with dueling=True), got {type(agent.net).__name__}"
+            + (" without a dueling head" if isinstance(agent.net, DQNNet) else ""))
+    meta = {**agent.meta, "output": "advantage_stream"}
+    return QAgent(AdvantageStream(agent.net), game=agent.game, preset=agent.preset, n_actions=agent.n_actions, meta=meta)
 
 
 def load_state_strict(net: torch.nn.Module, state: dict, *, source: str) -> None:

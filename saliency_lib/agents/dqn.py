@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["DQNConfig", "DQNNet"]
+__all__ = ["DQNConfig", "DQNNet", "AdvantageStream"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,38 @@ class DQNNet(nn.Module):
         """Layers from the output down, for cascading randomisation."""
         out = [self.out_value, self.out_adv] if self.config.dueling else [self.out]
         return [("output", out), ("fc", [self.fc]), ("conv3", [self.conv3]), ("conv2", [self.conv2]), ("conv1", [self.conv1])]
+
+
+class AdvantageStream(nn.Module):
+    """The advantage stream of a dueling :class:`DQNNet`, read as a single-stream Q-network.
+
+    Its output is the un-centred advantage ``out_adv(fc)``, without the value stream. Huber
+    et al.'s Keras agents may have been exported this way: their converter builds the
+    dueling graph but saves only the action stream (reference notes §1.3, an open question).
+    Explaining and degrading this output shows how much the paper's numbers can depend on
+    that choice. The greedy action is unchanged, since V and the mean advantage are the same
+    for every action.
+
+    The wrapped network's parameters are shared, not copied.
+    """
+
+    def __init__(self, net: DQNNet):
+        super().__init__()
+        if not isinstance(net, DQNNet) or not net.config.dueling:
+            raise ValueError("AdvantageStream needs a dueling DQNNet (a network with out_value and out_adv heads)")
+        self.dueling = net
+        self.config = net.config
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dueling.features(x)
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return self.dueling.out_adv(h)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+    def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """As the dueling network's, minus the value head, which no longer reaches the output."""
+        groups = self.dueling.layer_groups()
+        return [("output", [self.dueling.out_adv]), *groups[1:]]

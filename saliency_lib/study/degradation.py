@@ -152,10 +152,13 @@ def _measure_label(measure: str) -> str:
 
 
 def agent_label(spec: str) -> str:
-    """``Mask-A3C (official:Breakout)`` or ``DQN (<directory name>)``."""
-    if str(spec).startswith("official:"):
+    """``Mask-A3C (official:Breakout)``, ``DQN (<directory name>)`` or ``DQN, advantage stream (<directory name>)``."""
+    spec = str(spec)
+    if spec.startswith("official:"):
         return f"Mask-A3C ({spec})"
-    return f"DQN ({os.path.basename(str(spec).rstrip('/'))})"
+    stream = spec.startswith("advstream:")
+    name = os.path.basename(spec.removeprefix("advstream:").rstrip("/"))
+    return f"DQN{', advantage stream' if stream else ''} ({name})"
 
 
 @functools.lru_cache(maxsize=32)

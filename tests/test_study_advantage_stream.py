@@ -1,0 +1,106 @@
+"""Chapter 4's advantage-stream reading of the DQN agent: sweep, clean outputs, agreement and sentence."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+from test_study_degradation import _as_paper, _rows
+
+from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent, save_agent
+from saliency_lib.study import advantage_stream as adv
+from saliency_lib.study import degradation as dg
+from saliency_lib.study.display import Note
+
+DQN = "data/agents/dqn-Breakout-toy"
+STREAM = adv.SCHEME + DQN
+
+
+@pytest.fixture
+def synthetic_presets(monkeypatch):
+    monkeypatch.setattr(dg, "_preset", lambda spec: "dqn")
+
+
+def _paper_rows(agent: str, *, reverse: bool) -> pd.DataFrame:
+    """Insertion rows whose method means follow (or reverse) the paper's Breakout order in every setting."""
+    parts = [_rows(agent, _as_paper("Breakout", sub, meas, reverse=reverse), measures=(meas,), n_states=4,
+                   substrates=(sub,), experiments=("insertion",))
+             for sub in ("black", "random") for meas in ("q_ratio", "advantage")]
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_agreement_and_sentence_say_which_reading_follows_the_paper(synthetic_presets):
+    full, stream = _paper_rows(DQN, reverse=True), _paper_rows(STREAM, reverse=False)
+    a = adv.stream_agreement(full, stream, "Breakout", n_resamples=20)
+    assert set(a["reading"]) == {"full Q", "advantage stream"} and len(a) == 8
+    by = a.set_index(["reading", "substrate", "paper_measure"])
+    assert by.loc[("advantage stream", "black", "q_ratio"), "spearman"] == pytest.approx(1.0)
+    assert by.loc[("full Q", "black", "q_ratio"), "spearman"] == pytest.approx(-1.0)
+    # the paper's Breakout means under random insertion with the Q-ratio: all negative; reversed, all positive
+    assert by.loc[("full Q", "random", "q_ratio"), "paper_negative"] == 6
+    assert by.loc[("advantage stream", "random", "q_ratio"), "our_negative"] == 6
+    assert by.loc[("full Q", "random", "q_ratio"), "our_negative"] == 0
+    text = adv.stream_sentence(a, "Breakout").data
+    assert "The advantage stream agrees better in 4 of 4 settings" in text
+    assert "significant at 5 % in 4 of 4 settings with the advantage stream and in 0 with the full Q" in text
+    assert text.index("black/Q-ratio") < text.index("black/advantage") < text.index("random/Q-ratio")
+    assert "6 of the paper's 6 mean AUCs are negative; of ours, 0 with the full Q and 6 with the advantage stream" in text
+    html = dg.style_agreement(a, "cap").to_html()
+    assert "DQN, advantage stream (dqn-Breakout-toy)" in html and "DQN (dqn-Breakout-toy)" in html
+
+
+def test_notes_pass_through(synthetic_presets):
+    note = Note("nothing", title="x")
+    assert adv.stream_agreement(note, _paper_rows(STREAM, reverse=False), "Breakout") is note
+    assert adv.stream_sentence(note, "Breakout") is note and adv.style_clean_outputs(note, "c") is note
+    only_full = adv.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(DQN, reverse=False).iloc[:0],
+                                     "Breakout", n_resamples=20)
+    assert isinstance(adv.stream_sentence(only_full, "Breakout"), Note)
+    seaquest = adv.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(STREAM, reverse=False), "Seaquest")
+    assert isinstance(seaquest, Note) and "not Seaquest" in seaquest.text
+
+
+def _toy(tmp_path, dueling: bool):
+    torch.manual_seed(0)
+    d = tmp_path / f"dqn-Breakout-{'duel' if dueling else 'plain'}"
+    save_agent(QAgent(DQNNet(DQNConfig(n_actions=4, dueling=dueling)), game="Breakout", preset="dqn", n_actions=4), d)
+    return str(d)
+
+
+def test_stream_sweep_and_clean_outputs_on_a_toy_agent(tmp_path):
+    """The tiny-profile sweep of ``advstream:`` stores insertion units only, on the paper's methods and
+    substrates, and the clean outputs are the network's own Q(a) and out_adv(a)."""
+    spec = _toy(tmp_path, dueling=True)
+    cfg = dg.DegradationChapter(agent=spec, profile="tiny", results_dir=str(tmp_path / "r"))
+    results = pd.DataFrame({"agent": pd.Series([spec], dtype="string")})
+    assert adv.stream_spec(results) == adv.SCHEME + spec
+    rows = adv.stream_results(cfg, results)
+    assert set(rows["agent"]) == {adv.SCHEME + spec} and set(rows["experiment"]) == {"insertion"}
+    assert set(rows["substrate"]) == {"black", "random"} and set(rows["method"]) == set(dg.PAPER_METHODS)
+    assert not (tmp_path / "r" / "sweep" / "sanity").exists()
+    stored = sorted((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet"))
+    assert len(stored) == len(dg.PAPER_METHODS) and adv.stream_results(cfg, results).equals(rows)  # reused
+    assert sorted((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet")) == stored
+
+    out = adv.clean_outputs(cfg, rows).set_index("reading")
+    from saliency_lib.study.sweep import study_states
+
+    states, _ = study_states(adv.SCHEME + spec, 2, results_dir=cfg.results_dir)
+    agent = load_agent(spec)
+    with torch.no_grad():
+        q = agent(states.states)["q"].gather(1, states.actions[:, None])[:, 0]
+        a = agent.net.out_adv(agent.net.features(states.states)).gather(1, states.actions[:, None])[:, 0]
+    assert out.loc["Q(a), the full dueling output", "mean"] == pytest.approx(float(q.mean()), abs=1e-6)
+    assert out.loc["A(a), the advantage stream alone", "max"] == pytest.approx(float(a.max()), abs=1e-6)
+    assert out["states"].tolist() == [2, 2]
+    assert "Below 0" in adv.style_clean_outputs(out.reset_index(), "cap").to_html()
+
+
+def test_stream_spec_needs_a_dueling_dqn_agent(tmp_path):
+    plain = _toy(tmp_path, dueling=False)
+    note = adv.stream_spec(pd.DataFrame({"agent": pd.Series([plain], dtype="string")}))
+    assert isinstance(note, Note) and "no dueling head" in note.text
+    cfg = dg.DegradationChapter(agent=plain, profile="tiny", results_dir=str(tmp_path / "r"))
+    assert isinstance(adv.stream_results(cfg, pd.DataFrame({"agent": pd.Series([plain], dtype="string")})), Note)
+    none = adv.stream_spec(Note("no agent", title="x"))
+    assert isinstance(none, Note) and "No DQN agent" in none.text
