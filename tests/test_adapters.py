@@ -38,6 +38,14 @@ ATOL = 1e-5
 ENV_ID = "BreakoutNoFrameskip-v4"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _sb3_logs_in_tmp(tmp_path_factory):
+    """SB3's ``learn`` creates a log folder, by default a new ``$TMPDIR/SB3-<time>`` per call."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+        yield
+
+
 # -- fixtures: real SB3 models and observations -----------------------------------------
 def _sb3_env(seed: int = 0):
     return VecFrameStack(make_atari_env(ENV_ID, n_envs=1, seed=seed), n_stack=4)
