@@ -184,6 +184,16 @@ def test_args_validation():
         A2CArgs(variant="triple")
     with pytest.raises(ValueError, match="precision"):
         A2CArgs(precision="fp16")
+    with pytest.raises(ValueError, match="lr_scaling"):
+        A2CArgs(lr_scaling="linear")
+    with pytest.raises(ValueError, match="lr must be positive"):
+        A2CArgs(lr=0.0)
+
+
+def test_a2c_update_lr_scales_the_official_worker_lr():
+    assert A2CArgs().lr == 1e-4 and A2CArgs().update_lr == pytest.approx(4e-4)  # 16 environments
+    assert A2CArgs(num_envs=4).update_lr == pytest.approx(2e-4)
+    assert A2CArgs(lr_scaling="none").update_lr == 1e-4
 
 
 def _train_cmd(algo, out, frames, extra=()):
@@ -223,6 +233,9 @@ def test_smoke_kill_and_resume(tmp_path, algo, extra):
         assert pd.read_csv(tmp_path / name)["step"].is_monotonic_increasing
     agent = load_agent(tmp_path / "agent")
     assert agent.meta["frames"] == done["step"] * 4
+    if algo == "a3c":  # 4 environments: the official 1e-4 times √4, in the optimiser and the metadata
+        lr = torch.load(state, weights_only=True)["opt"]["param_groups"][0]["lr"]
+        assert lr == pytest.approx(2e-4) and agent.meta["update_lr"] == pytest.approx(2e-4)
     # resuming with other hyper-parameters is refused
     r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra[:-2], "--seed", "5", "--resume"]), env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "arguments differ" in r.stderr
