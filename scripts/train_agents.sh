@@ -22,15 +22,20 @@ run() {  # run <name> <train args...>
   nice -n 10 "$PY" -m saliency_lib ship "runs/$name" --dest "data/agents/$name" --episodes 10
 }
 
+# Both actor-critic runs take the arguments of the lr pilot (data/benchmarks/a2c_lr_pilot), whose
+# 4e-4 run the Mask-A3C run continues from 2 M frames: the same update lr as the default
+# (1e-4 · √16), written out, and 3 evaluation games.
+A3C_ARGS=(--lr 4e-4 --lr-scaling none --eval-episodes 3)
+
 queue_a() {
   run dqn-Breakout-s0 dqn --game Breakout &&
   run dqn-SpaceInvaders-s0 dqn --game SpaceInvaders &&
-  run a3c-Breakout-none-s0 a3c --game Breakout --variant none
+  run a3c-Breakout-none-s0 a3c --game Breakout --variant none "${A3C_ARGS[@]}"
 }
 queue_b() {
   run dqn-MsPacman-s0 dqn --game MsPacman &&
   run dqn-Frostbite-s0 dqn --game Frostbite &&
-  run a3c-Breakout-double-s0 a3c --game Breakout --variant double
+  run a3c-Breakout-double-s0 a3c --game Breakout --variant double "${A3C_ARGS[@]}"
 }
 queue_a > runs/queue-a.log 2>&1 &
 queue_b > runs/queue-b.log 2>&1 &
