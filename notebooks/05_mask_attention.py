@@ -59,8 +59,8 @@ runs_dir = "runs"  # training runs in progress (their learning curves are shown 
 # %%
 from saliency_lib.study.mask_attention import (
     MaskAttentionChapter, a3c_curves_figure, a3c_score_table, a3c_sentence, actor_critic_runs,
-    chapter_ranking, coarse_note, filmstrip_figure, official_play, our_filmstrips, our_mask_plays,
-    ranking_sentence, series_figure, series_summary, style_a3c_scores, style_ranking, style_summary,
+    chapter_ranking, coarse_note, filmstrip_figure, official_play, our_filmstrips, our_mask_plays, our_rankings,
+    ranking_sentence, series_figure, series_summary, style_a3c_scores, style_our_rankings, style_ranking, style_summary,
     summary_sentence,
 )
 
@@ -189,6 +189,14 @@ style_ranking(ranking, caption)
 
 # %%
 ranking_sentence(ranking)
+
+# %% [markdown]
+# The same ranking for each of our own Mask-A3C agents, on states of its own greedy game,
+# once they are trained and shipped:
+
+# %%
+ours_ranked = our_rankings(cfg)
+style_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, substrate {cfg.substrate}), as above.")
 
 # %% [markdown]
 # A mask sees the input only through the agent's own features, at a resolution of 10 × 10

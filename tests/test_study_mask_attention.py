@@ -256,6 +256,28 @@ def test_ranking_display_and_sentence():
     assert "value mask" not in text  # the table has no value-mask rows
 
 
+def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, monkeypatch):
+    from saliency_lib.study import sweep as sw
+
+    agents = tmp_path / "agents"
+    _save_ac(agents, "double")
+    _save_ac(agents, "none")  # no masks: not ranked here
+    monkeypatch.setattr(sw, "STUDY_METHODS", ("gradient", "mask_policy", "mask_value"))  # the study's, smaller
+    cfg = ma.MaskAttentionChapter(profile="tiny", results_dir=str(tmp_path / "r"), agents_dir=str(agents))
+    ranked = ma.our_rankings(cfg)
+    (label, r), = ranked.items()
+    assert "a3c-Breakout-double-s0" in label
+    assert set(r["method"]) == {"gradient", "mask_policy", "mask_value", "random"}
+    assert {"ins_prob", "del_prob", "sanity"} <= set(r["criterion"]) and (r["n"] <= 2).all()
+    stored = {p.parent.name for p in (tmp_path / "r" / "sweep").rglob("*.parquet")}
+    assert stored == {"sanity", "degradation"}  # the study's units, so `saliency-study run` can store them ahead
+    html = ma.style_our_rankings(ranked, "cap").data
+    assert "Agent: our Mask-A3C (both masks) agent a3c-Breakout-double-s0." in html and "Policy mask" in html
+    note = ma.our_rankings(ma.MaskAttentionChapter(profile="tiny", agents_dir=str(tmp_path / "none")))
+    assert isinstance(note, Note) and "ranking above is therefore of the official agent only" in note.text
+    assert ma.style_our_rankings(note, "cap") is note
+
+
 def test_coarse_note_names_the_profiles_parameters():
     from saliency_lib.study.sweep import SWEEP_PROFILES
 

@@ -47,7 +47,7 @@ __all__ = [
     "MaskAttentionChapter", "MaskPlay", "mask_agents", "play_masks", "mask_mass", "mask_entropy",
     "mask_fraction_open", "topk_iou", "chance_iou", "mask_spearman", "conv_resets", "mask_series", "series_summary",
     "style_summary", "summary_sentence", "filmstrip_indices", "filmstrip_figure", "series_figure", "official_play",
-    "our_mask_plays", "our_filmstrips", "Criterion", "official_table", "chapter_ranking", "method_ranking",
+    "our_mask_plays", "our_filmstrips", "Criterion", "official_table", "chapter_ranking", "our_rankings", "style_our_rankings", "method_ranking",
     "ranking_display", "style_ranking", "ranking_sentence", "coarse_note", "actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores", "a3c_sentence",
 ]
 
@@ -635,6 +635,36 @@ def official_table(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
         return _official_missing(cfg.game)
     df = study_results(cfg.profile, cfg.game, executor=cfg.executor, results_dir=cfg.results_dir, agents=[cfg.official])
     return df[df["agent"] == cfg.official].reset_index(drop=True)
+
+
+def our_rankings(cfg: MaskAttentionChapter) -> dict[str, pd.DataFrame] | Note:
+    """:func:`method_ranking` of each of our shipped Mask-A3C agents of the game (label → ranking).
+
+    Each agent gets the study's sweep for an actor-critic agent in ``cfg.profile``
+    (:func:`~saliency_lib.study.sweep.study_results`): its own greedy states, every method,
+    its masks, the sanity check and insertion/deletion. Stored units are reused.
+    """
+    from .sweep import study_results
+
+    agents = mask_agents(cfg.game, cfg.agents_dir)
+    if agents.empty:
+        return _not_trained_note(cfg.game, cfg.agents_dir, "The ranking above is therefore of the official agent only.")
+    out = {}
+    for _, r in agents.iterrows():
+        spec = _shown(r["path"])
+        df = study_results(cfg.profile, cfg.game, executor=cfg.executor, results_dir=cfg.results_dir, agents=[spec])
+        out[_agent_label(r)] = method_ranking(df[df["agent"] == spec], substrate=cfg.substrate)
+    return out
+
+
+def style_our_rankings(rankings: dict[str, pd.DataFrame] | Note, caption: str):
+    """:func:`style_ranking` of each agent of :func:`our_rankings`, one captioned table each (HTML)."""
+    from IPython.display import HTML
+
+    if isinstance(rankings, Note):
+        return rankings
+    return HTML("".join(style_ranking(r, f"{caption} Agent: {label.replace('`', '')}.").to_html()
+                        for label, r in rankings.items()))
 
 
 def _criterion_rows(table: pd.DataFrame, c: Criterion, substrate: str) -> pd.DataFrame:
