@@ -50,27 +50,30 @@ def main():
     from saliency_lib.train import A2CArgs, DQNArgs, train_a2c, train_dqn
 
     ls, n = a.learning_starts, a.steps
-    res = {}
+    res, settings = {}, {}
 
-    def ours(**kw):
+    def ours(key, **kw):
         with tempfile.TemporaryDirectory() as d:
             args = DQNArgs(game=a.game, frames=4 * (ls + n), learning_starts=ls, eval_episodes=0, checkpoint_minutes=1e9, **kw)
+            settings[key] = {k: getattr(args, k) for k in ("num_envs", "batch_size", "train_freq", "precision")}
             warm = DQNArgs(game=a.game, frames=4 * ls, learning_starts=ls, eval_episodes=0, checkpoint_minutes=1e9, **kw)
             t_all = _timed(lambda: train_dqn(args, d, progress=False))
             t_warm = _timed(lambda: train_dqn(warm, d + "/w", progress=False))
         return n / (t_all - t_warm)
 
-    res["ours_dqn_default"] = ours()
-    res["ours_dqn_matched"] = ours(batch_size=32, train_freq=4)
-    res["ours_dqn_fp32"] = ours(precision="fp32")
+    res["ours_dqn_default"] = ours("ours_dqn_default")
+    res["ours_dqn_matched"] = ours("ours_dqn_matched", batch_size=32, train_freq=4)
+    res["ours_dqn_fp32"] = ours("ours_dqn_fp32", precision="fp32")
     t_all = _timed(lambda: cleanrl_run(a.game, ls + n, ls))
     t_warm = _timed(lambda: cleanrl_run(a.game, ls, ls))
     res["cleanrl_style_dqn"] = n / (t_all - t_warm)
     for key, precision in (("ours_a2c_double", "bf16"), ("ours_a2c_double_fp32", "fp32")):
         with tempfile.TemporaryDirectory() as d:
             args = A2CArgs(game=a.game, frames=4 * n, eval_episodes=0, checkpoint_minutes=1e9, precision=precision)
+            settings[key] = {k: getattr(args, k) for k in ("num_envs", "num_steps", "precision")}
             res[key] = n / _timed(lambda args=args, d=d: train_a2c(args, d, progress=False))
-    out = {"agent_steps_per_s": res, "frames_per_s": {k: 4 * v for k, v in res.items()}, "game": a.game, "timed_steps": n,
+    out = {"agent_steps_per_s": res, "frames_per_s": {k: 4 * v for k, v in res.items()}, "settings": settings,
+           "game": a.game, "timed_steps": n,
            "learning_starts": ls, "torch_threads": 1, "cpu_count": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
            "ratio_ours_matched_vs_cleanrl": res["ours_dqn_matched"] / res["cleanrl_style_dqn"],
            "ratio_ours_default_vs_cleanrl": res["ours_dqn_default"] / res["cleanrl_style_dqn"],

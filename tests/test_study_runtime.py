@@ -1,5 +1,6 @@
 """Chapter 6 helpers (saliency_lib.study.runtime): tables and sentences built from benchmark JSON files."""
 
+import dataclasses
 import json
 import math
 
@@ -171,7 +172,14 @@ def test_training_envs_and_machine_tables(bench_dir):
     text = rt.training_summary(tr.reset_index()).data
     assert "runs 2.00 times as fast" in text
     assert "bf16 autocast makes the DQN trainer 1.50 times and the Mask-A2C trainer 1.50 times as fast as float32" in text
-    assert "precision='bf16'" in tr.loc["ours_a2c_double", "setting"]
+    assert "precision='bf16' (defaults now)" in tr.loc["ours_a2c_double", "setting"]  # the file records no settings
+    recorded = {"ours_dqn_default": {"num_envs": 3, "batch_size": 64, "train_freq": 2, "precision": "fp32"},
+                "ours_a2c_double": {"num_envs": 7, "num_steps": 20, "precision": "fp32"}}
+    b2 = dataclasses.replace(b, training={**b.training, "settings": recorded})
+    tr2 = rt.training_table(b2).set_index("key")
+    assert tr2.loc["ours_dqn_default", "setting"] == "3 envs, batch 64 every 2 steps, precision='fp32'"
+    assert tr2.loc["ours_a2c_double", "setting"] == "7 envs, 20-step rollouts, precision='fp32'"
+    assert tr2.loc["ours_dqn_fp32", "setting"].endswith("(defaults now)")  # not recorded in that file
     en = rt.envs_table(b)
     assert en["vs_sync"].iloc[1] == pytest.approx(2.5) and math.isnan(en["steps_per_s"].iloc[2])
     text = rt.envs_summary(en).data

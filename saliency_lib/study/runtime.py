@@ -430,27 +430,38 @@ def training_table(b: Benchmarks) -> pd.DataFrame | Note:
     """Agent steps and frames per second of our trainers and of a CleanRL-style DQN loop.
 
     Columns ``key, run, setting, phrase, steps_per_s, frames_per_s, vs_cleanrl`` (steps per second ÷
-    the CleanRL-style loop's). The settings are read from the trainers' current defaults
-    (:class:`~saliency_lib.train.DQNArgs`, :class:`~saliency_lib.train.A2CArgs`).
+    the CleanRL-style loop's). The settings are those recorded in the file (``settings``); a file
+    written before they were recorded gets the trainers' current defaults
+    (:class:`~saliency_lib.train.DQNArgs`, :class:`~saliency_lib.train.A2CArgs`), marked "(defaults
+    now)".
     """
     if b.training is None:
         return _missing("training.json", b, "training.py")
     from ..train import A2CArgs, DQNArgs
 
     d, a = DQNArgs(), A2CArgs()
+    now = {"ours_dqn_default": vars(d), "ours_dqn_matched": {**vars(d), "batch_size": 32, "train_freq": 4},
+           "ours_dqn_fp32": {**vars(d), "precision": "fp32"}, "ours_a2c_double": vars(a),
+           "ours_a2c_double_fp32": {**vars(a), "precision": "fp32"}}
+    recorded = b.training.get("settings", {})
+
+    def setting(key: str) -> str:
+        s, mark = (recorded[key], "") if key in recorded else (now[key], " (defaults now)")
+        if key.startswith("ours_a2c"):
+            return f"{s['num_envs']} envs, {s['num_steps']}-step rollouts, precision={s['precision']!r}{mark}"
+        return f"{s['num_envs']} envs, batch {s['batch_size']} every {s['train_freq']} steps, precision={s['precision']!r}{mark}"
+
     settings = {  # run → (label, setting, phrase for the summary)
-        "ours_dqn_default": ("Our DQN trainer, defaults", f"{d.num_envs} envs, batch {d.batch_size} every "
-                             f"{d.train_freq} steps, precision={d.precision!r}", "our DQN trainer with its defaults"),
-        "ours_dqn_matched": ("Our DQN trainer, CleanRL's replay ratio", f"{d.num_envs} envs, batch 32 every 4 steps",
+        "ours_dqn_default": ("Our DQN trainer, defaults", setting("ours_dqn_default"), "our DQN trainer with its defaults"),
+        "ours_dqn_matched": ("Our DQN trainer, CleanRL's replay ratio", setting("ours_dqn_matched"),
                              "our DQN trainer with CleanRL's replay ratio"),
         "cleanrl_style_dqn": ("CleanRL-style DQN loop (benchmarks/cleanrl_style_dqn.py)",
                               "1 env, full obs and next-obs in replay, batch 32 every 4 steps", "the CleanRL-style loop"),
-        "ours_dqn_fp32": ("Our DQN trainer, defaults in float32", f"{d.num_envs} envs, batch {d.batch_size} every "
-                          f"{d.train_freq} steps, precision='fp32'", "our DQN trainer in float32"),
-        "ours_a2c_double": ("Our Mask-A2C trainer (double masks)", f"{a.num_envs} envs, {a.num_steps}-step rollouts, "
-                            f"precision={a.precision!r}", "our Mask-A2C trainer (another algorithm and network, for scale only)"),
-        "ours_a2c_double_fp32": ("Our Mask-A2C trainer (double masks) in float32", f"{a.num_envs} envs, {a.num_steps}-step "
-                                 "rollouts, precision='fp32'", "our Mask-A2C trainer in float32"),
+        "ours_dqn_fp32": ("Our DQN trainer, defaults in float32", setting("ours_dqn_fp32"), "our DQN trainer in float32"),
+        "ours_a2c_double": ("Our Mask-A2C trainer (double masks)", setting("ours_a2c_double"),
+                            "our Mask-A2C trainer (another algorithm and network, for scale only)"),
+        "ours_a2c_double_fp32": ("Our Mask-A2C trainer (double masks) in float32", setting("ours_a2c_double_fp32"),
+                                 "our Mask-A2C trainer in float32"),
     }
     sps = b.training["agent_steps_per_s"]
     base = sps.get("cleanrl_style_dqn")
