@@ -73,6 +73,33 @@ def test_paired_wilcoxon_matches_scipy():
         paired_wilcoxon(pd.concat([t, t.assign(measure="advantage_auc")]))
 
 
+def test_exact_signed_rank_by_hand_and_against_scipys_permutation_test():
+    from saliency_lib.metrics.statistics import _signed_rank_exact
+
+    # |d| = 1, 2, 2, 3 → mid-ranks 1, 2.5, 2.5, 4; all positive: T⁺ = 10 is the largest of 16 sign patterns
+    d = np.array([1.0, 2.0, 2.0, 3.0])
+    assert _signed_rank_exact(d, "greater") == (10.0, 1 / 16)
+    assert _signed_rank_exact(d, "two-sided") == (0.0, 2 / 16)  # statistic min(T⁺, T⁻), as scipy
+    assert _signed_rank_exact(-d, "less") == (0.0, 1 / 16)
+    assert _signed_rank_exact(np.array([0.0, 0.0, 1.0, -1.0]), "two-sided")[1] == 1.0  # zeros are dropped
+    rng = np.random.default_rng(3)
+    for n in (3, 6, 9, 13):  # scipy enumerates all 2ⁿ sign flips for these tied samples
+        x, y = np.round(rng.normal(size=n)), np.round(rng.normal(size=n))
+        for alt in ("two-sided", "less", "greater"):
+            ref = wilcoxon(x, y, alternative=alt)
+            assert _signed_rank_exact(x - y, alt) == (pytest.approx(ref.statistic), pytest.approx(ref.pvalue, abs=1e-12))
+
+
+def test_paired_wilcoxon_with_ties_equals_scipy():
+    rng = np.random.default_rng(4)
+    vals = {m: np.round(rng.normal(loc=i, size=10)) for i, m in enumerate(("a", "b", "c"))}  # rounded: ties
+    t = pd.DataFrame([{"state": s, "method": m, "value": v[s]} for m, v in vals.items() for s in range(10)])
+    w = paired_wilcoxon(t).set_index(["a", "b"])
+    for (a, b), row in w.iterrows():
+        ref = wilcoxon(vals[a], vals[b])
+        assert row["p_value"] == pytest.approx(ref.pvalue, abs=1e-12) and row["statistic"] == pytest.approx(ref.statistic)
+
+
 def test_ranking_table_marks_significant_differences():
     r = ranking_table(_auc_table(), n_resamples=300)
     assert r["method"].tolist()[0] == "good" and r["method"].tolist()[-1] == "bad"
