@@ -328,6 +328,9 @@ def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_
     assert list(ours.index) == ["none", "double"]  # the value run in progress has no final score
     assert ours.loc["double", "mean"] == 35.0 and ours.loc["double", "seeds"] == 2
     assert ours.loc["double", "sd_seeds"] == pytest.approx(np.std([30, 40], ddof=1)) and np.isnan(ours.loc["none", "sd_seeds"])
+    # training games in the last 10 % of frames (> 1.8 M of 2 M: the last logged game); seed 1 has no log
+    assert ours.loc["double", "train_final"] == 30.0 and ours.loc["double", "train_games"] == 1
+    assert ours.loc["none", "train_final"] == 10.0
     if ma.official_available("Breakout", logs=True):
         off = t[t["variant"] == "official"].iloc[0]
         assert off["frames"] == 2_000_000 and np.isfinite(off["mean"])
@@ -336,6 +339,7 @@ def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_
     text = ma.a3c_sentence(t, "Breakout").data
     assert "our Mask-A3C scores 35.0" in text and "our A3C 10.0" in text and "scores higher, by 25.0 points" in text
     assert "single seed" in text and "in the direction of the paper's claim" in text
+    assert "last 10% of frames (sampled actions; 1 and 1 games), Mask-A3C averages 30.0 and A3C 10.0, the same order" in text
     two = t.copy()
     two.loc[two["variant"] == "none", ["seeds", "min", "max", "mean"]] = [2, 36.0, 60.0, 48.0]
     text = ma.a3c_sentence(two, "Breakout").data

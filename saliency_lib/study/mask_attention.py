@@ -914,12 +914,31 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
     return figure_image(fig, dpi=dpi)
 
 
+FINAL_FRACTION = 0.1
+"""Share of a run's frames at its end whose training games :func:`a3c_score_table` averages."""
+
+
+def _final_training_mean(logs) -> tuple[float, int]:
+    """Mean score and count of the training games in the last :data:`FINAL_FRACTION` of a run's frames."""
+    from ..train.common import read_log
+
+    if not isinstance(logs, (str, os.PathLike)) or not (Path(logs) / "train_log.csv").is_file():  # None or NaN: none
+        return float("nan"), 0
+    log = read_log(Path(logs) / "train_log.csv").dropna(subset=["episode_score"])
+    if log.empty:
+        return float("nan"), 0
+    last = log[log["frames"] > (1 - FINAL_FRACTION) * log["frames"].max()]
+    return float(last["episode_score"].mean()), len(last)
+
+
 def a3c_score_table(runs: pd.DataFrame, game: str) -> pd.DataFrame | Note:
     """Final scores per variant: seeds, frames, mean ± sd over seeds of the agents' evaluation means.
 
-    Only shipped agents have a final score. A last row gives the official Mask-A3C run's
-    level at the same number of frames (its last 20 greedy test games before it), when
-    its log is available.
+    Only shipped agents have a final score. ``train_final`` is a second, less noisy measure:
+    the mean over seeds of each run's training games (sampled actions) in the last
+    :data:`FINAL_FRACTION` of its frames, from its log (``train_games`` games in all). A last
+    row gives the official Mask-A3C run's level at the same number of frames (its last 20
+    greedy test games before it), when its log is available.
     """
     done = runs[runs["shipped"] & runs["mean"].notna()] if len(runs) else runs
     if done.empty:
@@ -928,14 +947,18 @@ def a3c_score_table(runs: pd.DataFrame, game: str) -> pd.DataFrame | Note:
     rows = []
     for v in [v for v in VARIANT_ORDER if v in set(done["variant"])]:
         g = done[done["variant"] == v]
+        final = [_final_training_mean(logs) for logs in g["logs"]]
+        train = [m for m, n in final if n]
         rows.append({"variant": v, "model": VARIANT_LABELS[v], "seeds": len(g), "frames": float(g["frames"].median()),
+                     "train_final": float(np.mean(train)) if train else np.nan, "train_games": sum(n for _, n in final),
                      "mean": float(g["mean"].mean()), "sd_seeds": float(g["mean"].std(ddof=1)) if len(g) > 1 else np.nan,
                      "min": float(g["mean"].min()), "max": float(g["mean"].max()),
                      "per_seed": ", ".join(f"{x:,.1f}" for x in g["mean"]), "source": "our agents (greedy evaluation)"})
     ref = _official_reference(game, float(done["frames"].median()))
     if ref:
         rows.append({"variant": "official", "model": "official Mask-A3C run at the same frames", "seeds": 1,
-                     "frames": ref["frames"], "mean": ref["mean"], "sd_seeds": np.nan, "min": np.nan, "max": np.nan,
+                     "frames": ref["frames"], "train_final": np.nan, "train_games": 0, "mean": ref["mean"],
+                     "sd_seeds": np.nan, "min": np.nan, "max": np.nan,
                      "per_seed": f"last {ref['games']} test games: sd {ref['std']:,.1f}",
                      "source": "official test log"})
     return pd.DataFrame(rows)
@@ -945,11 +968,12 @@ def style_a3c_scores(table: pd.DataFrame | Note, caption: str):
     """:func:`a3c_score_table` as a Styler (a Note passes through)."""
     if isinstance(table, Note):
         return table
-    t = table[["model", "seeds", "frames", "mean", "sd_seeds", "per_seed", "source"]].rename(columns={
+    train = f"Training games, last {FINAL_FRACTION:.0%} of frames"
+    t = table[["model", "seeds", "frames", "mean", "sd_seeds", "per_seed", "train_final", "source"]].rename(columns={
         "model": "Model", "seeds": "Seeds", "frames": "Frames (M)", "mean": "Score (mean over seeds)",
-        "sd_seeds": "sd over seeds", "per_seed": "Per seed", "source": "From"})
+        "sd_seeds": "sd over seeds", "per_seed": "Per seed", "train_final": train, "source": "From"})
     t = t.assign(**{"Frames (M)": t["Frames (M)"] / 1e6})
-    fmt = {"Frames (M)": "{:.3g}", "Score (mean over seeds)": "{:,.1f}", "sd over seeds": "{:,.1f}"}
+    fmt = {"Frames (M)": "{:.3g}", "Score (mean over seeds)": "{:,.1f}", "sd over seeds": "{:,.1f}", train: "{:,.1f}"}
     return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
 
 
@@ -979,6 +1003,12 @@ def a3c_sentence(table: pd.DataFrame | Note, game: str):
     else:
         text.append("With a single seed per variant the difference cannot be told apart from the spread between "
                     "training runs.")
+    if np.isfinite(m.get("train_final", np.nan)) and np.isfinite(a.get("train_final", np.nan)):
+        tdiff = m["train_final"] - a["train_final"]
+        text.append(f"Over the training games of the last {FINAL_FRACTION:.0%} of frames (sampled actions; "
+                    f"{int(m['train_games'])} and {int(a['train_games'])} games), Mask-A3C averages "
+                    f"{m['train_final']:,.1f} and A3C {a['train_final']:,.1f}"
+                    + (", the same order." if tdiff * diff > 0 else ", the opposite order." if tdiff * diff < 0 else "."))
     direction = "in the direction of" if diff > 0 else "against" if diff < 0 else "neither for nor against"
     budget = _official_budget(game)
     text.append(f"This is {direction} the paper's claim that \"{PAPER_CLAIM}\"" + (
