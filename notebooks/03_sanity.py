@@ -274,56 +274,62 @@ res.discussion(verdicts)
 # does not show that the map is faithful to the agent's decision. The insertion and
 # deletion metrics test that.
 #
-# ## Zeros on a black screen
+# ## Ties on a black screen
 #
 # A failed test says that the map of the random network resembles the map of the trained
-# one. It does not say why, and one reason has nothing to do with the weights. Some maps
-# are exactly zero wherever the input is black, whatever the network computes: Integrated
-# Gradients multiplies the averaged gradient by the input minus its black baseline, and
-# SARFA's black disk changes nothing where the screen is already black. The trained and
-# the random network's maps then share a block of tied zeros, and a rank correlation over
-# all pixels is high because of that block alone.
+# one. It does not say why, and one reason has nothing to do with the weights. On a black
+# region many maps take one value whatever the network computes. Integrated Gradients
+# multiplies the averaged gradient by the input minus its black baseline, so it is exactly
+# zero there. SARFA's black disk changes nothing where the screen is already black, and
+# neither does Occlusion's black patch, whose score 1 − f_a(I′) is then the constant
+# 1 − f_a(I). The trained and the random network's maps share a block of tied pixels.
+#
+# Whether the block raises the rank correlation over all pixels depends on where it sits
+# in each map. Zeros at the bottom of both non-negative maps make the two rankings agree
+# on most pixels, and ρ is high because of the block alone. A plateau at the bottom of one
+# map and halfway up the other adds nothing.
 #
 # The next table recomputes, for the first five states of the sweep, the maps of the
-# trained agent and of the fully randomised agent (the sweep's models and parameters) and
-# splits the similarity: over all pixels (the test's number for these states), over the
-# pixels outside the shared zero block, and what the block alone gives two maps that are
-# zero on it and independent noise elsewhere.
+# trained agent and of the fully randomised agent (the sweep's models and parameters). For
+# each map it finds its largest tie (the pixels at its most frequent value) and where that
+# value sits among the other pixels. It then splits the similarity: over all pixels (the
+# test's number for these states), over the pixels outside the shared block, and what the
+# block alone gives two maps that are tied on it, placed as measured, and independent noise
+# elsewhere.
 
 # %%
-from saliency_lib.study.zero_blocks import style_zero_blocks, zero_block_sentence, zero_block_summary, zero_blocks
+from saliency_lib.study.tied_blocks import style_tied_blocks, tied_block_sentence, tied_block_summary, tied_blocks
 
-blocks = {kind: zero_block_summary(zero_blocks(cfg, who)) for kind, who in res.agents.items()}
-caption = ("{}: share of the pixels where the trained map, the fully randomised map and both are exactly "
-           "zero, and the Spearman similarity of the two maps over all pixels, outside the shared zero "
-           "block, and of the block alone (two maps zero on the block, independent noise elsewhere); mean "
-           "over the first states of the sweep.")
-style_zero_blocks(blocks["dqn"], caption.format("The study's DQN agent"))
+blocks = {kind: tied_block_summary(tied_blocks(cfg, who)) for kind, who in res.agents.items()}
+caption = ("{}: share of the pixels in the largest tie of the trained map, of the fully randomised map and of "
+           "both; share of each map's other pixels below its tied value; and the Spearman similarity of the "
+           "two maps over all pixels, outside the shared block, and of the block alone. Mean over the first "
+           "states of the sweep.")
+style_tied_blocks(blocks["dqn"], caption.format("The study's DQN agent"))
 
 # %% [markdown]
 # Formatted from the table:
 
 # %%
-zero_block_sentence(blocks["dqn"], res.title("dqn"), threshold=cfg.threshold)
+tied_block_sentence(blocks["dqn"], res.title("dqn"), threshold=cfg.threshold)
 
 # %% [markdown]
 # The same split for the Mask-A3C agent, whose input is standardised by a running mean
 # rather than scaled from black:
 
 # %%
-style_zero_blocks(blocks["mask_a3c"], caption.format("The official Mask-A3C agent"))
+style_tied_blocks(blocks["mask_a3c"], caption.format("The official Mask-A3C agent"))
 
 # %%
-zero_block_sentence(blocks["mask_a3c"], res.title("mask_a3c"), threshold=cfg.threshold)
+tied_block_sentence(blocks["mask_a3c"], res.title("mask_a3c"), threshold=cfg.threshold)
 
 # %% [markdown]
 # {cite:t}`adebayo2018sanity` noted that maps which multiply by the input, such as
 # Gradient ⊙ Input and Integrated Gradients, keep the input's structure after
 # randomisation. On Atari screens that are mostly black, that structure becomes a block
-# of exact ties, and where the table finds such a block carrying the similarity, the
-# verdict says more about the screen than about the weights. A similarity computed
-# outside the block, or a baseline other than the screen's background, would separate
-# the two.
+# of exact ties. Where the table finds such a block carrying the similarity, the verdict
+# says more about the screen than about the weights. A similarity computed outside the
+# block, or a baseline other than the screen's background, would separate the two.
 #
 # ## Summary
 #

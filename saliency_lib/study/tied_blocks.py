@@ -1,0 +1,242 @@
+"""Chapter 3: maps that are constant on the black background, and what that does to the Spearman test.
+
+On a black region many maps take one value whatever the network's weights:
+Integrated Gradients is exactly zero there (it multiplies by the input minus its black
+baseline), SARFA's black disk changes nothing, and Occlusion's black patch leaves the
+output as it is, so its score 1 − f_a is the same constant on every black patch. The map
+of the trained agent and the map of the randomised agent then share a block of tied
+pixels. Whether that block raises the Spearman rank correlation over all pixels depends
+on where it sits in each map: at the bottom of both (the zeros of a non-negative map), it
+alone gives a high correlation; at the bottom of one map and in the middle of the other,
+it gives almost none. In Breakout about two thirds of the screen is black in all four
+stacked frames.
+
+* :func:`tied_blocks`: per method and state, the share of pixels in each map's largest tie
+  (its most frequent exact value) and in both, where each block sits among the other
+  pixels, the Spearman similarity over all pixels (the sweep's) and outside the shared
+  block, and what the shared block alone gives (:func:`tie_floor`).
+* :func:`tied_block_summary`, :func:`style_tied_blocks`, :func:`tied_block_sentence`: the
+  chapter's table and generated text.
+
+The maps use the sweep's models (:func:`~saliency_lib.metrics.randomised_models`, cascading,
+Glorot, the chapter's seed), explainer parameters and states, so the similarity over all
+pixels equals the sweep's value for the same state.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..results import config_hash
+from .cache import cached_table
+from .display import Note
+from .gallery import ExplainedAgent, load
+
+__all__ = ["largest_tie", "tie_floor", "tied_blocks", "tied_block_summary", "style_tied_blocks",
+           "tied_block_sentence"]
+
+N_STATES = 5
+"""States per method: the first of the sweep's states."""
+DRAWS = 20
+"""Random draws of :func:`tie_floor` per state."""
+
+
+def largest_tie(m: np.ndarray) -> tuple[np.ndarray, float]:
+    """Mask of the pixels at the map's most frequent exact value, and the share of the other
+    pixels that lie below that value (0: the tie is the map's minimum)."""
+    m = np.asarray(m)
+    values, counts = np.unique(m, return_counts=True)
+    v = values[np.argmax(counts)]
+    block = m == v
+    rest = m[~block]
+    return block, float((rest < v).mean()) if rest.size else float("nan")
+
+
+def tie_floor(block: np.ndarray, below_a: float = 0.0, below_b: float = 0.0, *, draws: int = DRAWS,
+              seed: int = 0) -> float:
+    """Mean Spearman similarity of two maps that share only the tied ``block``.
+
+    Each map is constant on ``block`` and independent noise elsewhere, with a share
+    ``below_a`` (``below_b``) of its other pixels below the block's value and the rest above,
+    as in the maps measured. This is what the shared block alone contributes to the sweep's
+    (sign-invariant) Spearman similarity. With the block at the bottom of both maps (the
+    defaults) it is ``3p / ((1 − p)² + 3p)`` for a block of share ``p``; NaN when the block
+    covers every pixel or none.
+    """
+    from ..metrics.similarity import spearman
+
+    block = np.asarray(block, dtype=bool)
+    if block.all() or not block.any():
+        return float("nan")
+    rng = np.random.default_rng(seed)
+
+    def draw(below: float) -> np.ndarray:
+        noise = rng.uniform(0.01, 1.0, block.shape)
+        return np.where(block, 0.0, np.where(rng.random(block.shape) < below, -noise, noise))
+
+    return float(np.mean([spearman(draw(below_a), draw(below_b), sign_invariant=True) for _ in range(draws)]))
+
+
+def _outside(a: np.ndarray, b: np.ndarray, block: np.ndarray) -> float:
+    """The sweep's Spearman similarity restricted to the pixels outside the shared block."""
+    from ..metrics.similarity import spearman
+
+    keep = ~block
+    if keep.sum() < 3:
+        return float("nan")
+    return spearman(a[keep][None], b[keep][None], sign_invariant=True)  # as a 1 × K map
+
+
+def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, *, n_states: int = N_STATES
+                ) -> pd.DataFrame | Note:
+    """Tied blocks of the trained and the fully randomised agent's maps, per method and state.
+
+    The table is stored under ``<results_dir>/sanity_tied_blocks-<hash>/`` (committed with
+    the study's results), keyed by the agent's weights, the states, methods, parameters and
+    seed.
+
+    Parameters
+    ----------
+    cfg : SanityChapter
+        The chapter's configuration (profile, seed, results directory, device).
+    who : ExplainedAgent
+        The agent; its Note when it is missing.
+    methods : sequence of str, optional
+        Registry names; default: every method of the agent's sanity sweep.
+    n_states : int
+        The first ``n_states`` sweep states.
+
+    Returns
+    -------
+    DataFrame or Note
+        Columns ``method, state, input_zero`` (share of the state's pixel locations that are zero
+        in every frame), ``tied_trained, tied_random`` (share of each map at its most frequent
+        value), ``shared`` (both at once), ``below_trained, below_random`` (share of each map's
+        other pixels below its tied value), ``spearman`` (the sweep's similarity),
+        ``spearman_outside`` (over the pixels outside the shared block) and ``tie_floor``.
+    """
+    import torch
+
+    from ..explainers import get_explainer
+    from ..metrics import ConstantMapWarning
+    from ..metrics.similarity import spearman
+    from .sanity import _model_at, sweep_specs
+    from .sweep import applicable, study_states
+
+    if not who:
+        return who.note()
+    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 1:
+        raise ValueError(f"n_states must be a positive integer, got {n_states!r}")
+    agent = load(who.spec, cfg.device)
+    spec = sweep_specs(cfg, who.spec)[0]
+    methods = [m for m in (spec.methods if methods is None else methods) if m in spec.methods and applicable(m, agent)]
+    states, scfg = study_states(who.spec, spec.n_states, seed=spec.state_seed, results_dir=cfg.results_dir)
+    n = min(n_states, len(states))
+    full = len(agent.layer_groups())
+    config = {"what": "sanity_tied_blocks", "agent": who.spec, "sha256": agent.meta.get("sha256"),
+              "states": config_hash(scfg), "n": n, "methods": methods,
+              "params": {m: spec.params.get(m, {}) for m in methods}, "level": full, "order": "cascading",
+              "init": "glorot", "seed": cfg.seed, "draws": DRAWS}
+
+    def compute() -> pd.DataFrame:
+        torch.set_num_threads(1)
+        x = states.states[:n].to(agent.device)
+        target = states.actions[:n].to(agent.device)
+        hidden = None if states.hidden is None else tuple(h[:n].to(agent.device) for h in states.hidden)
+        random_model = _model_at(agent, full, cfg.seed)
+        zero_input = (x == 0).all(dim=1).float().mean(dim=(1, 2)).cpu().numpy()
+        rows = []
+        for method in methods:
+            params = dict(spec.params.get(method, {}))
+            a = get_explainer(method, agent, **params).attribute(x, target=target, hidden=hidden).maps
+            b = get_explainer(method, random_model, **params).attribute(x, target=target, hidden=hidden).maps
+            a, b = (np.asarray(m.detach().cpu().numpy(), dtype=np.float64) for m in (a, b))
+            for i in range(n):
+                (ta, below_a), (tb, below_b) = largest_tie(a[i]), largest_tie(b[i])
+                block = ta & tb
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConstantMapWarning)
+                    rows.append({"method": method, "state": i, "input_zero": float(zero_input[i]),
+                                 "tied_trained": float(ta.mean()), "tied_random": float(tb.mean()),
+                                 "shared": float(block.mean()), "below_trained": below_a, "below_random": below_b,
+                                 "spearman": spearman(a[i], b[i], sign_invariant=True),
+                                 "spearman_outside": _outside(a[i], b[i], block),
+                                 "tie_floor": tie_floor(block, below_a, below_b, seed=cfg.seed + i)})
+        return pd.DataFrame(rows)
+
+    return cached_table("sanity_tied_blocks", config, compute, results_dir=cfg.results_dir)
+
+
+def tied_block_summary(table: pd.DataFrame | Note) -> pd.DataFrame | Note:
+    """Mean over the states per method, methods with the largest shared block first."""
+    if isinstance(table, Note):
+        return table
+    cols = ["input_zero", "tied_trained", "tied_random", "shared", "below_trained", "below_random", "spearman",
+            "spearman_outside", "tie_floor"]
+    s = table.groupby("method", sort=False)[cols].mean()
+    s.insert(0, "states", table.groupby("method", sort=False).size())
+    return s.sort_values(["shared", "spearman"], ascending=False).reset_index()
+
+
+def style_tied_blocks(summary: pd.DataFrame | Note, caption: str):
+    """:func:`tied_block_summary` as a captioned Styler (a Note passes through)."""
+    from .sanity import _label
+
+    if isinstance(summary, Note):
+        return summary
+    t = summary.drop(columns="input_zero").assign(method=summary["method"].map(_label)).rename(columns={
+        "method": "Method", "states": "States", "tied_trained": "Tied, trained", "tied_random": "Tied, random",
+        "shared": "Tied in both", "below_trained": "Below the tie, trained", "below_random": "Below the tie, random",
+        "spearman": "Spearman, all pixels", "spearman_outside": "Spearman, outside the block",
+        "tie_floor": "Spearman of the block alone"}).set_index("Method")
+    pct = {c: "{:.0%}" for c in ("Tied, trained", "Tied, random", "Tied in both", "Below the tie, trained",
+                                 "Below the tie, random")}
+    num = {c: "{:.2f}" for c in ("Spearman, all pixels", "Spearman, outside the block", "Spearman of the block alone")}
+    return t.style.format(pct | num, na_rep="–").set_caption(caption)
+
+
+def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, threshold: float = 0.5,
+                        min_shared: float = 0.05):
+    """Markdown: which methods' similarity the shared tied block carries, formatted from the numbers."""
+    from IPython.display import Markdown
+
+    from .sanity import _label, _names
+
+    if isinstance(summary, Note):
+        return summary
+    input_share = float(summary["input_zero"].mean())
+    lead = f"In the states of the {title}, {input_share:.0%} of the pixel locations are zero in every stacked frame."
+    blocked = summary[summary["shared"] >= min_shared]
+    if blocked.empty:
+        return Markdown(lead + f" No method's trained and randomised maps share a tied block of {min_shared:.0%} "
+                        "of the pixels or more, so ties do not inflate any Spearman similarity here.")
+    parts = [f"**{_label(r.method)}** ({r.shared:.0%} of the pixels; ρ = {r.spearman:.2f} over all pixels, "
+             f"{r.spearman_outside:.2f} outside the block, {r.tie_floor:.2f} from the block alone)"
+             for r in blocked.itertuples()]
+    text = lead + " The trained and the fully randomised maps share a block of tied pixels for " + "; ".join(parts) + "."
+    carried = blocked[(blocked["spearman"] >= threshold) & (blocked["spearman_outside"] < threshold)]
+    if len(carried):
+        text += (f" For {_names(carried['method'])}, the similarity over all pixels reaches the threshold "
+                 f"{threshold:.2f} only through the block: outside it the maps of the trained and the random network "
+                 "disagree. These maps do depend on the weights where the block does not reach; the test, as Huber "
+                 "et al. run it, cannot see that.")
+    harmless = blocked[blocked["tie_floor"] < threshold]
+    if len(harmless):
+        why = [f"**{_label(r.method)}** ({_why_harmless(r)})" for r in harmless.itertuples()]
+        text += (f" For {', '.join(why[:-1]) + ' and ' + why[-1] if len(why) > 1 else why[0]}, the block alone "
+                 "stays below the threshold, so it does not raise the similarity.")
+    return Markdown(text)
+
+
+def _why_harmless(r) -> str:
+    """Why a tied block adds little to ρ: it is small, sits mid-map in both, or at different ranks."""
+    a, b = r.below_trained, r.below_random
+    if 0.1 < a < 0.9 and 0.1 < b < 0.9:
+        return "the tie sits in the middle of both maps"
+    if abs(a - b) > 0.3:
+        return "the tie sits at different ranks in the two maps"
+    return f"the block covers only {r.shared:.0%} of the pixels"

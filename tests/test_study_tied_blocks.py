@@ -1,0 +1,118 @@
+"""Chapter 3's tied blocks: pixels where the trained and the randomised maps are both constant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from saliency_lib.study import sanity as sn
+from saliency_lib.study import tied_blocks as tb
+from saliency_lib.study.display import Note
+from saliency_lib.study.gallery import ExplainedAgent
+
+
+@pytest.mark.parametrize("share", [0.2, 0.5, 0.63, 0.8])
+def test_tie_floor_matches_the_closed_form(share):
+    """Two maps zero on a fraction p of the pixels and independent elsewhere: ranks split into a tied
+    block at the bottom and a uniform rest, so ρ = between-group variance / total = 3p / ((1 − p)² + 3p)."""
+    block = np.zeros((84, 84), dtype=bool)
+    block.flat[: int(round(share * block.size))] = True
+    p = block.mean()
+    assert tb.tie_floor(block, draws=10, seed=1) == pytest.approx(3 * p / ((1 - p) ** 2 + 3 * p), abs=0.01)
+
+
+def test_tie_floor_is_undefined_without_a_block_or_without_the_rest():
+    assert np.isnan(tb.tie_floor(np.zeros((8, 8), dtype=bool)))
+    assert np.isnan(tb.tie_floor(np.ones((8, 8), dtype=bool)))
+
+
+def test_a_block_in_the_middle_of_one_map_adds_nothing():
+    """At the bottom of one map and halfway up the other, the block's mean rank is the other map's
+    mean rank, so it adds no covariance."""
+    block = np.zeros((84, 84), dtype=bool)
+    block.flat[: block.size * 6 // 10] = True
+    assert tb.tie_floor(block, 0.0, 0.5, seed=2) == pytest.approx(0.0, abs=0.05)
+    assert tb.tie_floor(block, 1.0, 1.0, seed=2) == pytest.approx(tb.tie_floor(block, seed=2), abs=0.01)  # top = bottom
+
+
+def test_largest_tie():
+    m = np.array([[0.0, 0.0, 0.0], [0.5, 0.2, 0.0], [-0.1, 0.3, 0.4]])
+    block, below = tb.largest_tie(m)
+    assert block.sum() == 4 and below == pytest.approx(1 / 5)  # one of the other five values lies below 0
+
+
+@pytest.fixture(scope="module")
+def dqn_dir(tmp_path_factory):
+    from saliency_lib.agents import build_agent, save_agent
+
+    torch.manual_seed(0)
+    agent = build_agent("DQNNet", {"n_actions": 4}, game="Breakout", preset="dqn")
+    return str(save_agent(agent, tmp_path_factory.mktemp("agents") / "dqn-Breakout-s0"))
+
+
+def test_tied_blocks_agree_with_the_sweep_and_find_the_black_background(dqn_dir, tmp_path):
+    cfg = sn.SanityChapter(agent=dqn_dir, profile="tiny", results_dir=str(tmp_path))
+    who = ExplainedAgent("dqn", "Breakout", dqn_dir, "test DQN agent")
+    methods = ("integrated_gradients", "occlusion", "ns_chosen", "mask_policy")  # no mask method for a DQN agent
+    t = tb.tied_blocks(cfg, who, methods)
+    assert set(t["method"]) == {"integrated_gradients", "occlusion", "ns_chosen"} and t["state"].nunique() == 2
+    ig = t[t["method"] == "integrated_gradients"]
+    # Breakout's screen is largely black: IG's map (x − 0)·∫∇ is zero there in both networks, its minimum
+    assert (ig["input_zero"] > 0.3).all() and (ig["below_trained"] == 0).all() and (ig["below_random"] == 0).all()
+    assert (ig["shared"] >= ig["input_zero"] - 1e-6).all() and (ig["tied_trained"] >= ig["shared"]).all()
+    # Occlusion scores 1 − f_a: a black patch on black changes nothing, so the map is constant there too
+    # (the tiny profile's 12-pixel patches are rarely all black, hence a small block)
+    assert (t.loc[t["method"] == "occlusion", "shared"] > 0.05).all()
+    assert (t.loc[t["method"] == "ns_chosen", "shared"] < 0.05).all()  # a blur leaves no plateau
+    # the similarity over all pixels is the sweep's, state by state, at the deepest level
+    sweep = sn.sanity_results(cfg, who, methods=("integrated_gradients", "occlusion", "ns_chosen"))
+    deepest = sweep[(sweep["measure"] == "spearman") & (sweep["level"] == sweep["level"].max())]
+    for r in t.itertuples():
+        ref = deepest[(deepest["method"] == r.method) & (deepest["state"] == r.state)]["value"].iloc[0]
+        assert r.spearman == pytest.approx(float(ref), abs=1e-3), (r.method, r.state)
+    # stored with the study's results and reused
+    stored = list(tmp_path.glob("sanity_tied_blocks-*/table.csv"))
+    assert len(stored) == 1
+    again = tb.tied_blocks(cfg, who, methods)
+    assert again.attrs["cached"] and np.allclose(again["shared"], t["shared"])
+    with pytest.raises(ValueError, match="n_states must be a positive integer"):
+        tb.tied_blocks(cfg, who, methods, n_states=0)
+
+
+def _summary(**over) -> pd.DataFrame:
+    base = {"method": ["integrated_gradients", "occlusion", "rise"], "input_zero": [0.6, 0.6, 0.6],
+            "tied_trained": [0.6, 0.6, 0.0], "tied_random": [0.6, 0.6, 0.0], "shared": [0.6, 0.6, 0.0],
+            "below_trained": [0.0, 0.0, 0.0], "below_random": [0.0, 0.5, 0.0], "spearman": [0.9, 0.05, 0.3],
+            "spearman_outside": [0.2, 0.1, 0.3], "tie_floor": [0.9, 0.01, np.nan]}
+    base.update(over)
+    return tb.tied_block_summary(pd.DataFrame(base).assign(state=0))
+
+
+def test_sentence_names_the_methods_the_block_carries_and_those_it_does_not():
+    text = tb.tied_block_sentence(_summary(), "test agent", threshold=0.5).data
+    assert "60% of the pixel locations are zero in every stacked frame" in text
+    assert "**Integrated Gradients** (60% of the pixels; ρ = 0.90 over all pixels, 0.20 outside the block" in text
+    assert "For **Integrated Gradients**, the similarity over all pixels reaches the threshold 0.50 only through the block" in text
+    assert "For **Occlusion** (the tie sits at different ranks in the two maps), the block alone stays below" in text
+    mid = tb.tied_block_sentence(_summary(below_trained=[0.0, 0.4, 0.0], shared=[0.6, 0.6, 0.0]), "t").data
+    assert "**Occlusion** (the tie sits in the middle of both maps)" in mid
+    small = tb.tied_block_sentence(_summary(below_random=[0.0, 0.0, 0.0], shared=[0.6, 0.06, 0.0]), "t").data
+    assert "**Occlusion** (the block covers only 6% of the pixels)" in small
+    assert "RISE" not in text
+    # a block that does not carry the similarity: no claim about the test
+    kept = tb.tied_block_sentence(_summary(spearman_outside=[0.8, 0.1, 0.3]), "test agent").data
+    assert "only through the block" not in kept
+    none = tb.tied_block_sentence(_summary(shared=[0.0, 0.0, 0.0], input_zero=[0.0, 0.0, 0.0]), "test agent").data
+    assert "0% of the pixel locations" in none and "ties do not inflate" in none
+    html = tb.style_tied_blocks(_summary(), "cap").to_html()
+    assert "Spearman, outside the block" in html and "Below the tie, random" in html and "50%" in html
+
+
+def test_notes_pass_through():
+    note = Note("missing", title="x")
+    assert tb.tied_block_summary(note) is note and tb.style_tied_blocks(note, "c") is note
+    assert tb.tied_block_sentence(note, "t") is note
+    missing = ExplainedAgent("dqn", "Breakout", None, "DQN agent of the study", "none yet")
+    assert isinstance(tb.tied_blocks(sn.SanityChapter(), missing), Note)
