@@ -101,22 +101,23 @@ style_scores(scores, caption)
 # The human-normalised column puts all agents on one scale: 0 % is random play and 100 %
 # is the human tester. Scores marked "here" were evaluated in this chapter, on the few
 # games of the profile. They show that the agent plays; they are not a benchmark.
-#
+
+# %% [markdown] tags=["all-games"]
 # The table below lists every agent we trained and shipped, for all games. Each was
 # scored over 10 greedy games when it was shipped, with the evaluation protocol of its
 # network: a DQN agent's first game starts from Huber et al.'s fixed start and the others
 # after 1 to 30 NOOPs; an actor-critic agent plays with Itaya et al.'s wrappers.
 
-# %%
+# %% tags=["all-games"]
 shipped = all_scores(cfg)
 caption = ("All shipped agents: greedy games when shipped (data/agents/scores.csv), raw game score; "
            "× random: the score divided by random play's.")
 style_scores(shipped, caption)
 
-# %% [markdown]
+# %% [markdown] tags=["all-games"]
 # The sentence below is generated from the table.
 
-# %%
+# %% tags=["all-games"]
 beats_random_sentence(shipped)
 
 # %% [markdown]

@@ -218,7 +218,8 @@ agreement_summary(dqn_gallery)
 # These correlations are taken over a handful of states, so they describe these states,
 # not the methods in general. Agreement between two methods also does not make either of
 # them faithful to the agent; the next chapters test that directly.
-#
+
+# %% [markdown] tags=["all-games"]
 # ## Across the four games
 #
 # Huber et al. benchmark four games that look very different: a ball and a paddle
@@ -227,15 +228,16 @@ agreement_summary(dqn_gallery)
 # the most important HIGHLIGHTS-DIV state of the study's DQN agent for that game, chosen
 # and computed exactly as above.
 
-# %%
+# %% tags=["all-games"]
 games_tabs(games_gallery(cfg))
 
-# %% [markdown]
+# %% [markdown] tags=["all-games"]
 # The methods' parameters are the same for every game, so each map keeps the resolution
 # its method gives it: LIME is piecewise constant, the gradients vary from pixel to pixel,
 # and the perturbation methods follow their grids. Where a map puts its weight depends
 # on the agent and the game. A tab without an agent says how to train one.
-#
+
+# %% [markdown]
 # ## Summary
 #
 # * Every method of the study, perturbation-based, gradient-based, random and, for

@@ -203,8 +203,10 @@ def test_game_page_retitles_and_relabels():
         nbformat.v4.new_markdown_cell("(chapter-x)=\n# Input degradation\n\nSee {numref}`fig-x-curves` and {ref}`chapter-y`."),
         nbformat.v4.new_code_cell("f()", metadata={"mystnb": {"figure": {"name": "fig-x-curves", "caption": "c"}}}),
         nbformat.v4.new_markdown_cell("# Not the title\n{ref}`chapter-x` and fig-x-curves-2"),
+        nbformat.v4.new_code_cell("every_game()", metadata={"tags": ["all-games"]}),
     ])
     page = bk.game_page(nb, "MsPacman")
+    assert len(page.cells) == 3 and len(nb.cells) == 4  # the all-games cell stays on the main page
     assert page.cells[0].source == ("(chapter-x-mspacman)=\n# Input degradation: MsPacman\n\n"
                                     "See {numref}`fig-x-curves-mspacman` and {ref}`chapter-y`.")
     assert page.cells[1].metadata["mystnb"]["figure"]["name"] == "fig-x-curves-mspacman"

@@ -204,18 +204,24 @@ def _page_games(name: str, games: Sequence[str]) -> list[str]:
     return list(games[1:])
 
 
+ALL_GAMES_TAG = "all-games"
+"""Cell tag of the content that covers every game, shown on a chapter's main page only (:func:`game_page`)."""
+
+
 def game_page(nb, game: str):
     """A chapter notebook turned into its page for another ``game``.
 
     The first ``#`` title gets ``": <game>"``, and every label the notebook defines (MyST
     targets ``(label)=`` and figure names in the cell metadata) gets ``-<game>`` appended,
     in its definition and in the notebook's own references to it, so that the pages of
-    the different games do not define the same labels.
+    the different games do not define the same labels. Cells tagged ``all-games`` (tables
+    and galleries that cover every game) stay on the chapter's main page only.
     """
     import copy
     import re
 
     nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if ALL_GAMES_TAG not in c.metadata.get("tags", [])]
     labels = set()
     for cell in nb.cells:
         if cell.cell_type == "markdown":
