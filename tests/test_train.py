@@ -231,6 +231,9 @@ def test_smoke_kill_and_resume(tmp_path, algo, extra):
     assert done["episodes"] >= killed_at["episodes"]
     for name in ("train_log.csv", "eval_log.csv"):  # the killed run's rows after its checkpoint were dropped
         assert pd.read_csv(tmp_path / name)["step"].is_monotonic_increasing
+    # the time column counts training time across the kill: it goes on from the checkpoint's
+    times = pd.read_csv(tmp_path / "train_log.csv")["time"].dropna()
+    assert times.is_monotonic_increasing and done["seconds"] >= killed_at["seconds"] > 0
     agent = load_agent(tmp_path / "agent")
     assert agent.meta["frames"] == done["step"] * 4
     if algo == "a3c":  # 4 environments: the official 1e-4 times √4, in the optimiser and the metadata

@@ -271,6 +271,7 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
     recent: deque = deque(maxlen=100)
     total_steps = args.frames // 4
     t0, step0, last_ckpt = time.time(), c["step"], time.time()
+    seconds0 = float(c.get("seconds", 0.0))  # training time before this process (0 for checkpoints without it)
     stats = {"loss": float("nan"), "entropy": float("nan"), "value_loss": float("nan")}
     fire_game = bool(game_info(args.game).fire_reset and args.fire_after_life_loss)
     force_fire = np.zeros(args.num_envs, bool)
@@ -301,7 +302,7 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             game_score += np.where(after_done, 0.0, r)
             for e in np.flatnonzero(game_over & ~after_done):
                 recent.append(game_score[e])
-                log.write(step=c["step"], frames=c["step"] * 4, time=round(time.time() - t0, 1), episode_score=game_score[e])
+                log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), episode_score=game_score[e])
                 c["episodes"] += 1
                 game_score[e] = 0.0
             forced_now = force_fire
@@ -329,7 +330,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             evlog.write(step=c["step"], frames=c["step"] * 4, eval_mean=r["mean"], eval_std=r["std"], eval_scores=json.dumps(r["scores"]))
         if time.time() - last_ckpt > 60 * args.checkpoint_minutes or c["step"] >= total_steps:
             fps = 4 * (c["step"] - step0) / (time.time() - t0)
-            log.write(step=c["step"], frames=c["step"] * 4, time=round(time.time() - t0, 1), fps=round(fps), **stats)
+            c["seconds"] = round(seconds0 + time.time() - t0, 1)
+            log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), fps=round(fps), **stats)
             save_state(state_path, {"net": net.state_dict(), "opt": opt.state_dict(), "counters": json.dumps(c), "norm": norm.state(),
                                     "rng": rng_state(rng), "args": json.dumps(asdict(args), sort_keys=True)})
             last_ckpt = time.time()

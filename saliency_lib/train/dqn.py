@@ -211,6 +211,7 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
     game_score = np.zeros(args.num_envs)
     recent: deque = deque(maxlen=100)
     last_ckpt, t0, step0 = time.time(), time.time(), c["step"]
+    seconds0 = float(c.get("seconds", 0.0))  # training time before this process (0 for checkpoints without it)
     since_resume, updates_due = 0, 0.0
     fire_game = bool(info.fire_reset and args.fire_after_life_loss)
     force_fire = np.zeros(args.num_envs, bool)
@@ -240,7 +241,7 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         game_score += np.where(after_done, 0.0, rew)
         for e in np.flatnonzero(done & ~after_done):
             recent.append(game_score[e])
-            log.write(step=c["step"], frames=c["step"] * 4, time=round(time.time() - t0, 1), episode_score=game_score[e], epsilon=round(eps, 4))
+            log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), episode_score=game_score[e], epsilon=round(eps, 4))
             c["episodes"] += 1
             game_score[e] = 0.0
         first = after_done.copy()  # the observation after an autoreset step starts a game
@@ -272,7 +273,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
             c["best_eval"] = max(c["best_eval"], r["mean"])
         if time.time() - last_ckpt > 60 * args.checkpoint_minutes or c["step"] >= total_steps:
             fps = 4 * (c["step"] - step0) / (time.time() - t0)
-            log.write(step=c["step"], frames=c["step"] * 4, time=round(time.time() - t0, 1), loss=loss_v, q_mean=q_v, epsilon=round(eps, 4), fps=round(fps))
+            c["seconds"] = round(seconds0 + time.time() - t0, 1)
+            log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), loss=loss_v, q_mean=q_v, epsilon=round(eps, 4), fps=round(fps))
             save_state(state_path, {"net": net.state_dict(), "target": target.state_dict(), "opt": opt.state_dict(),
                                     "counters": json.dumps(c), "rng": rng_state(rng), "args": json.dumps(asdict(args), sort_keys=True)})
             last_ckpt = time.time()
