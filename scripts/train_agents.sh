@@ -22,9 +22,11 @@ run() {  # run <name> <train args...>
   nice -n 10 "$PY" -m saliency_lib ship "runs/$name" --dest "data/agents/$name" --episodes 10
 }
 
-# Both actor-critic runs take the arguments of the lr pilot (data/benchmarks/a2c_lr_pilot), whose
-# 4e-4 run the Mask-A3C run continues from 2 M frames: the same update lr as the default
-# (1e-4 · √16), written out, and 3 evaluation games.
+# Both actor-critic runs take the arguments of the lr pilot (data/benchmarks/a2c_lr_pilot): the same
+# update lr as the default (1e-4 · √16), written out, and 3 evaluation games. The Mask-A3C run's
+# directory was prepared by hand from the pilot's 4e-4 run at 2 M frames (copied to
+# runs/a3c-Breakout-double-s0, its saved frames raised to 10 M and lr_scaling recorded as "none"),
+# so it resumes from there; without that directory it starts from 0 with the same arguments.
 A3C_ARGS=(--lr 4e-4 --lr-scaling none --eval-episodes 3)
 
 queue_a() {

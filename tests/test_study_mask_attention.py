@@ -254,6 +254,10 @@ def test_ranking_display_and_sentence():
     assert "**policy mask** ranks #2 of 3 on insertion AUC, π(a)" in text and "#1 of 2 on Spearman" in text
     assert "better than Random on insertion AUC, π(a)" in text and "at most 8 states" in text
     assert "value mask" not in text  # the table has no value-mask rows
+    assert "None could" not in text  # 8 states can reach significance
+    five = ma.method_ranking(_table()[lambda d: d["state"] < 5])
+    text = ma.ranking_sentence(five).data
+    assert "No paired Wilcoxon test" in text and "None could: with 5 states the smallest two-sided p-value is 2/2^5 = 0.0625" in text
 
 
 def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, monkeypatch):

@@ -95,11 +95,16 @@ def test_sentence_names_the_methods_the_block_carries_and_those_it_does_not():
     assert "60% of the pixel locations are zero in every stacked frame" in text
     assert "**Integrated Gradients** (60% of the pixels; ρ = 0.90 over all pixels, 0.20 outside the block" in text
     assert "For **Integrated Gradients**, the similarity over all pixels reaches the threshold 0.50 only through the block" in text
-    assert "For **Occlusion** (the tie sits at different ranks in the two maps), the block alone stays below" in text
-    mid = tb.tied_block_sentence(_summary(below_trained=[0.0, 0.4, 0.0], shared=[0.6, 0.6, 0.0]), "t").data
-    assert "**Occlusion** (the tie sits in the middle of both maps)" in mid
+    assert "For **Occlusion** (ρ = 0.01; the tie sits away from both ends of the random map), the block alone stays below the threshold 0.50" in text
+    mid = tb.tied_block_sentence(_summary(below_trained=[0.0, 0.4, 0.0]), "t").data
+    assert "**Occlusion** (ρ = 0.01; the tie sits away from both ends of the trained and the random maps)" in mid
     small = tb.tied_block_sentence(_summary(below_random=[0.0, 0.0, 0.0], shared=[0.6, 0.06, 0.0]), "t").data
-    assert "**Occlusion** (the block covers only 6% of the pixels)" in small
+    assert "**Occlusion** (ρ = 0.01; the block covers only 6% of the pixels)" in small
+    # a block that carries the similarity is not also called harmless, even with a floor below the threshold
+    both = tb.tied_block_sentence(_summary(spearman=[0.55, 0.05, 0.3], spearman_outside=[0.3, 0.1, 0.3],
+                                           tie_floor=[0.45, 0.01, np.nan]), "t").data
+    assert "For **Integrated Gradients**, the similarity over all pixels reaches" in both
+    assert "**Integrated Gradients** (ρ = 0.45" not in both
     assert "RISE" not in text
     # a block that does not carry the similarity: no claim about the test
     kept = tb.tied_block_sentence(_summary(spearman_outside=[0.8, 0.1, 0.3]), "test agent").data

@@ -242,6 +242,13 @@ def test_smoke_kill_and_resume(tmp_path, algo, extra):
     # resuming with other hyper-parameters is refused
     r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra[:-2], "--seed", "5", "--resume"]), env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "arguments differ" in r.stderr
+    if algo == "a3c":  # a run saved before lr_scaling existed trained with lr as given: it resumes as "none" only
+        st = torch.load(state, weights_only=True)
+        args = json.loads(st["args"])
+        del args["lr_scaling"]
+        torch.save({**st, "args": json.dumps(args)}, state)
+        r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra, "--resume"]), env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and "'lr_scaling': ('none', 'sqrt')" in r.stderr
 
 
 def test_resumed_log_drops_rows_after_the_checkpoint(tmp_path):

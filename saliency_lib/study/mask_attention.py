@@ -752,6 +752,17 @@ def _list(names: str) -> str:
     return ", ".join(items)
 
 
+def _hopeless(ranking: pd.DataFrame, alpha: float = 0.05) -> bool:
+    """No criterion's paired Wilcoxon test can reach ``alpha`` after Holm, whatever the data: the
+    smallest exact two-sided p-value with n pairs is 2 / 2ⁿ, and Holm multiplies the smallest by
+    the number of pairs."""
+    for _, r in ranking.groupby("criterion", sort=False):
+        k, n = len(r), int(r["n"].min())
+        if (k * (k - 1) // 2) * 2.0 / 2.0 ** n < alpha:
+            return False
+    return True
+
+
 def ranking_sentence(ranking: pd.DataFrame | Note):
     """Markdown sentences on where the two masks rank, generated from :func:`method_ranking` (None for a Note)."""
     from IPython.display import Markdown
@@ -777,6 +788,10 @@ def ranking_sentence(ranking: pd.DataFrame | Note):
         else:
             parts.append("No paired Wilcoxon test over the states (Holm-corrected, α = 0.05) separates it from "
                          "any other method on any criterion.")
+            if _hopeless(ranking):
+                n = int(ranking["n"].min())
+                parts.append(f"None could: with {n} states the smallest two-sided p-value is 2/2^{n} = {2 / 2 ** n:.3g} "
+                             "before the Holm correction multiplies it.")
     n = int(ranking["n"].max())
     parts.append(f"Each mean is over at most {n} state{'s' if n != 1 else ''}; with so few states the "
                  "confidence intervals are wide and ranks can change with more states." if n < 20 else
@@ -915,11 +930,13 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
 
 
 FINAL_FRACTION = 0.1
-"""Share of a run's frames at its end whose training games :func:`a3c_score_table` averages."""
+"""Share of a run's logged frames, counted back from its last logged game, whose training games
+:func:`a3c_score_table` averages."""
 
 
 def _final_training_mean(logs) -> tuple[float, int]:
-    """Mean score and count of the training games in the last :data:`FINAL_FRACTION` of a run's frames."""
+    """Mean score and count of the training games after ``(1 − FINAL_FRACTION) ×`` the frames of the
+    run's last logged game (:data:`FINAL_FRACTION`)."""
     from ..train.common import read_log
 
     if not isinstance(logs, (str, os.PathLike)) or not (Path(logs) / "train_log.csv").is_file():  # None or NaN: none

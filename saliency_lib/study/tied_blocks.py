@@ -224,19 +224,19 @@ def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, threshold: 
                  f"{threshold:.2f} only through the block: outside it the maps of the trained and the random network "
                  "disagree. These maps do depend on the weights where the block does not reach; the test, as Huber "
                  "et al. run it, cannot see that.")
-    harmless = blocked[blocked["tie_floor"] < threshold]
+    harmless = blocked[(blocked["tie_floor"] < threshold) & ~blocked.index.isin(carried.index)]
     if len(harmless):
-        why = [f"**{_label(r.method)}** ({_why_harmless(r)})" for r in harmless.itertuples()]
+        why = [f"**{_label(r.method)}** (ρ = {r.tie_floor:.2f}; {_why_small(r)})" for r in harmless.itertuples()]
         text += (f" For {', '.join(why[:-1]) + ' and ' + why[-1] if len(why) > 1 else why[0]}, the block alone "
-                 "stays below the threshold, so it does not raise the similarity.")
+                 f"stays below the threshold {threshold:.2f}.")
     return Markdown(text)
 
 
-def _why_harmless(r) -> str:
-    """Why a tied block adds little to ρ: it is small, sits mid-map in both, or at different ranks."""
-    a, b = r.below_trained, r.below_random
-    if 0.1 < a < 0.9 and 0.1 < b < 0.9:
-        return "the tie sits in the middle of both maps"
-    if abs(a - b) > 0.3:
-        return "the tie sits at different ranks in the two maps"
+def _why_small(r) -> str:
+    """Why a tied block alone gives a low ρ: its tie sits away from both ends of a ranking, or it is small.
+
+    The similarity ignores the sign of a map, so a tie at either end of both rankings counts."""
+    mid = [name for name, b in (("trained", r.below_trained), ("random", r.below_random)) if 0.1 < b < 0.9]
+    if mid:
+        return f"the tie sits away from both ends of the {' and the '.join(mid)} map{'s' if len(mid) > 1 else ''}"
     return f"the block covers only {r.shared:.0%} of the pixels"

@@ -251,9 +251,13 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
     c = {"step": 0, "updates": 0, "episodes": 0, "next_eval": args.eval_every}
     if resume:
         st = load_state(state_path)
-        check_resume_args(json.loads(st["args"]), asdict(args), out)
+        saved = json.loads(st["args"])
+        saved.setdefault("lr_scaling", "none")  # runs from before lr_scaling existed used lr as it was
+        check_resume_args(saved, asdict(args), out)
         net.load_state_dict(st["net"])
         opt.load_state_dict(st["opt"])
+        for group in opt.param_groups:  # the optimiser's state holds the lr it was saved with
+            group["lr"] = args.update_lr
         c.update(json.loads(st["counters"]))
         norm.load(st["norm"])
         set_rng_state(st["rng"], rng)
