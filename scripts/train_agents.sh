@@ -37,7 +37,10 @@ queue_a() {
 queue_b() {
   run dqn-MsPacman-s0 dqn --game MsPacman &&
   run dqn-Frostbite-s0 dqn --game Frostbite &&
-  run a3c-Breakout-double-s0 a3c --game Breakout --variant double "${A3C_ARGS[@]}"
+  run a3c-Breakout-double-s0 a3c --game Breakout --variant double "${A3C_ARGS[@]}" &&
+  # chapter 5 ranks the methods and masks of our Mask-A3C agent: store its quick-profile units now,
+  # so that `make book` finds them (stored units are reused, an interrupted sweep resumes)
+  nice -n 10 "$PY" -m saliency_lib run --profile quick --games Breakout --agents data/agents/a3c-Breakout-double-s0 --no-progress
 }
 queue_a > runs/queue-a.log 2>&1 &
 queue_b > runs/queue-b.log 2>&1 &
