@@ -191,8 +191,8 @@ style_ranking(ranking, caption)
 ranking_sentence(ranking)
 
 # %% [markdown]
-# The same ranking for each of our own Mask-A3C agents, on states of its own greedy game,
-# once they are trained and shipped:
+# The same ranking for each of our own shipped Mask-A3C agents, on states of its own
+# greedy game:
 
 # %%
 ours_ranked = our_rankings(cfg)
@@ -238,4 +238,5 @@ a3c_sentence(scores, cfg.game)
 # * On the study's states, the table places the masks among the perturbation methods for
 #   insertion, deletion and the sanity check, with confidence intervals.
 # * Whether the masks improve the score is tested with our own A3C and Mask-A3C runs at
-#   our budget, once they are trained.
+#   our budget of 10 M frames, one seed each; the generated sentence above gives the
+#   result, which one seed per variant cannot separate from the spread between runs.
