@@ -36,7 +36,7 @@ from .cache import LOCAL, cached_file, cached_json
 from .display import Note
 from .paths import AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
 from .profiles import profile_settings
-from .published import published_scores
+from ..experiments.catalog import published_scores
 
 __all__ = [
     "AgentsChapter", "AgentChoice", "shipped_agents", "study_agent", "record_study_agent", "train_study_agent",

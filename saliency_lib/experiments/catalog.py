@@ -1,4 +1,4 @@
-"""Published reference scores that the study's agents are compared with.
+"""The study's catalogue: published reference scores that its agents are compared with.
 
 Random-play scores live in :data:`saliency_lib.games.GAMES`. This module adds the
 human and Nature-DQN scores of the same table.
