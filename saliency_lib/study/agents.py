@@ -341,7 +341,7 @@ def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os
     pandas.DataFrame
         One row per agent: ``agent, algo, game, frames, episodes, mean, std,
         score_source, random, human, dqn_nature, dqn_10m, dqn_10m_dopamine, normalised``
-        (references from :func:`~saliency_lib.study.published.published_scores`) where ``normalised`` is
+        (references from :func:`~saliency_lib.experiments.catalog.published_scores`) where ``normalised`` is
         the human-normalised score ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
     """
     if scores_csv == "":
