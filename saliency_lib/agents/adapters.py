@@ -87,7 +87,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import io
 import json
 import os
@@ -103,8 +102,8 @@ import torch
 from torch import nn
 
 from ..games import valid_games
+from ._weights import load_state_strict, sha256_file, weights_sha256
 from .base import ActorCriticAgent, Agent, QAgent
-from .checkpoint import load_state_strict, sha256_file
 
 __all__ = [
     "wrap_agent", "load_sb3", "load_cleanrl", "states_from_obs", "states_to_obs", "infer_game",
@@ -855,15 +854,6 @@ def _module_device(module: nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
-def _weights_sha256(module: nn.Module) -> str:
-    h = hashlib.sha256()
-    for k, v in sorted(module.state_dict().items()):
-        h.update(k.encode())
-        h.update(str(tuple(v.shape)).encode())
-        h.update(v.detach().to("cpu").contiguous().numpy().tobytes() if v.dtype != torch.bfloat16 else v.float().numpy().tobytes())
-    return h.hexdigest()
-
-
 def wrap_agent(
     module: nn.Module,
     *,
@@ -982,7 +972,7 @@ def wrap_agent(
         raise ValueError(f"{who}: output 'features' must have the batch on its first axis; got {tuple(out['features'].shape)} for N=2")
     n = int(head.shape[1])
     info = {"source": f"wrap_agent:{who}", "policy": f"{type(module).__module__}.{type(module).__qualname__}",
-            "algorithm": None, "outputs": list(names), "input_scale": float(input_scale), "weights_sha256": _weights_sha256(module)}
+            "algorithm": None, "outputs": list(names), "input_scale": float(input_scale), "weights_sha256": weights_sha256(module)}
     info.update(meta or {})
     cls = WrappedQAgent if heads[0] == "q" else WrappedActorCriticAgent
     return cls(wrapper, game=game, preset=preset, n_actions=n, meta=info)

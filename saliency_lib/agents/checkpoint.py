@@ -9,7 +9,6 @@ trained, evaluation score, library version and the sha256 of the weights file;
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 from dataclasses import asdict
@@ -21,25 +20,18 @@ from safetensors.torch import load_file, save_file
 
 from .. import __version__
 from .._io import atomic_write
+from ._weights import load_state_strict, sha256_file
 from .base import ActorCriticAgent, Agent, QAgent
 from .dqn import AdvantageStream, DQNConfig, DQNNet
 from .mask_a3c import MaskA3CConfig, MaskA3CNet
 
-__all__ = ["save_agent", "load_agent", "build_agent", "advantage_stream_agent", "sha256_file", "ARCHITECTURES"]
+__all__ = ["save_agent", "load_agent", "build_agent", "advantage_stream_agent", "ARCHITECTURES"]
 
 ARCHITECTURES = {
     "DQNNet": (DQNNet, DQNConfig, QAgent),
     "MaskA3CNet": (MaskA3CNet, MaskA3CConfig, ActorCriticAgent),
 }
 WEIGHTS, META = "model.safetensors", "meta.json"
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -183,16 +175,3 @@ def advantage_stream_agent(agent: Agent) -> QAgent:
     meta = {**agent.meta, "output": "advantage_stream"}
     return QAgent(AdvantageStream(agent.net), game=agent.game, preset=agent.preset, n_actions=agent.n_actions, meta=meta)
 
-
-def load_state_strict(net: torch.nn.Module, state: dict, *, source: str) -> None:
-    """Load ``state`` into ``net`` requiring identical names and shapes, with a readable error."""
-    own = net.state_dict()
-    missing = sorted(set(own) - set(state))
-    extra = sorted(set(state) - set(own))
-    shapes = [f"{k}: {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in own if k in state and state[k].shape != own[k].shape]
-    if missing or extra or shapes:
-        raise ValueError(
-            f"weights in {source} do not match {type(net).__name__}: missing {missing}, unexpected {extra}, "
-            f"shape mismatches {shapes}"
-        )
-    net.load_state_dict(state)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
+from ._weights import load_state_strict, sha256_file
 from .base import ActorCriticAgent
-from .checkpoint import load_state_strict, sha256_file
 from .mask_a3c import MaskA3CConfig, MaskA3CNet
 
 __all__ = [
