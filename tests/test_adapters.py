@@ -31,7 +31,9 @@ from torch import nn
 
 from saliency_lib.agents import ActorCriticAgent, QAgent, load_agent, states_from_obs, states_to_obs, wrap_agent
 from saliency_lib.agents._weights import sha256_file
-from saliency_lib.agents.adapters import infer_game, load_cleanrl, load_sb3
+from saliency_lib.agents.cleanrl import load_cleanrl
+from saliency_lib.agents.foreign import infer_game
+from saliency_lib.agents.sb3 import load_sb3
 from saliency_lib.envs import make_env
 
 ATOL = 1e-5

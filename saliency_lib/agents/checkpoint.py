@@ -100,7 +100,7 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
         ``"official:<Game>"`` for an official Mask-A3C checkpoint,
         ``"sb3:[<Game>:]<model.zip>"`` for a Stable-Baselines3 model or
         ``"cleanrl:[<Game>:]<file>"`` for a CleanRL ``.cleanrl_model``
-        (:mod:`saliency_lib.agents.adapters`; without ``<Game>`` the game is read
+        (:mod:`saliency_lib.agents.sb3`, :mod:`saliency_lib.agents.cleanrl`; without ``<Game>`` the game is read
         from an environment id such as ``BreakoutNoFrameskip-v4`` in the path), or
         ``"advstream:<spec>"`` for the advantage stream alone of a dueling DQN agent
         (:func:`advantage_stream_agent`).
@@ -124,7 +124,8 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
         if scheme == "advstream":
             return advantage_stream_agent(load_agent(rest, device=device))
         if scheme in ("sb3", "cleanrl"):
-            from .adapters import load_cleanrl, load_sb3
+            from .cleanrl import load_cleanrl
+            from .sb3 import load_sb3
 
             game, sep, path = rest.partition(":")
             if not sep or os.path.exists(rest):  # "sb3:PATH": the game is read from the path
