@@ -1,10 +1,11 @@
 """Agent networks, the common agent interface and checkpoint loading."""
 
 from .base import ActorCriticAgent, Agent, QAgent
-from .checkpoint import advantage_stream_agent, build_agent, load_agent, save_agent
+from .checkpoint import advantage_stream_agent, build_agent, save_agent
 from .cleanrl import load_cleanrl
 from .dqn import AdvantageStream, DQNConfig, DQNNet
 from .foreign import states_from_obs, states_to_obs
+from .loading import load_agent
 from .mask_a3c import VARIANTS, MaskA3CConfig, MaskA3CNet
 from .official import OFFICIAL_GAMES, fetch_official, load_official
 from .sb3 import load_sb3

@@ -1,9 +1,11 @@
-"""Our checkpoint format (safetensors weights + JSON metadata) and ``load_agent``.
+"""Our checkpoint format (safetensors weights + JSON metadata): :func:`save_agent`, :func:`load_checkpoint`.
 
 A checkpoint is a directory holding ``model.safetensors`` and ``meta.json``. The
 metadata records the game, preset, architecture (class and config), frames
 trained, evaluation score, library version and the sha256 of the weights file;
-``load_agent`` checks all of them before it builds the network.
+:func:`load_checkpoint` checks all of them before it builds the network.
+:func:`saliency_lib.agents.load_agent` (in :mod:`~saliency_lib.agents.loading`)
+reads these directories and every other kind of agent spec.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .base import ActorCriticAgent, Agent, QAgent
 from .dqn import AdvantageStream, DQNConfig, DQNNet
 from .mask_a3c import MaskA3CConfig, MaskA3CNet
 
-__all__ = ["save_agent", "load_agent", "build_agent", "advantage_stream_agent", "ARCHITECTURES"]
+__all__ = ["save_agent", "load_checkpoint", "build_agent", "advantage_stream_agent", "ARCHITECTURES"]
 
 ARCHITECTURES = {
     "DQNNet": (DQNNet, DQNConfig, QAgent),
@@ -79,6 +81,7 @@ def save_agent(agent: Agent, directory: str | os.PathLike, **meta) -> Path:
 
 
 def _resolve(spec: str | os.PathLike) -> Path:
+    """The checkpoint directory named by ``spec`` (the directory itself or one of its two files)."""
     path = Path(spec)
     if path.is_dir():
         return path
@@ -90,20 +93,16 @@ def _resolve(spec: str | os.PathLike) -> Path:
     )
 
 
-def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -> Agent:
-    """Load an agent from a spec.
+def load_checkpoint(path: str | os.PathLike, *, device: str | torch.device = "cpu") -> Agent:
+    """Load an agent from one of our checkpoints (:func:`save_agent`).
+
+    Most callers want :func:`saliency_lib.agents.load_agent`, which takes every kind
+    of agent spec and hands checkpoint directories to this function.
 
     Parameters
     ----------
-    spec : str or path
-        A checkpoint directory (or its ``model.safetensors`` / ``meta.json``),
-        ``"official:<Game>"`` for an official Mask-A3C checkpoint,
-        ``"sb3:[<Game>:]<model.zip>"`` for a Stable-Baselines3 model or
-        ``"cleanrl:[<Game>:]<file>"`` for a CleanRL ``.cleanrl_model``
-        (:mod:`saliency_lib.agents.sb3`, :mod:`saliency_lib.agents.cleanrl`; without ``<Game>`` the game is read
-        from an environment id such as ``BreakoutNoFrameskip-v4`` in the path), or
-        ``"advstream:<spec>"`` for the advantage stream alone of a dueling DQN agent
-        (:func:`advantage_stream_agent`).
+    path : str or path
+        A checkpoint directory, or its ``model.safetensors`` / ``meta.json``.
     device : str or torch.device
         Where to put the network.
 
@@ -114,29 +113,7 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
     ValueError
         The weights are corrupted (sha256 or format) or do not match the architecture.
     """
-    spec_s = str(spec)
-    if ":" in spec_s and not os.path.exists(spec_s):
-        scheme, _, rest = spec_s.partition(":")
-        if scheme == "official":
-            from .official import load_official
-
-            return load_official(rest).to(device)
-        if scheme == "advstream":
-            return advantage_stream_agent(load_agent(rest, device=device))
-        if scheme in ("sb3", "cleanrl"):
-            from .cleanrl import load_cleanrl
-            from .sb3 import load_sb3
-
-            game, sep, path = rest.partition(":")
-            if not sep or os.path.exists(rest):  # "sb3:PATH": the game is read from the path
-                game, path = None, rest
-            loader = load_sb3 if scheme == "sb3" else load_cleanrl
-            return loader(path, game=game, device=device)
-        raise ValueError(
-            f"unknown agent spec scheme {scheme!r} in {spec_s!r}; use a checkpoint directory, official:<Game>, "
-            "sb3:[<Game>:]<model.zip>, cleanrl:[<Game>:]<file.cleanrl_model> or advstream:<dueling DQN spec>"
-        )
-    directory = _resolve(spec)
+    directory = _resolve(path)
     wpath, mpath = directory / WEIGHTS, directory / META
     for p in (wpath, mpath):
         if not p.is_file():
