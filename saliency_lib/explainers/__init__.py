@@ -26,6 +26,10 @@ registry name             class                           reference
 ``random``                :class:`RandomMap`              chance reference
 ========================  ==============================  ==========================================
 
+Each method carries its display label (``Occlusion.label``, and ``labels`` for the
+presets that make a distinct method): :func:`method_label` (``"ns_chosen"`` → ``"NS
+chosen action"``), the read-only :data:`METHOD_LABELS` and ``explainer.method_label``.
+
 Examples
 --------
 >>> import torch
@@ -38,7 +42,7 @@ Examples
 """
 
 from ._base import OUTPUTS, PRECISIONS, Attribution, Explainer, PerturbationExplainer, explainable_outputs
-from ._registry import EXPLAINERS, get_explainer
+from ._registry import EXPLAINERS, METHOD_LABELS, get_explainer, method_label
 from .gradient import GradCAM, Gradient, IntegratedGradients
 from .lime import Lime, LimeFelzenszwalb, LimeQuickshift, LimeSLIC
 from .mask_attention import MaskAttention
@@ -67,6 +71,8 @@ __all__ = [
     "RandomMap",
     "EXPLAINERS",
     "get_explainer",
+    "METHOD_LABELS",
+    "method_label",
     "explainable_outputs",
     "OUTPUTS",
     "PRECISIONS",

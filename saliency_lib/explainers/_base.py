@@ -154,6 +154,12 @@ class Explainer:
 
     #: Registry name (see :data:`saliency_lib.explainers.EXPLAINERS`).
     name: ClassVar[str] = "explainer"
+    #: Display label of the method, for figures and tables (e.g. ``"Occlusion"``).
+    label: ClassVar[str] = "Explainer"
+    #: Display labels of the registered presets that make a distinct method, by registry
+    #: name (= :attr:`method_name` of an instance built with that preset), e.g.
+    #: ``{"ns_chosen": "NS chosen action"}``; other names fall back to :attr:`label`.
+    labels: ClassVar[Mapping[str, str]] = MappingProxyType({})
     #: Outputs this method can explain (intersected with the agent's).
     supported_outputs: ClassVar[tuple[str, ...]] = OUTPUTS
     #: Default output; ``None`` means the agent's action scores (``q`` or ``logits``).
@@ -194,6 +200,11 @@ class Explainer:
     def method_name(self) -> str:
         """Registry name of this configured method (e.g. ``"ns_chosen"``)."""
         return self.name
+
+    @property
+    def method_label(self) -> str:
+        """Display label of this configured method (e.g. ``"NS chosen action"``); see :func:`~saliency_lib.explainers.method_label`."""
+        return self.labels.get(self.method_name, self.label)
 
     @property
     def config(self) -> Mapping[str, Any]:

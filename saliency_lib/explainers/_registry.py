@@ -1,4 +1,4 @@
-"""Name → explainer registry."""
+"""Name → explainer registry, and the display label of each registered method."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .random_map import RandomMap
 from .rise import RISE
 from .sarfa import SARFA
 
-__all__ = ["EXPLAINERS", "get_explainer"]
+__all__ = ["EXPLAINERS", "get_explainer", "method_label", "METHOD_LABELS"]
 
 #: Registry: name → constructor (a class, or a ``functools.partial`` fixing a preset).
 #: Call as ``EXPLAINERS[name](agent, **params)`` or through :func:`get_explainer`.
@@ -77,3 +77,27 @@ def get_explainer(name: str, agent: Agent, **params) -> Explainer:
         fix = f"use {general[0]!r}" if general else f"construct {ctor.func.__name__} directly"
         raise ValueError(f"explainer {name!r} fixes {preset}; {fix} to choose {', '.join(fixed)}")
     return ctor(agent, **params)
+
+
+def method_label(name: str) -> str:
+    """Display label of the explainer registered as ``name``, for figures and tables.
+
+    The label comes from the class: its :attr:`~saliency_lib.explainers.Explainer.labels`
+    entry for ``name`` where the preset makes a distinct method (``"ns_chosen"`` →
+    ``"NS chosen action"``), else its :attr:`~saliency_lib.explainers.Explainer.label`
+    (``"occlusion"`` → ``"Occlusion"``). An explainer instance gives the same through
+    :attr:`~saliency_lib.explainers.Explainer.method_label`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the valid ones).
+    """
+    if name not in EXPLAINERS:
+        raise ValueError(f"unknown explainer {name!r}; valid names are: {', '.join(EXPLAINERS)}")
+    cls = EXPLAINERS[name].func
+    return cls.labels.get(name, cls.label)
+
+
+#: Read-only registry name → display label (:func:`method_label` of every name of :data:`EXPLAINERS`).
+METHOD_LABELS = MappingProxyType({name: method_label(name) for name in EXPLAINERS})

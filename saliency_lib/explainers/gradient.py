@@ -94,6 +94,7 @@ class Gradient(_CaptumExplainer):
     """
 
     name = "gradient"
+    label = "Gradient"
     reference = "Simonyan et al. 2014 (ICLR workshop)"
 
     def __init__(self, agent: Agent, *, channel_reduce: str = "sum_abs", output: str | None = None, batch_size: int = 256, precision: str = "fp32"):
@@ -151,6 +152,7 @@ class IntegratedGradients(_CaptumExplainer):
     """
 
     name = "integrated_gradients"
+    label = "Integrated Gradients"
     reference = "Sundararajan et al. 2017 (ICML)"
 
     def __init__(
@@ -222,6 +224,7 @@ class GradCAM(_CaptumExplainer):
     """
 
     name = "gradcam"
+    label = "Grad-CAM"
     reference = "Selvaraju et al. 2017 (ICCV)"
 
     def __init__(self, agent: Agent, *, layer: str | None = None, output: str | None = None, batch_size: int = 256, precision: str = "fp32"):

@@ -189,6 +189,7 @@ class Lime(PerturbationExplainer):
     """
 
     name = "lime"
+    label = "LIME"
     bf16_validated = True
     _uses_clean_readout = False
     supported_outputs = ("q", "advantage", "logits", "probs", "value")
@@ -288,6 +289,7 @@ class LimeSLIC(Lime):
     """
 
     name = "lime_slic"
+    label = "LIME (SLIC)"
 
     def __init__(
         self,
@@ -342,6 +344,7 @@ class LimeQuickshift(Lime):
     """
 
     name = "lime_quickshift"
+    label = "LIME (quickshift)"
 
     def __init__(
         self,
@@ -396,6 +399,7 @@ class LimeFelzenszwalb(Lime):
     """
 
     name = "lime_felzenszwalb"
+    label = "LIME (Felzenszwalb)"
 
     def __init__(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..agents.base import Agent
@@ -59,6 +61,8 @@ class MaskAttention(Explainer):
     """
 
     name = "mask"
+    label = "Mask attention"
+    labels = MappingProxyType({"mask_policy": "Policy mask", "mask_value": "Value mask"})
     supported_outputs = ()
     _uses_clean_readout = False
     reference = "Itaya et al. 2021 (IJCNN), §1.3 and §4"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..agents.base import Agent
@@ -176,6 +178,8 @@ class NoiseSensitivity(_PointPerturbation):
     """
 
     name = "noise_sensitivity"
+    label = "Noise Sensitivity"
+    labels = MappingProxyType({"ns_original": "NS original", "ns_chosen": "NS chosen action", "ns_black": "NS black"})
     reference = "Greydanus et al. 2018 (ICML); Huber et al. 2022 (Frontiers in AI 5:903875), §3.2"
 
     def __init__(

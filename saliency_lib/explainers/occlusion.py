@@ -73,6 +73,7 @@ class Occlusion(PerturbationExplainer):
     """
 
     name = "occlusion"
+    label = "Occlusion"
     bf16_validated = True
     reference = "Huber et al. 2022 (Frontiers in AI 5:903875), §3.1"
 

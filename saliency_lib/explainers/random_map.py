@@ -38,6 +38,7 @@ class RandomMap(Explainer):
     """
 
     name = "random"
+    label = "Random"
     supported_outputs = ()
     _uses_clean_readout = False
     reference = "Huber et al. 2022 (Frontiers in AI 5:903875), §6 (rnd_baseline)"

@@ -71,6 +71,7 @@ class RISE(PerturbationExplainer):
     """
 
     name = "rise"
+    label = "RISE"
     bf16_validated = True
     _uses_clean_readout = False
     supported_outputs = ("q", "advantage", "logits", "probs", "value")

@@ -113,6 +113,7 @@ class SARFA(_PointPerturbation):
     """
 
     name = "sarfa"
+    label = "SARFA"
     supported_outputs = ("q", "advantage", "logits")
     reference = "Puri et al. 2020 (ICLR); Huber et al. 2022 (Frontiers in AI 5:903875), §3.3"
 
