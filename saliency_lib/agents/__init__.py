@@ -1,4 +1,21 @@
-"""Agent networks, the common agent interface and checkpoint loading."""
+"""Agent networks, the common agent interface and the loaders of every agent format.
+
+==============  ==========================================================================
+module          holds
+==============  ==========================================================================
+``base``        :class:`Agent`, :class:`QAgent`, :class:`ActorCriticAgent`; state validation
+``dqn``         :class:`DQNNet` (Huber's DQN), :class:`AdvantageStream`
+``mask_a3c``    :class:`MaskA3CNet` (Itaya's Mask-A3C)
+``loading``     :func:`load_agent`: one entry point for every spec below
+``checkpoint``  our format (safetensors + ``meta.json``): :func:`save_agent`, ``load_checkpoint``
+``official``    the official Mask-A3C checkpoints (``official:<Game>``)
+``sb3``         Stable-Baselines3 ``.zip`` files (``sb3:[<Game>:]<model.zip>``)
+``cleanrl``     CleanRL ``.cleanrl_model`` files (``cleanrl:[<Game>:]<file>``)
+``foreign``     what ``sb3`` and ``cleanrl`` share: :func:`states_from_obs`, game and tensor reading
+``wrap``        :func:`wrap_agent`: any ``torch.nn.Module``
+``_weights``    sha256 of files and weights, strict state-dict loading (used by all loaders)
+==============  ==========================================================================
+"""
 
 from .base import ActorCriticAgent, Agent, QAgent
 from .checkpoint import advantage_stream_agent, build_agent, save_agent
