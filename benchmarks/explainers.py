@@ -38,7 +38,7 @@ import torch  # noqa: E402
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent  # noqa: E402
 from saliency_lib.envs import make_env  # noqa: E402
 from saliency_lib.explainers import get_explainer  # noqa: E402
-from saliency_lib.explainers.cli import collect_states  # noqa: E402
+from saliency_lib.states import collect_states  # noqa: E402
 
 CHUNKS = (64, 128, 256, 512)
 PERTURBATION_METHODS = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa", "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")
@@ -59,7 +59,7 @@ def timed(fn, repeats: int) -> tuple[float, list[float]]:
 
 
 def machine_info() -> dict:
-    from saliency_lib.study.runtime import cpu_model
+    from saliency_book.ch6_runtime import cpu_model
 
     cpu = cpu_model()
     import captum
@@ -235,7 +235,8 @@ def bf16_agreement(methods, n_states: int) -> dict:
         agent = load_agent("official:Breakout")
     except (FileNotFoundError, ValueError) as e:
         return {"skipped": f"official Mask-A3C Breakout checkpoint not available ({e}); set MASK_A3C_OFFICIAL_DIR"}
-    states, hidden, _, actions = collect_states(agent, n_states, seed=0)
+    _ss = collect_states(agent, n_states, seed=0, frames=True)
+    states, hidden, _, actions = _ss.states, _ss.hidden, list(_ss.frames), _ss.actions
     out = {"agent": "official:Breakout (Mask-A3C, preset mask_a3c, 1×80×80, ConvLSTM)", "states": n_states, "methods": {}}
     for name in methods:
         maps = {}

@@ -24,7 +24,7 @@
 #
 # This chapter checks that the agents play well enough for their explanations to matter,
 # shows how they learned, and lets you watch them play. All the work is done by
-# `saliency_lib.study.agents`; the cells below only call it.
+# `saliency_book.ch1_agents`; the cells below only call it.
 
 # %% [markdown]
 # ## Parameters
@@ -48,10 +48,19 @@ results_dir = "data/results"  # result cache, relative to the repository
 # games to play, how long the GIFs run and which official games to re-evaluate.
 
 # %%
-from saliency_lib.study.agents import (
-    AgentsChapter, agent_gif, all_scores, beats_random_sentence, chapter_scores, choose_agent,
-    learning_curves, official_curve, official_curves_tabs,
-    official_scores, style_official, style_scores,
+from saliency_book.ch1_agents import (
+    AgentsChapter,
+    agent_gif,
+    all_scores,
+    beats_random_sentence,
+    chapter_scores,
+    choose_agent,
+    learning_curves,
+    official_curve,
+    official_curves_tabs,
+    official_scores,
+    style_official,
+    style_scores,
 )
 
 cfg = AgentsChapter(game=game, agent=agent, train=train, frames=frames,
@@ -75,7 +84,7 @@ choice
 
 # %% [markdown]
 # A trained agent is recorded in `_local/study_agents.json` in the results directory,
-# so every later chapter explains it too, through `saliency_lib.study.agents.study_agent`.
+# so every later chapter explains it too, through `saliency_book.ch1_agents.study_agent`.
 #
 # ## How well do the agents play?
 #

@@ -21,7 +21,7 @@
 # for the study's DQN agent when one exists. The states are chosen by HIGHLIGHTS-DIV
 # {cite}`amir2018highlights`, as in the example figures of {cite:t}`huber2022benchmarking`.
 #
-# All the work is done by `saliency_lib.study.gallery`; the cells below only call it.
+# All the work is done by `saliency_book.ch2_gallery`; the cells below only call it.
 # Maps are cached under the results directory, so a second run only draws them.
 
 # %% [markdown]
@@ -46,10 +46,19 @@ results_dir = "data/results"  # result cache, relative to the repository
 # states are explained and how long the trajectory is that they are chosen from.
 
 # %%
-from saliency_lib.study.gallery import (
-    GalleryChapter, agreement_figure, agreement_summary, chapter_agents, compute_gallery,
-    describe_agents, gallery_figure, gallery_tabs, games_gallery, games_tabs, states_figure,
+from saliency_book.ch2_gallery import (
+    GalleryChapter,
+    agreement_figure,
+    agreement_summary,
+    compute_gallery,
+    gallery_figure,
+    gallery_tabs,
+    games_gallery,
+    games_tabs,
+    states_figure,
 )
+from saliency_book.ch4_degradation import chapter_agents
+from saliency_book.common import describe_agents
 
 cfg = GalleryChapter(game=game, agent=agent, methods=methods, n_states=n_states, profile=profile,
                      seed=seed, device=device, results_dir=results_dir)

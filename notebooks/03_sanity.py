@@ -25,7 +25,7 @@
 #
 # This chapter repeats the test for every method of the study, on the study's DQN agent
 # and on the official Mask-A3C agent of {cite:t}`itaya2021visual`. The similarities come
-# from the study's sweep (`saliency_lib.study.sweep`); `saliency_lib.study.sanity`
+# from the study's sweep (`saliency_lib.experiments.sweep`); `saliency_book.ch3_sanity`
 # summarises, plots and judges them. The cells below only call it.
 
 # %% [markdown]
@@ -49,11 +49,15 @@ threshold = 0.5  # a method passes when its Spearman CI after full randomisation
 # states the sweep explains and with which explainer parameters.
 
 # %%
-from saliency_lib.study.gallery import describe_agents
-from saliency_lib.study.sanity import (
-    SanityChapter, chapter_results, layer_groups_table, style_layer_groups, style_paper, style_verdicts,
-    sweep_note, verdict_rules,
+from saliency_book.common import describe_agents
+from saliency_book.ch3_sanity import (
+    SanityChapter,
+    chapter_results,
+    layer_groups_table,
+    sweep_note,
+    verdict_rules,
 )
+from saliency_book.ch3_figures import style_layer_groups, style_paper, style_verdicts
 
 cfg = SanityChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
                     results_dir=results_dir, executor=executor, threshold=threshold)
@@ -298,7 +302,7 @@ res.discussion(verdicts)
 # elsewhere.
 
 # %%
-from saliency_lib.study.tied_blocks import style_tied_blocks, tied_block_sentence, tied_block_summary, tied_blocks
+from saliency_book.ch3_tied_blocks import style_tied_blocks, tied_block_sentence, tied_block_summary, tied_blocks
 
 blocks = {kind: tied_block_summary(tied_blocks(cfg, who)) for kind, who in res.agents.items()}
 caption = ("{}: share of the pixels in the largest tie of the trained map, of the fully randomised map and of "

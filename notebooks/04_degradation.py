@@ -26,7 +26,7 @@
 #
 # This chapter repeats their insertion benchmark, adds deletion and a third substrate, puts
 # the paper's numbers beside ours and asks which of the paper's findings hold. The numbers
-# come from the study's sweep (`saliency_lib.study.sweep`); `saliency_lib.study.degradation`
+# come from the study's sweep (`saliency_lib.experiments.sweep`); `saliency_book.ch4_degradation`
 # tabulates, plots, ranks and compares them. The cells below only call it.
 
 # %% [markdown]
@@ -53,12 +53,32 @@ alpha = 0.05  # family-wise level of the Holm-corrected Wilcoxon tests
 # illustration.
 
 # %%
-from saliency_lib.study.degradation import (
-    DegradationChapter, auc_summary, comparison_summary, curves_figure, degradation_figure,
-    degradation_results, factors_summary, our_auc_table, paper_factors_summary, paper_layout_table,
-    pick_agent, rank_agreement, ranking_detail, rankings, side_by_side, significance_summary,
-    style_agreement, style_our_aucs, style_paper_layout, style_ranking_detail, style_rankings,
-    style_side_by_side, sweep_note,
+from saliency_book.ch4_degradation import (
+    DegradationChapter,
+    auc_summary,
+    comparison_summary,
+    degradation_results,
+    factors_summary,
+    our_auc_table,
+    paper_factors_summary,
+    paper_layout_table,
+    pick_agent,
+    rank_agreement,
+    ranking_detail,
+    rankings,
+    side_by_side,
+    significance_summary,
+    sweep_note,
+)
+from saliency_book.ch4_figures import (
+    curves_figure,
+    degradation_figure,
+    style_agreement,
+    style_our_aucs,
+    style_paper_layout,
+    style_ranking_detail,
+    style_rankings,
+    style_side_by_side,
 )
 
 cfg = DegradationChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
@@ -355,8 +375,12 @@ comparison_summary(agreement, cfg.game)
 # insertion benchmark on it (black and random substrates).
 
 # %%
-from saliency_lib.study.advantage_stream import (
-    clean_outputs, stream_agreement, stream_results, stream_sentence, style_clean_outputs,
+from saliency_book.ch4_advantage_stream import (
+    clean_outputs,
+    stream_agreement,
+    stream_results,
+    stream_sentence,
+    style_clean_outputs,
 )
 
 stream = stream_results(cfg, results)

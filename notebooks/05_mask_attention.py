@@ -29,7 +29,7 @@
 # 3. Do the masks also help the agent play better, as the paper claims, at the training
 #    budget we can afford?
 #
-# All the work is done by `saliency_lib.study.mask_attention`; the cells below only call it.
+# All the work is done by `saliency_book.ch5_mask_attention`; the cells below only call it.
 
 # %% [markdown]
 # ## Parameters
@@ -57,11 +57,31 @@ runs_dir = "runs"  # training runs in progress (their learning curves are shown 
 # the played segment is and which of the study's result tables the chapter reads.
 
 # %%
-from saliency_lib.study.mask_attention import (
-    MaskAttentionChapter, a3c_curves_figure, a3c_score_table, a3c_sentence, actor_critic_runs,
-    chapter_ranking, coarse_note, filmstrip_figure, official_play, our_filmstrips, our_mask_plays, our_rankings,
-    ranking_sentence, series_figure, series_summary, style_a3c_scores, style_our_rankings, style_ranking, style_summary,
+from saliency_book.ch5_figures import (
+    filmstrip_figure,
+    our_filmstrips,
+    series_figure,
+    style_our_rankings,
+    style_ranking,
+    style_summary,
+)
+from saliency_book.ch5_mask_attention import (
+    MaskAttentionChapter,
+    chapter_ranking,
+    coarse_note,
+    official_play,
+    our_mask_plays,
+    our_rankings,
+    ranking_sentence,
+    series_summary,
     summary_sentence,
+)
+from saliency_book.ch5_scores import (
+    a3c_curves_figure,
+    a3c_score_table,
+    a3c_sentence,
+    actor_critic_runs,
+    style_a3c_scores,
 )
 
 cfg = MaskAttentionChapter(game=game, steps=steps, filmstrip=filmstrip, top=top, substrate=substrate,

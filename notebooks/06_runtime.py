@@ -26,7 +26,7 @@
 # study's CPU, and wrote their results to `data/benchmarks/`. The chapter reads these
 # files and does not re-run the benchmarks, because they take long. It only times one map
 # per method on the study's own agents, as a spot check on the machine that executes it.
-# All the work is done by `saliency_lib.study.runtime`.
+# All the work is done by `saliency_book.ch6_runtime`.
 
 # %% [markdown]
 # ## Parameters
@@ -48,12 +48,64 @@ seed = 0  # seed of the game whose states the spot check times
 # %%
 from IPython.display import Markdown
 
-from saliency_lib.study.runtime import (
-    RuntimeChapter, bf16_summary, bf16_table, comparison_summary, comparison_table,
-    cost_figure, cost_summary, envs_summary, envs_table, explainer_table, hardware_note,
-    load_benchmarks, machine_table, paper_summary, regenerate_commands, spot_check,
-    spot_summary, style_bf16, style_comparisons, style_envs, style_explainer_table,
-    style_machine, style_spot_check, style_training, training_summary, training_table,
+from saliency_book.ch6_runtime import (
+
+    RuntimeChapter,
+
+    bf16_summary,
+
+    bf16_table,
+
+    comparison_summary,
+
+    comparison_table,
+
+    cost_summary,
+
+    envs_summary,
+
+    envs_table,
+
+    explainer_table,
+
+    hardware_note,
+
+    load_benchmarks,
+
+    machine_table,
+
+    paper_summary,
+
+    regenerate_commands,
+
+    spot_check,
+
+    spot_summary,
+
+    training_summary,
+
+    training_table,
+
+)
+
+from saliency_book.ch6_figures import (
+
+    cost_figure,
+
+    style_bf16,
+
+    style_comparisons,
+
+    style_envs,
+
+    style_explainer_table,
+
+    style_machine,
+
+    style_spot_check,
+
+    style_training,
+
 )
 
 cfg = RuntimeChapter(game=game, profile=profile, benchmarks_dir=benchmarks_dir,

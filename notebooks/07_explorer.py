@@ -23,7 +23,7 @@
 # between images rendered when the chapter was executed: the chapter's game, a few states
 # and three targets. Run the chapter in Jupyter and the same controls compute any other
 # combination on demand: another game, another state of the game, or the map of one
-# particular action. All the work is done by `saliency_lib.study.explorer`.
+# particular action. All the work is done by `saliency_book.ch7_explorer`.
 
 # %% [markdown]
 # ## Parameters
@@ -48,7 +48,7 @@ results_dir = "data/results"  # result cache, relative to the repository
 # from that chapter's cache.
 
 # %%
-from saliency_lib.study.explorer import ExplorerChapter, explorer, explorer_summary
+from saliency_book.ch7_explorer import ExplorerChapter, explorer, explorer_summary
 
 cfg = ExplorerChapter(game=game, agent=agent, methods=methods, n_states=n_states, profile=profile,
                       seed=seed, device=device, results_dir=results_dir)

@@ -32,14 +32,10 @@ config_hash        string       :func:`config_hash` of the run's configuration
 
 The key columns (:data:`KEY`) must be unique; :func:`validate_table` checks it.
 
-Caching
+Storage
 -------
-:class:`ResultStore` keeps the rows of one configuration in a directory named
-after :func:`config_hash` of that configuration. Rows are written per chunk of
-states, each chunk as its own file, atomically (temporary file, ``fsync``,
-``os.replace``). :func:`run_chunked` computes only the states that no finished
-chunk holds, so a re-run skips finished work and an interrupted run loses at
-most the chunk in progress.
+:func:`write_table` writes atomically (temporary file, ``fsync``, ``os.replace``).
+The study stores one file per unit of work through :mod:`saliency_lib.experiments.store`.
 """
 
 from __future__ import annotations
@@ -49,7 +45,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -68,8 +64,6 @@ __all__ = [
     "config_hash",
     "write_table",
     "read_table",
-    "ResultStore",
-    "run_chunked",
 ]
 
 #: Column name → pandas dtype of the tidy table, in column order.
@@ -218,6 +212,8 @@ def _json_default(o):
         return sorted(o)
     if isinstance(o, os.PathLike):
         return os.fspath(o)
+    if isinstance(o, Mapping):  # read-only mappings (a Profile's parameters) hash like the dict they hold
+        return dict(o)
     raise TypeError(f"config value of type {type(o).__name__} is not JSON-serialisable; convert it to a string or number")
 
 
@@ -274,159 +270,3 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     fmt = _fmt(path)
     df = pd.read_parquet(path, engine="pyarrow") if fmt == ".parquet" else pd.read_csv(path, keep_default_na=True)
     return validate_table(df)
-
-
-def _sort(df: pd.DataFrame) -> pd.DataFrame:
-    return df.sort_values(list(KEY), kind="stable", na_position="first").reset_index(drop=True)
-
-
-class ResultStore:
-    """The cached rows of one configuration, stored per chunk of states.
-
-    Parameters
-    ----------
-    root : path
-        Cache root; the store lives in ``root/<name>-<config_hash>/``.
-    config : mapping
-        Everything that determines the results (agent and its weights hash,
-        method and its parameters, states, metric settings, seed). JSON-able.
-    name : str, optional
-        Readable prefix of the directory name.
-    fmt : {".parquet", ".csv"}
-        File format of the chunks.
-
-    Notes
-    -----
-    The directory holds ``config.json`` and files ``part-<first>-<last>.<fmt>``,
-    one per finished chunk of states. Leftover temporary files of a killed run
-    (``.tmp-*``) are ignored and removed on open.
-    """
-
-    def __init__(self, root: str | os.PathLike, config: Mapping, *, name: str = "run", fmt: str = ".parquet"):
-        if fmt not in _FORMATS:
-            raise ValueError(f"unknown fmt {fmt!r}; valid formats are: {', '.join(_FORMATS)}")
-        if not name or any(c in name for c in "/\\") or name.startswith("."):
-            raise ValueError(f"name {name!r} must be a non-empty file-name prefix without path separators")
-        self.config = json.loads(canonical_json(config))
-        self.hash = config_hash(config)
-        self.fmt = fmt
-        self.directory = Path(root) / f"{name}-{self.hash}"
-        self.directory.mkdir(parents=True, exist_ok=True)
-        cfg_path = self.directory / "config.json"
-        text = json.dumps(self.config, indent=2, sort_keys=True) + "\n"
-        if cfg_path.exists():
-            if json.loads(cfg_path.read_text()) != self.config:
-                raise ValueError(f"{cfg_path} holds a different configuration with the same hash {self.hash}; remove the directory")
-        else:
-            _atomic_write(cfg_path, lambda p: Path(p).write_text(text))
-        for tmp in self.directory.glob(".tmp-*"):
-            tmp.unlink(missing_ok=True)
-
-    def parts(self) -> list[Path]:
-        """Finished chunk files, in state order."""
-        return sorted(self.directory.glob(f"part-*{self.fmt}"))
-
-    def _part_states(self, path: Path) -> set[int]:
-        if self.fmt == ".parquet":
-            import pyarrow.parquet as pq
-
-            col = pq.read_table(path, columns=["state"]).column("state").to_pylist()
-        else:
-            col = pd.read_csv(path, usecols=["state"])["state"].tolist()
-        return {int(s) for s in col}
-
-    def finished_states(self) -> set[int]:
-        """States whose rows are already stored."""
-        done: set[int] = set()
-        for p in self.parts():
-            done |= self._part_states(p)
-        return done
-
-    def write_chunk(self, df: pd.DataFrame) -> Path:
-        """Validate ``df`` (stamping ``config_hash``) and store it as one chunk file.
-
-        Raises
-        ------
-        ValueError
-            If ``df`` is empty or holds a state that is already stored.
-        """
-        df = df.copy()
-        df["config_hash"] = self.hash
-        df = validate_table(df)
-        if df.empty:
-            raise ValueError("refusing to store an empty chunk")
-        states = sorted({int(s) for s in df["state"]})
-        again = sorted(set(states) & self.finished_states())
-        if again:
-            raise ValueError(f"states {again[:10]} are already stored in {self.directory}; a chunk may only hold new states")
-        path = self.directory / f"part-{states[0]:07d}-{states[-1]:07d}{self.fmt}"
-        if path.exists():  # same first/last state but a different set: disambiguate
-            path = self.directory / f"part-{states[0]:07d}-{states[-1]:07d}-{len(self.parts())}{self.fmt}"
-        return write_table(df, path, validate=False)
-
-    def load(self, states: Iterable[int] | None = None) -> pd.DataFrame:
-        """All stored rows (optionally of ``states`` only), validated and sorted by :data:`KEY`."""
-        frames = [read_table(p) for p in self.parts()]
-        df = validate_table(pd.concat(frames, ignore_index=True)) if frames else empty_table()
-        if states is not None:
-            df = df[df["state"].isin([int(s) for s in states])]
-        return _sort(df)
-
-
-def run_chunked(
-    store: ResultStore,
-    states: Sequence[int],
-    compute: Callable[[list[int]], pd.DataFrame],
-    *,
-    chunk: int = 50,
-    on_chunk: Callable[[list[int], pd.DataFrame], None] | None = None,
-    progress: bool = False,
-) -> pd.DataFrame:
-    """Compute the rows of the states a store lacks, one chunk at a time, and return all rows.
-
-    Parameters
-    ----------
-    store : ResultStore
-    states : sequence of int
-        The state indices the run should cover.
-    compute : callable
-        ``compute(chunk_states) -> DataFrame`` with rows for exactly those states.
-    chunk : int
-        States per chunk (and per file).
-    on_chunk : callable, optional
-        Called as ``on_chunk(chunk_states, rows)`` after each chunk is stored
-        (progress reports; tests raise here to simulate an interruption).
-    progress : bool
-        Show a tqdm bar.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The stored rows of ``states``, sorted by :data:`KEY`; identical whether
-        the run was interrupted and resumed or not.
-    """
-    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    wanted = [int(s) for s in states]
-    if len(set(wanted)) != len(wanted):
-        raise ValueError("states contain duplicates; pass each state index once")
-    done = store.finished_states()
-    pending = [s for s in wanted if s not in done]
-    chunks = [pending[i : i + chunk] for i in range(0, len(pending), chunk)]
-    it = chunks
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(chunks, desc=store.directory.name, unit="chunk")
-    for ids in it:
-        rows = compute(list(ids))
-        got = {int(s) for s in rows["state"]} if len(rows) else set()
-        if got != set(ids):
-            raise ValueError(
-                f"compute returned rows for states {sorted(got)[:10]}… but the chunk is {ids[:10]}…; "
-                "it must return rows for exactly the requested states"
-            )
-        store.write_chunk(rows)
-        if on_chunk is not None:
-            on_chunk(list(ids), rows)
-    return store.load(wanted)

@@ -18,11 +18,13 @@ import nbformat
 import pandas as pd
 import pytest
 
-from saliency_lib.study import book as bk
-from saliency_lib.study.agents import AgentsChapter, record_study_agent, score_table, study_agent
-from saliency_lib.study.cache import cached_json, cached_table
-from saliency_lib.study.paths import REPO_ROOT
-from saliency_lib.study.profiles import PROFILES, profile_settings
+import saliency_book.build.builder as bk
+from saliency_book.ch1_agents import AgentsChapter
+from saliency_lib.experiments.catalog import record_study_agent, study_agent
+from saliency_book.common import score_table
+from saliency_lib.experiments.paths import REPO_ROOT
+from saliency_lib.experiments.profiles import PROFILES, profile_settings
+from saliency_lib.experiments.store import cached_json, cached_table
 
 SCREENSHOTS = REPO_ROOT / "book" / "_build" / "screenshots"
 
@@ -30,9 +32,9 @@ SCREENSHOTS = REPO_ROOT / "book" / "_build" / "screenshots"
 # -- pieces ------------------------------------------------------------------------------------
 
 def test_profiles_share_their_settings_and_reject_unknown_ones():
-    keys = {name: set(s) for name, s in PROFILES.items()}
+    keys = {name: set(p.settings()) for name, p in PROFILES.items()}
     assert keys["tiny"] == keys["quick"] == keys["full"]
-    assert profile_settings("tiny", episodes=None)["episodes"] == PROFILES["tiny"]["episodes"]
+    assert profile_settings("tiny", episodes=None)["episodes"] == PROFILES["tiny"].episodes
     assert profile_settings("tiny", episodes=7)["episodes"] == 7
     with pytest.raises(ValueError, match="unknown profile 'fast'"):
         profile_settings("fast")
@@ -132,8 +134,8 @@ def test_score_table_reads_meta_and_scores(tmp_path):
 
 
 def test_all_scores_and_the_beats_random_sentence(tmp_path):
-    from saliency_lib.study.agents import all_scores, beats_random_sentence, style_scores
-    from saliency_lib.study.display import Note
+    from saliency_book.ch1_agents import all_scores, beats_random_sentence, style_scores
+    from saliency_book.common import Note
 
     agents = tmp_path / "agents"
     cfg = AgentsChapter(agents_dir=str(agents))
@@ -303,7 +305,7 @@ def test_papermill_reruns_a_chapter_with_other_parameters(tiny_book, tmp_path):
 
 @pytest.fixture(scope="module")
 def chromium():
-    from saliency_lib.study.browser import ChromiumMissing, ensure_chromium
+    from saliency_book.build.browser import ChromiumMissing, ensure_chromium
 
     try:
         return ensure_chromium(install=True)  # apt-get install when missing and root
@@ -313,8 +315,8 @@ def chromium():
 
 @pytest.mark.slow
 def test_every_page_renders_in_chromium(tiny_book, chromium):
-    from saliency_lib.study.agents import official_available
-    from saliency_lib.study.browser import check_book, expected_outputs
+    from saliency_book.build.browser import check_book, expected_outputs
+    from saliency_lib.experiments.catalog import official_available
 
     b, d = tiny_book
     shots = {"intro.html": "landing.png", "chapters/01_agents.html": "full:chapter-01_agents.png"}
@@ -343,7 +345,7 @@ def test_every_page_renders_in_chromium(tiny_book, chromium):
 
 def test_chapter_fingerprint_follows_the_sweep_table():
     """A chapter is re-executed when the sweep step's result table changes, not otherwise."""
-    from saliency_lib.study.book import _inputs_fingerprint, _table_digest
+    from saliency_book.build.builder import _inputs_fingerprint, _table_digest
 
     t = pd.DataFrame({"agent": ["a", "a"], "method": ["occlusion", "rise"], "value": [0.5, 0.25]})
     same = _table_digest([t.copy()])

@@ -346,7 +346,7 @@ def test_bad_agent_pairings(agent, states):
 
 # -- command line ----------------------------------------------------------------------------------
 def _parser():
-    from saliency_lib.explainers.cli import add_explain_parser
+    from saliency_lib.cli.explain import add_explain_parser
 
     p = argparse.ArgumentParser()
     add_explain_parser(p.add_subparsers(dest="command", required=True))
@@ -355,11 +355,12 @@ def _parser():
 
 def test_collect_states_dqn_protocol():
     from saliency_lib.agents import DQNConfig, DQNNet, QAgent
-    from saliency_lib.explainers.cli import collect_states
+    from saliency_lib.states import collect_states
 
     torch.manual_seed(0)
     dqn = QAgent(DQNNet(DQNConfig(n_actions=9)), game="MsPacman", preset="dqn", n_actions=9)
-    states, hidden, frames, actions = collect_states(dqn, 3, seed=0)
+    _ss = collect_states(dqn, 3, seed=0, frames=True)
+    states, hidden, frames, actions = _ss.states, _ss.hidden, list(_ss.frames), _ss.actions
     assert states.shape == (3, 4, 84, 84) and hidden is None and len(frames) == 3 and frames[0].shape == (210, 160, 3)
     assert torch.equal(actions, dqn.act(states))
     assert float(states[0].min()) >= 0 and float(states[0, 0].max()) > 0  # the fill steps filled the stack
@@ -368,11 +369,12 @@ def test_collect_states_dqn_protocol():
 
 
 def test_collect_states_recurrent_protocol():
-    from saliency_lib.explainers.cli import collect_states
+    from saliency_lib.states import collect_states
 
     ac = mask_agent(convlstm=True)
-    states, hidden, frames, actions = collect_states(ac, 3, seed=0)
-    assert states.shape == (3, 1, 80, 80) and len(hidden) == 2 and hidden[0].shape == (3, 64, 10, 10)
+    _ss = collect_states(ac, 3, seed=0, frames=True)
+    states, hidden, actions = _ss.states, _ss.hidden, _ss.actions
+    assert len(_ss.frames) == 3 and states.shape == (3, 1, 80, 80) and len(hidden) == 2 and hidden[0].shape == (3, 64, 10, 10)
     assert float(hidden[0][0].abs().max()) == 0.0 and float(hidden[0][1].abs().max()) > 0  # carried after step 0
     with torch.no_grad():
         assert torch.equal(ac(states, hidden)["logits"].argmax(1), actions)

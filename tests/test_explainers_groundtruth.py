@@ -233,10 +233,11 @@ OFFICIAL = os.environ.get("MASK_A3C_OFFICIAL_DIR")
 @pytest.mark.skipif(not OFFICIAL or not os.path.isdir(OFFICIAL), reason="MASK_A3C_OFFICIAL_DIR (official Mask-A3C checkpoints) not set")
 def test_mask_attention_official_breakout():
     from saliency_lib.agents import load_agent
-    from saliency_lib.explainers.cli import collect_states
+    from saliency_lib.states import collect_states
 
     agent = load_agent("official:Breakout")
-    states, hidden, _, actions = collect_states(agent, 3, seed=0)
+    _ss = collect_states(agent, 3, seed=0, frames=True)
+    states, hidden, _, actions = _ss.states, _ss.hidden, list(_ss.frames), _ss.actions
     pol = get_explainer("mask_policy", agent).attribute(states, hidden=hidden)
     val = get_explainer("mask_value", agent).attribute(states, hidden=hidden)
     with torch.no_grad():

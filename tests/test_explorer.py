@@ -1,4 +1,4 @@
-"""Chapter 7's library (saliency_lib.study.explorer): the static grid behind the controls and the live view.
+"""Chapter 7's library (saliency_book.ch7_explorer): the static grid behind the controls and the live view.
 
 The static page works because every control's ``index`` is linked in JavaScript to the
 ``selected_index`` of one level of nested ``Stack`` widgets. The tests walk that tree
@@ -12,9 +12,10 @@ import ipywidgets as w
 import pytest
 import torch
 
-from saliency_lib.study import explorer as xp
-from saliency_lib.study import gallery as gl
-from saliency_lib.study.gallery import METHODS, TARGETS
+import saliency_book.ch2_gallery as gl
+import saliency_book.ch7_explorer as xp
+import saliency_book.common as cm
+from saliency_book.common import METHODS, TARGETS
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,8 @@ def ex(tmp_path_factory):
     cfg = xp.ExplorerChapter(game="Breakout", agent=spec, methods="occlusion,ns_original,random,mask_policy",
                              profile="tiny", results_dir=str(tmp_path_factory.mktemp("results")))
     with pytest.MonkeyPatch.context() as mp:  # the DQN agent alone keeps the test fast; chapter 7's build covers Mask-A3C
-        mp.setattr(gl, "official_available", lambda *a, **k: False)
-        mp.setattr(gl, "study_agent", lambda game, **k: None)  # whatever data/agents holds
+        mp.setattr(cm, "official_available", lambda *a, **k: False)
+        mp.setattr(cm, "study_agent", lambda game, **k: None)  # whatever data/agents holds
         yield xp.Explorer(cfg, games=["Breakout", "Pong"])
 
 

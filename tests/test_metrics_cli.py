@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from saliency_lib.agents import build_agent, save_agent
-from saliency_lib.metrics.cli import add_metrics_parsers
+from saliency_lib.cli.metrics import add_metrics_parsers
 from saliency_lib.results import KEY, read_table
 
 torch.set_num_threads(1)
@@ -43,8 +43,8 @@ def test_sanity_command(checkpoint, tmp_path, capsys):
     assert {"ci_low", "ci_high", "mean", "std"} <= set(summ.columns)
     lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
     assert {ln["layer"] for ln in lines} >= {"output", "fc"} and all("ci95" in ln for ln in lines)
-    parts = sorted((out / "cache").rglob("part-*.parquet"))
-    assert len(parts) == 4  # 2 methods × 2 chunks
+    parts = sorted((out / "sweep" / "sanity").glob("*.parquet"))
+    assert len(parts) == 4  # units: 2 methods × 2 chunks, in the study's store
     mtimes = [p.stat().st_mtime_ns for p in parts]
     # a re-run reuses the cache and reproduces the table
     assert args.func(_parse(*argv)) == 0
@@ -76,10 +76,25 @@ def test_cli_errors(checkpoint, tmp_path):
     with pytest.raises(ValueError, match="not in --methods"):
         args.func(args)
     args = _parse("sanity", checkpoint, "--methods", "nonsense", "--states", "2", "--out", str(tmp_path))
-    with pytest.raises(ValueError, match="unknown explainer 'nonsense'"):
+    with pytest.raises(ValueError, match="unknown methods \\['nonsense'\\]"):
         args.func(args)
     args = _parse("sanity", checkpoint, "--methods", "occlusion", "--states", "0", "--out", str(tmp_path))
     with pytest.raises(ValueError, match="--states must be >= 1, got 0"):
         args.func(args)
     with pytest.raises(SystemExit):
         _parse("insertion", checkpoint, "--substrate", "gray", "--out", str(tmp_path))
+
+
+def test_sanity_and_run_write_through_the_same_store(checkpoint, tmp_path):
+    """One pipeline: the units of ``sanity`` are the units of ``run`` with the same sweep."""
+    from saliency_lib.cli import main
+
+    out = tmp_path / "store"
+    assert main(["sanity", checkpoint, "--methods", "gradient", "--states", "2", "--chunk", "2", "--out", str(out), "--quiet"]) == 0
+    units = sorted(p.name for p in (out / "sweep" / "sanity").glob("*.parquet"))
+    assert len(units) == 1
+    before = (out / "sweep" / "sanity" / units[0]).stat().st_mtime_ns
+    assert main(["run", "--agents", checkpoint, "--methods", "gradient", "--n-states", "2", "--chunk", "2",
+                 "--experiments", "sanity", "--results-dir", str(out), "--no-progress"]) == 0
+    assert sorted(p.name for p in (out / "sweep" / "sanity").glob("*.parquet")) == units  # found, not recomputed
+    assert (out / "sweep" / "sanity" / units[0]).stat().st_mtime_ns == before

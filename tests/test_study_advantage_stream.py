@@ -7,10 +7,11 @@ import pytest
 import torch
 from test_study_degradation import _as_paper, _rows
 
+import saliency_book.ch4_advantage_stream as adv
+import saliency_book.ch4_degradation as dg
+import saliency_book.ch4_figures as fg
+from saliency_book.common import Note
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent, save_agent
-from saliency_lib.study import advantage_stream as adv
-from saliency_lib.study import degradation as dg
-from saliency_lib.study.display import Note
 
 DQN = "data/agents/dqn-Breakout-toy"
 STREAM = adv.SCHEME + DQN
@@ -45,7 +46,7 @@ def test_agreement_and_sentence_say_which_reading_follows_the_paper(synthetic_pr
     assert "significant at 5 % in 4 of 4 settings with the advantage stream and in 0 with the full Q" in text
     assert text.index("black/Q-ratio") < text.index("black/advantage") < text.index("random/Q-ratio")
     assert "6 of the paper's 6 mean AUCs are negative; of ours, 0 with the full Q and 6 with the advantage stream" in text
-    html = dg.style_agreement(a, "cap").to_html()
+    html = fg.style_agreement(a, "cap").to_html()
     assert "DQN, advantage stream (dqn-Breakout-toy)" in html and "DQN (dqn-Breakout-toy)" in html
 
 
@@ -83,7 +84,7 @@ def test_stream_sweep_and_clean_outputs_on_a_toy_agent(tmp_path):
     assert sorted((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet")) == stored
 
     out = adv.clean_outputs(cfg, rows).set_index("reading")
-    from saliency_lib.study.sweep import study_states
+    from saliency_lib.experiments.units import study_states
 
     states, _ = study_states(adv.SCHEME + spec, 2, results_dir=cfg.results_dir)
     agent = load_agent(spec)

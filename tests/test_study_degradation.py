@@ -7,10 +7,12 @@ import pandas as pd
 import pytest
 import torch
 
+import saliency_book.ch4_degradation as dg
+import saliency_book.ch4_figures as fg
+from saliency_book.common import Note
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
+from saliency_lib.experiments.profiles import PROFILES
 from saliency_lib.results import to_table
-from saliency_lib.study import degradation as dg
-from saliency_lib.study.display import Note
 
 DQN, A3C = "data/agents/dqn-Breakout-toy", "official:Breakout"
 PRESETS = {DQN: "dqn", A3C: "mask_a3c"}
@@ -82,7 +84,7 @@ def test_paper_factors_are_counted_from_the_paper_table():
 
 def test_config_coerces_papermill_values_and_rejects_bad_ones():
     cfg = dg.DegradationChapter(agent="None", seed=2.0, alpha="0.1", profile="tiny")
-    assert cfg.agent is None and cfg.seed == 2 and cfg.alpha == 0.1 and cfg.n_resamples == dg.BOOTSTRAP_RESAMPLES["tiny"]
+    assert cfg.agent is None and cfg.seed == 2 and cfg.alpha == 0.1 and cfg.n_resamples == PROFILES["tiny"].bootstrap_resamples
     assert "profile `tiny`" in cfg._repr_markdown_()
     assert dg.chapter_agents(dg.DegradationChapter(agent="a, official:Breakout")) == ["a", "official:Breakout"]
     with pytest.raises(ValueError, match="unknown profile"):
@@ -120,7 +122,7 @@ def test_paper_layout_puts_our_rows_under_the_papers(table):
             & (s.measure == "q_ratio")].iloc[0]
     assert t.loc[ours, "Occl"] == f"{occ['mean']:.3f}±{occ['std']:.3f}" and t.loc[ours, "NS"] == "NA"
     assert t.attrs["best"][ours] == "Occl" and t.attrs["best"][a3c] == "Occl"  # Rnd is never "best"
-    html = dg.style_paper_layout(t, "cap").to_html()
+    html = fg.style_paper_layout(t, "cap").to_html()
     assert "font-weight: bold" in html and "cap" in html
     with pytest.raises(ValueError, match="the paper has insertion tables"):
         dg.paper_layout_table(s, "blur", "q_ratio")
@@ -132,11 +134,11 @@ def test_our_auc_table_and_missing_agents(table):
     assert len(t) == 12 and t.index[0] == ("insertion", "black", "Q-ratio") and t.index[-1] == ("deletion", "blur", "advantage")
     assert t.attrs["best"][("deletion", "black", "Q-ratio")] == "SARFA"  # lowest deletion AUC wins
     assert t.attrs["best"][("insertion", "black", "Q-ratio")] == "Occl"
-    assert (dg._bold_cells(t, t.attrs["best"]) != "").to_numpy().sum() == 12  # one bold cell per row
-    assert "font-weight: bold" in dg.style_our_aucs(t, "cap").to_html()
+    assert (fg._bold_cells(t, t.attrs["best"]) != "").to_numpy().sum() == 12  # one bold cell per row
+    assert "font-weight: bold" in fg.style_our_aucs(t, "cap").to_html()
     note = dg.our_auc_table(s, "mask_a3c")
     assert isinstance(note, Note) and "No Mask-A3C agent" in note.title
-    assert dg.style_our_aucs(note, "cap") is note  # a Note passes through
+    assert fg.style_our_aucs(note, "cap") is note  # a Note passes through
     assert dg.auc_summary(note) is note
 
 
@@ -149,7 +151,7 @@ def test_rankings_find_the_consistent_order_significant(table):
     assert set(ins.iloc[0]["better_than"].split(", ")) == {"rise", "sarfa", "random"}
     dele = r[(r.experiment == "deletion") & (r.substrate == "black") & (r.measure == "q_ratio")]
     assert dele["method"].tolist()[0] == "random"  # lower is better in deletion
-    html = dg.style_rankings(r, "dqn", "insertion", "cap").to_html()
+    html = fg.style_rankings(r, "dqn", "insertion", "cap").to_html()
     assert "font-weight: bold" in html and "#d9f2d9" in html and "#f8d7d7" not in html
     d = dg.ranking_detail(r, "dqn")
     assert d.attrs["measure"] == "q_ratio" and set(d["Significantly better than"].iloc[0].split(", ")) == {"RISE", "SARFA", "Rnd"}
@@ -184,10 +186,10 @@ def test_rank_agreement_is_one_for_the_papers_order_and_minus_one_reversed():
         DQN, _as_paper("Breakout", "black", "q_ratio", reverse=True), n_states=4, substrates=("black",),
         experiments=("insertion",)), n_resamples=20), "Breakout"))
     assert rev[rev.paper_measure == "q_ratio"]["spearman"].iloc[0] == pytest.approx(-1.0)
-    wide = dg.style_side_by_side(side, "cap").data
+    wide = fg.style_side_by_side(side, "cap").data
     assert wide.loc[(dg.agent_label(DQN), "LIME-SLIC"), ("black, Q-ratio", "Huber et al.")] == "6.118 (1)"
     assert wide.loc[(dg.agent_label(DQN), "Rnd"), ("black, Q-ratio", "ours")].endswith("(5)")
-    assert "1.00 (p = " in dg.style_agreement(a, "cap").to_html()
+    assert "1.00 (p = " in fg.style_agreement(a, "cap").to_html()
     text = dg.comparison_summary(a, "Breakout").data
     assert "black insertion with the Q-ratio (LIME-SLIC)" in text
     assert "Mask-A3C" not in text
@@ -213,20 +215,20 @@ def test_factors_summary_reports_winners_per_measure_and_substrate():
 
 def test_curve_bands():
     v = np.array([[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [4.0, 5.0, 6.0]])
-    mean, lo, hi = dg.curve_bands(v, n_resamples=500)
+    mean, lo, hi = fg.curve_bands(v, n_resamples=500)
     assert np.allclose(mean, [2, 3, 4]) and (lo <= mean).all() and (hi >= mean).all() and (hi > lo).all()
-    one = dg.curve_bands(v[:1])
+    one = fg.curve_bands(v[:1])
     assert np.array_equal(one[1], one[0]) and np.array_equal(one[2], one[0])
-    same = dg.curve_bands(np.ones((5, 3)))
+    same = fg.curve_bands(np.ones((5, 3)))
     assert np.allclose(same[1], 1) and np.allclose(same[2], 1)
     with pytest.raises(ValueError, match="n_states, n_steps"):
-        dg.curve_bands(np.ones(3))
+        fg.curve_bands(np.ones(3))
 
 
 def test_curves_figure_draws_an_image_or_says_what_is_missing(table):
-    img = dg.curves_figure(table, "dqn", "insertion", n_resamples=20, dpi=30)
+    img = fg.curves_figure(table, "dqn", "insertion", n_resamples=20, dpi=30)
     assert img.data[:4] == b"\x89PNG"
-    assert isinstance(dg.curves_figure(table, "mask_a3c", "insertion"), Note)
+    assert isinstance(fg.curves_figure(table, "mask_a3c", "insertion"), Note)
 
 
 @pytest.fixture(scope="module")
@@ -243,41 +245,41 @@ def test_degraded_images_are_the_metrics_inputs(toy_agent, substrate):
     x = torch.rand(1, 4, 84, 84, generator=g)
     sal = torch.rand(84, 84, generator=g).numpy()
     steps = np.array([0, 1, 7, 40, 84])
-    imgs = dg.degraded_images(x[0], sal, substrate=substrate, fractions=steps * 84 / 7056, seed=3, state_id=5)
+    imgs = fg.degraded_images(x[0], sal, substrate=substrate, fractions=steps * 84 / 7056, seed=3, state_id=5)
     sub = make_substrate(x, substrate, seed=3, state_ids=[5])[0]
     assert torch.equal(imgs[0], sub) and torch.equal(imgs[-1], x[0])
     with torch.no_grad():
         q = toy_agent(imgs)["q"].numpy()
     ref = Insertion(substrate=substrate, seed=3).curves(toy_agent, x, sal[None], state_ids=[5])["scores"][0]
     assert np.allclose(q, ref[steps], atol=1e-5)
-    dele = dg.degraded_images(x[0], sal, substrate=substrate, fractions=[0.0, 1.0], mode="deletion", seed=3, state_id=5)
+    dele = fg.degraded_images(x[0], sal, substrate=substrate, fractions=[0.0, 1.0], mode="deletion", seed=3, state_id=5)
     assert torch.equal(dele[0], x[0]) and torch.equal(dele[1], sub)
 
 
 def test_degraded_images_reject_bad_input():
     x = torch.zeros(4, 8, 8)
     with pytest.raises(ValueError, match="saliency must have shape"):
-        dg.degraded_images(x, np.zeros((4, 4)), substrate="black", fractions=[0.5])
+        fg.degraded_images(x, np.zeros((4, 4)), substrate="black", fractions=[0.5])
     with pytest.raises(ValueError, match="fractions must be"):
-        dg.degraded_images(x, np.zeros((8, 8)), substrate="black", fractions=[1.5])
+        fg.degraded_images(x, np.zeros((8, 8)), substrate="black", fractions=[1.5])
     with pytest.raises(ValueError, match="mode must be"):
-        dg.degraded_images(x, np.zeros((8, 8)), substrate="black", fractions=[0.5], mode="sanity")
+        fg.degraded_images(x, np.zeros((8, 8)), substrate="black", fractions=[0.5], mode="sanity")
 
 
 # -- the study's rows ----------------------------------------------------------------------------
 
 def test_degradation_results_reuse_the_study_units_without_sanity(toy_agent, tmp_path, monkeypatch):
-    from saliency_lib.study import sweep as sw
+    from saliency_lib.experiments import study, units
 
     d = tmp_path / "dqn-Breakout-toy"
     save_agent(toy_agent, d)
-    spec = sw.SweepSpec(agents=(str(d),), methods=("gradient",), n_states=2, chunk=2)
-    monkeypatch.setattr(sw, "profile_specs", lambda *a, **k: [spec])
+    spec = units.SweepSpec(agents=(str(d),), methods=("gradient",), n_states=2, chunk=2)
+    monkeypatch.setattr(study, "profile_specs", lambda *a, **k: [spec])
     cfg = dg.DegradationChapter(agent=str(d), profile="tiny", results_dir=str(tmp_path / "r"))
     res = dg.degradation_results(cfg)
     assert set(res["experiment"]) == {"insertion", "deletion"} and set(res["method"]) == {"gradient", "random"}
     assert not (tmp_path / "r" / "sweep" / "sanity").exists()
-    units, _ = sw.plan_units(spec, results_dir=tmp_path / "r")  # the full study spec, sanity included
+    units, _ = units.plan_units(spec, results_dir=tmp_path / "r")  # the full study spec, sanity included
     stored = {p.stem for p in (tmp_path / "r" / "sweep" / "degradation").glob("*.parquet")}
     assert stored == {u.key for u in units if u.experiment == "degradation"}
     none = dg.degradation_results(dg.DegradationChapter(game="Pong", results_dir=str(tmp_path)))

@@ -1,4 +1,4 @@
-"""Chapter 5's library (saliency_lib.study.mask_attention): mask statistics, plays, ranking, A3C vs Mask-A3C.
+"""Chapter 5's library (saliency_book.ch5_mask_attention): mask statistics, plays, ranking, A3C vs Mask-A3C.
 
 Our own actor-critic agents are not trained yet, so the tests save tiny untrained
 MaskA3CNet agents (and synthetic shipped-agent folders with logs) in temporary
@@ -14,8 +14,11 @@ import pandas as pd
 import pytest
 import torch
 
-from saliency_lib.study import mask_attention as ma
-from saliency_lib.study.display import Note
+import saliency_book.ch5_figures as fg
+import saliency_book.ch5_mask_attention as ma
+import saliency_book.ch5_scores as sc
+from saliency_book.common import Note
+from saliency_lib.experiments.profiles import PROFILES
 
 
 def _save_ac(agents_dir, variant: str, seed: int = 0, game: str = "Breakout"):
@@ -53,7 +56,7 @@ def test_config_accepts_papermill_values_and_rejects_bad_ones():
     cfg = ma.MaskAttentionChapter(steps="25", filmstrip=4.0, top="0.2", seed="3", profile="tiny")
     assert (cfg.steps, cfg.filmstrip, cfg.top, cfg.seed) == (25, 4, 0.2, 3)
     assert cfg.play_steps == 25 and cfg.official == "official:Breakout"
-    assert ma.MaskAttentionChapter(profile="tiny", steps="None").play_steps == ma.PLAY_STEPS["tiny"]
+    assert ma.MaskAttentionChapter(profile="tiny", steps="None").play_steps == PROFILES["tiny"].play_steps
     assert "40 agent steps" in ma.MaskAttentionChapter(profile="tiny")._repr_markdown_()
     with pytest.raises(ValueError, match="top must be a fraction"):
         ma.MaskAttentionChapter(top=0)
@@ -117,9 +120,9 @@ def test_series_summary_and_sentence_from_a_synthetic_play():
     assert set(summary["agent"]) == {"toy agent", "policy-only agent"}
     only = summary[summary["agent"] == "policy-only agent"].set_index("stat")
     assert np.isnan(only.loc["iou", "mean"]) and np.isnan(only.loc["value_mass", "mean"])
-    html = ma.style_summary(summary, "Breakout", "cap").to_html()
+    html = fg.style_summary(summary, "Breakout", "cap").to_html()
     assert "reference notes" in html and "0.12–0.16" in html and "20.0 % ± 0.0 %" in html
-    assert isinstance(ma.style_summary(summary.iloc[:0], "Breakout", "cap"), Note)
+    assert isinstance(fg.style_summary(summary.iloc[:0], "Breakout", "cap"), Note)
     text = ma.summary_sentence(play, top=0.1)
     assert isinstance(text, Markdown) and "Over the 5 steps of the toy agent" in text.data
     assert f"{s['value_mass'].mean():.2f}" in text.data and "20.0 %" in text.data
@@ -131,12 +134,12 @@ def test_figures_draw_both_masks_and_pass_notes_through():
 
     rng = np.random.default_rng(2)
     play = _play({"policy": rng.random((5, 10, 10)), "value": rng.random((5, 10, 10))})
-    for img in (ma.filmstrip_figure(play, dpi=40), ma.series_figure(play, dpi=40)):
+    for img in (fg.filmstrip_figure(play, dpi=40), fg.series_figure(play, dpi=40)):
         assert isinstance(img, Image) and img.data[:8] == b"\x89PNG\r\n\x1a\n"
     single = _play({"policy": rng.random((5, 10, 10))})
-    assert isinstance(ma.series_figure(single, dpi=40), Image)  # no agreement panel data, still draws
+    assert isinstance(fg.series_figure(single, dpi=40), Image)  # no agreement panel data, still draws
     note = Note("gone")
-    assert ma.filmstrip_figure(note) is note and ma.series_figure(note) is note
+    assert fg.filmstrip_figure(note) is note and fg.series_figure(note) is note
 
 
 # -- playing our own Mask-A3C agents -------------------------------------------------------------
@@ -181,7 +184,7 @@ def test_our_agents_fill_the_tabs_or_say_they_are_missing(agents_dir, results, t
     assert sorted(plays) == ["a3c-Breakout-double-s0", "a3c-Breakout-policy-s0"]
     assert set(plays["a3c-Breakout-policy-s0"].masks) == {"policy"}
     assert "policy-mask A3C" in plays["a3c-Breakout-policy-s0"].label
-    tabs = ma.our_filmstrips(plays, dpi=30)
+    tabs = fg.our_filmstrips(plays, dpi=30)
     assert isinstance(tabs, w.Tab) and len(tabs.children) == 2 and tabs.get_title(0) == "a3c-Breakout-double-s0"
     empty = ma.MaskAttentionChapter(profile="tiny", results_dir=results, agents_dir=str(tmp_path))
     note = ma.our_mask_plays(empty)
@@ -189,7 +192,7 @@ def test_our_agents_fill_the_tabs_or_say_they_are_missing(agents_dir, results, t
     assert f"`{tmp_path.as_posix()}` holds no `a3c-Breakout-<variant>-s<seed>` agent" in note.text
     default = ma.our_mask_plays(ma.MaskAttentionChapter(profile="tiny", agents_dir="data/no-such-agents"))
     assert "`data/no-such-agents` holds no" in default.text  # shown relative to the repository
-    assert ma.our_filmstrips(note) is note
+    assert fg.our_filmstrips(note) is note
 
 
 def test_missing_official_agent_gives_notes():
@@ -197,7 +200,7 @@ def test_missing_official_agent_gives_notes():
     for got in (ma.official_play(cfg), ma.official_table(cfg), ma.chapter_ranking(cfg)):
         assert isinstance(got, Note) and "no Mask-A3C checkpoint for Frostbite" in got.text
     assert ma.ranking_sentence(ma.chapter_ranking(cfg)) is None
-    assert isinstance(ma.style_ranking(ma.chapter_ranking(cfg), "cap"), Note)
+    assert isinstance(fg.style_ranking(ma.chapter_ranking(cfg), "cap"), Note)
 
 
 # -- the masks in the study's table ---------------------------------------------------------------
@@ -249,7 +252,7 @@ def test_ranking_display_and_sentence():
     t = ma.ranking_display(r)
     assert list(t["method"]) == ["Occlusion", "Policy mask", "Random"]  # order of the first criterion
     assert t.loc[1, "insertion AUC, π(a) ↑"].endswith("] #2") and t.loc[2, "Spearman after full randomisation ↓"] == "–"
-    assert "font-weight: bold" in ma.style_ranking(r, "cap").to_html()
+    assert "font-weight: bold" in fg.style_ranking(r, "cap").to_html()
     text = ma.ranking_sentence(r).data
     assert "**policy mask** ranks #2 of 3 on insertion AUC, π(a)" in text and "#1 of 2 on Spearman" in text
     assert "better than Random on insertion AUC, π(a)" in text and "at most 8 states" in text
@@ -261,12 +264,12 @@ def test_ranking_display_and_sentence():
 
 
 def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, monkeypatch):
-    from saliency_lib.study import sweep as sw
+    from saliency_lib.experiments import study
 
     agents = tmp_path / "agents"
     _save_ac(agents, "double")
     _save_ac(agents, "none")  # no masks: not ranked here
-    monkeypatch.setattr(sw, "STUDY_METHODS", ("gradient", "mask_policy", "mask_value"))  # the study's, smaller
+    monkeypatch.setattr(study, "STUDY_METHODS", ("gradient", "mask_policy", "mask_value"))  # the study's, smaller
     cfg = ma.MaskAttentionChapter(profile="tiny", results_dir=str(tmp_path / "r"), agents_dir=str(agents))
     ranked = ma.our_rankings(cfg)
     (label, r), = ranked.items()
@@ -275,17 +278,16 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
     assert {"ins_prob", "del_prob", "sanity"} <= set(r["criterion"]) and (r["n"] <= 2).all()
     stored = {p.parent.name for p in (tmp_path / "r" / "sweep").rglob("*.parquet")}
     assert stored == {"sanity", "degradation"}  # the study's units, so `saliency-study run` can store them ahead
-    html = ma.style_our_rankings(ranked, "cap").data
+    html = fg.style_our_rankings(ranked, "cap").data
     assert "Agent: our Mask-A3C (both masks) agent a3c-Breakout-double-s0." in html and "Policy mask" in html
     note = ma.our_rankings(ma.MaskAttentionChapter(profile="tiny", agents_dir=str(tmp_path / "none")))
     assert isinstance(note, Note) and "ranking above is therefore of the official agent only" in note.text
-    assert ma.style_our_rankings(note, "cap") is note
+    assert fg.style_our_rankings(note, "cap") is note
 
 
 def test_coarse_note_names_the_profiles_parameters():
-    from saliency_lib.study.sweep import SWEEP_PROFILES
 
-    n = SWEEP_PROFILES["quick"]["mask_a3c"][0]
+    n = PROFILES["quick"].sweep["mask_a3c"].n_states
     quick = ma.coarse_note("quick").data
     assert f"first {n} states" in quick and "coarser parameters" in quick and "occlusion patch = 4" in quick
     assert "paper's parameters" in ma.coarse_note("full").data
@@ -318,16 +320,16 @@ def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_
     (runs / "a3c-Breakout-value-s0").mkdir(parents=True)
     pd.DataFrame({"frames": [100, 200], "episode_score": [1.0, 2.0]}).to_csv(runs / "a3c-Breakout-value-s0" / "train_log.csv", index=False)
     (runs / "a3c-Breakout-double-s0").mkdir()  # the shipped copy wins
-    r = ma.actor_critic_runs("Breakout", agents, runs)
+    r = sc.actor_critic_runs("Breakout", agents, runs)
     assert list(r["agent"]) == ["a3c-Breakout-none-s0", "a3c-Breakout-value-s0", "a3c-Breakout-double-s0",
                                 "a3c-Breakout-double-s1"]
     by = r.set_index("agent")
     assert by.loc["a3c-Breakout-double-s1", "mean"] == 40.0  # scores.csv beats meta.json's eval_score
     assert by.loc["a3c-Breakout-double-s0", "mean"] == 30.0 and pd.isna(by.loc["a3c-Breakout-double-s1", "logs"])
     assert not by.loc["a3c-Breakout-value-s0", "shipped"] and by.loc["a3c-Breakout-value-s0", "frames"] == 200
-    assert ma.actor_critic_runs("MsPacman", agents, runs).empty
+    assert sc.actor_critic_runs("MsPacman", agents, runs).empty
 
-    t = ma.a3c_score_table(r, "Breakout")
+    t = sc.a3c_score_table(r, "Breakout")
     ours = t[t["variant"] != "official"].set_index("variant")
     assert list(ours.index) == ["none", "double"]  # the value run in progress has no final score
     assert ours.loc["double", "mean"] == 35.0 and ours.loc["double", "seeds"] == 2
@@ -338,27 +340,27 @@ def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_
     if ma.official_available("Breakout", logs=True):
         off = t[t["variant"] == "official"].iloc[0]
         assert off["frames"] == 2_000_000 and np.isfinite(off["mean"])
-    assert "Mask-A3C (both masks)" in ma.style_a3c_scores(t, "cap").to_html()
+    assert "Mask-A3C (both masks)" in sc.style_a3c_scores(t, "cap").to_html()
 
-    text = ma.a3c_sentence(t, "Breakout").data
+    text = sc.a3c_sentence(t, "Breakout").data
     assert "our Mask-A3C scores 35.0" in text and "our A3C 10.0" in text and "scores higher, by 25.0 points" in text
     assert "single seed" in text and "in the direction of the paper's claim" in text
     assert "last 10% of frames (sampled actions; 1 and 1 games), Mask-A3C averages 30.0 and A3C 10.0, the same order" in text
     two = t.copy()
     two.loc[two["variant"] == "none", ["seeds", "min", "max", "mean"]] = [2, 36.0, 60.0, 48.0]
-    text = ma.a3c_sentence(two, "Breakout").data
+    text = sc.a3c_sentence(two, "Breakout").data
     assert "scores lower" in text and "ranges overlap" in text and "against the paper's claim" in text
 
     from IPython.display import Image
 
-    assert isinstance(ma.a3c_curves_figure(r, "Breakout", dpi=40), Image)
+    assert isinstance(sc.a3c_curves_figure(r, "Breakout", dpi=40), Image)
 
 
 def test_a3c_comparison_says_when_nothing_is_trained(tmp_path):
-    r = ma.actor_critic_runs("Breakout", tmp_path / "agents", tmp_path / "runs")
+    r = sc.actor_critic_runs("Breakout", tmp_path / "agents", tmp_path / "runs")
     assert r.empty
-    for got in (ma.a3c_curves_figure(r, "Breakout"), ma.a3c_score_table(r, "Breakout")):
+    for got in (sc.a3c_curves_figure(r, "Breakout"), sc.a3c_score_table(r, "Breakout")):
         assert isinstance(got, Note) and "not trained yet" in got.title.lower()
-    assert "waits for our agents" in ma.a3c_sentence(ma.a3c_score_table(r, "Breakout"), "Breakout").data
+    assert "waits for our agents" in sc.a3c_sentence(sc.a3c_score_table(r, "Breakout"), "Breakout").data
     only = pd.DataFrame([{"variant": "double", "model": "x", "seeds": 1, "frames": 1e6, "mean": 1.0}])
-    assert "only Mask-A3C (both masks)" in ma.a3c_sentence(only, "Breakout").data
+    assert "only Mask-A3C (both masks)" in sc.a3c_sentence(only, "Breakout").data

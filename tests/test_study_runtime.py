@@ -1,4 +1,4 @@
-"""Chapter 6 helpers (saliency_lib.study.runtime): tables and sentences built from benchmark JSON files."""
+"""Chapter 6 helpers (saliency_book.ch6_runtime): tables and sentences built from benchmark JSON files."""
 
 import dataclasses
 import json
@@ -7,8 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from saliency_lib.study import runtime as rt
-from saliency_lib.study.display import Note
+import saliency_book.ch6_runtime as rt
+import saliency_book.ch6_figures as fg
+from saliency_book.common import Note
 
 
 def _method(ms, passes, floor, **extra):
@@ -80,7 +81,7 @@ def test_missing_files_become_notes_and_bad_json_raises(tmp_path):
     assert "benchmarks/explainers.py" in rt.explainer_table(b).text
     # Notes pass through the styling and summary helpers unchanged.
     note = rt.explainer_table(b)
-    assert rt.style_explainer_table(note, "c") is note and rt.cost_summary(note) is note and rt.paper_summary(note) is note
+    assert fg.style_explainer_table(note, "c") is note and rt.cost_summary(note) is note and rt.paper_summary(note) is note
     (tmp_path / "explainers.json").write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         rt.load_benchmarks(tmp_path)
@@ -99,7 +100,7 @@ def test_explainer_table_ratios_captum_and_paper_columns(bench_dir):
     assert t.loc["occlusion", "paper_s"] == 2.80 and t.loc["occlusion", "paper_over_ours"] == pytest.approx(14.0)
     assert math.isnan(t.loc["ns_chosen", "paper_s"]) and math.isnan(t.loc["gradient", "captum_ms"])
     assert t.loc["gradient", "family"] == "gradient" and t.loc["random", "family"] == "chance reference"
-    html = rt.style_explainer_table(t.reset_index(), "My caption").to_html()
+    html = fg.style_explainer_table(t.reset_index(), "My caption").to_html()
     assert "My caption" in html and "NA" in html and "2.50×" in html
     assert "Captum equivalents: captum.attr.Occlusion for Occlusion and captum.attr.Lime for LIME-SLIC." in html
 
@@ -131,9 +132,9 @@ def test_paper_summary_names_the_range_and_the_methods_without_a_time(bench_dir)
 
 def test_cost_figure_is_an_image(bench_dir):
     b = rt.load_benchmarks(bench_dir)
-    img = rt.cost_figure(rt.explainer_table(b), b)
+    img = fg.cost_figure(rt.explainer_table(b), b)
     assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
-    fig = rt.plot_cost(rt.explainer_table(b), title="t")
+    fig = fg.plot_cost(rt.explainer_table(b), title="t")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_yticklabels()][-1] == "LIME-SLIC"
 
@@ -143,7 +144,7 @@ def test_comparisons_and_their_summary(bench_dir):
     lp = c.loc["lime.lime_image vs lime_slic"]
     assert lp["ratio"] == pytest.approx(4.0) and lp["floor_bound"] == pytest.approx(5.0)
     assert lp["setting"] == "batch_size=256 (10: 2,000 ms)"
-    html = rt.style_comparisons(c.reset_index(), "cap").to_html()
+    html = fg.style_comparisons(c.reset_index(), "cap").to_html()
     assert "Floor bound" in html and "5.00×" in html
     text = rt.comparison_summary(c.reset_index()).data
     assert "faster than Captum's Occlusion (which takes 2.5 times as long) and the lime package" in text
@@ -215,7 +216,7 @@ def test_spot_check_without_agents_is_a_note(monkeypatch, bench_dir):
     monkeypatch.setattr(rt, "official_available", lambda game=None, **kw: False)
     note = rt.spot_check(rt.RuntimeChapter(profile="tiny"), rt.load_benchmarks(bench_dir))
     assert isinstance(note, Note) and "No agent to time" in note.text
-    assert rt.style_spot_check(note, "c") is note and rt.spot_summary(note) is note
+    assert fg.style_spot_check(note, "c") is note and rt.spot_summary(note) is note
 
 
 def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, bench_dir):
@@ -239,6 +240,6 @@ def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, b
     assert len(list((tmp_path / "results").glob("runtime_spot-*/value.json"))) == 1
     again = rt.spot_check(cfg, b)  # from the cache: the same times
     assert list(again["ms"]) == list(t["ms"])
-    html = rt.style_spot_check(t, "cap").to_html()
+    html = fg.style_spot_check(t, "cap").to_html()
     assert "ms/map" in html and "Benchmark" in html
     assert "only methods with few forward passes" in rt.spot_summary(t).data

@@ -1,4 +1,4 @@
-"""Chapter 3's library (saliency_lib.study.sanity): configuration, summaries, verdicts, generated text, figures
+"""Chapter 3's library (saliency_book.ch3_sanity): configuration, summaries, verdicts, generated text, figures
 and the Noise Sensitivity example.
 
 Most tests use small synthetic sanity tables with known answers. The end-to-end test runs the
@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import torch
 
+import saliency_book.ch3_sanity as sn
+import saliency_book.ch3_figures as fg
+from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
-from saliency_lib.study import sanity as sn
-from saliency_lib.study.display import Note
-from saliency_lib.study.gallery import ExplainedAgent
 
 AGENT = "dqn-test"
 LAYERS = ["original", "output", "fc"]
@@ -65,13 +65,13 @@ def test_config_accepts_papermill_values_and_rejects_bad_ones():
         sn.SanityChapter(game="Tetris")
 
 
-def test_sweep_specs_keep_only_the_sanity_experiment_and_the_profile_sizes(tmp_path):
-    from saliency_lib.study.sweep import SWEEP_PROFILES
+def test_sweep_specs_keep_only_the_sanity_experiment_and_the_profile_sizes(tmp_path, official_available):
+    from saliency_lib.experiments.profiles import PROFILES
 
     cfg = sn.SanityChapter(profile="tiny", results_dir=str(tmp_path))
     (spec,) = sn.sweep_specs(cfg, "official:Breakout", methods=["ns_chosen", "ns_original", "nothing"])
     assert spec.experiments == ("sanity",) and spec.methods == ("ns_original", "ns_chosen")
-    n, _, params = SWEEP_PROFILES["tiny"]["mask_a3c"]
+    n, _, params = PROFILES["tiny"].sweep["mask_a3c"]
     assert spec.n_states == n and spec.params == params and spec.seed == cfg.seed
 
 
@@ -104,7 +104,7 @@ def test_verdict_table_judges_the_deepest_level_in_display_order(synthetic):
     assert v["random_spearman"].to_numpy() == pytest.approx(0.01)
     assert sn.verdict_table(s, refs, threshold=0.05)["verdict"].eq("fails").all()
     assert sn.verdict_table(s, refs, min_states=7)["verdict"].eq("too few states").all()
-    html = sn.style_verdicts(v, {AGENT: "test agent"}, "caption").to_html()
+    html = fg.style_verdicts(v, {AGENT: "test agent"}, "caption").to_html()
     assert "test agent" in html and "NS chosen action" in html and "0.15 [" in html
 
 
@@ -175,9 +175,9 @@ def test_results_object_combines_agents_and_passes_notes_through(synthetic):
 
 def test_figures_render_and_refuse_empty_input(synthetic):
     _, s, refs = synthetic
-    assert sn.curves_figure(s, refs, "title").data[:4] == b"\x89PNG"
-    assert isinstance(sn.curves_figure(s.iloc[:0], refs, "title"), Note)
-    assert isinstance(sn.ns_figure({"a": s[s["method"] == "rise"]}), Note)
+    assert fg.curves_figure(s, refs, "title").data[:4] == b"\x89PNG"
+    assert isinstance(fg.curves_figure(s.iloc[:0], refs, "title"), Note)
+    assert isinstance(fg.ns_figure({"a": s[s["method"] == "rise"]}), Note)
 
 
 # -- end to end: the sweep's NS rows and the example maps agree ----------------------------------
@@ -205,10 +205,10 @@ def test_ns_example_reproduces_the_sweeps_similarities(dqn_dir, tmp_path, monkey
                     & (table["measure"] == "spearman")]
         assert rho == pytest.approx(float(row["value"].iloc[0]), abs=1e-3), (method, level)
     # the maps are cached: a second call builds no randomised model and computes no map
-    monkeypatch.setattr(sn, "_model_at", lambda *a, **k: pytest.fail("recomputed a cached map"))
+    monkeypatch.setattr(sn, "model_at", lambda *a, **k: pytest.fail("recomputed a cached map"))
     again = sn.ns_example(cfg, who, table, state=ex.state)
     assert all(np.array_equal(again.maps[k], ex.maps[k]) for k in ex.maps)
-    assert sn.ns_example_figure(ex).data[:4] == b"\x89PNG"
+    assert fg.ns_example_figure(ex).data[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="state must index the 2 sweep states"):
         sn.ns_example(cfg, who, table, state=7)
 

@@ -7,10 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
-from saliency_lib.study import sanity as sn
-from saliency_lib.study import tied_blocks as tb
-from saliency_lib.study.display import Note
-from saliency_lib.study.gallery import ExplainedAgent
+import saliency_book.ch3_sanity as sn
+import saliency_book.ch3_tied_blocks as tb
+from saliency_book.common import ExplainedAgent, Note
 
 
 @pytest.mark.parametrize("share", [0.2, 0.5, 0.63, 0.8])

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
-from saliency_lib.study import sweep as sw
+from saliency_lib.experiments import executors, profiles, units
 
 METHODS = ("occlusion", "gradient")
 
@@ -32,13 +32,13 @@ def agent_dir(tmp_path_factory):
 def _spec(agent_dir, **kw):
     kw = {"agents": (agent_dir,), "methods": METHODS, "experiments": ("sanity", "insertion"), "substrates": ("black",),
           "n_states": 6, "chunk": 3, "params": {"occlusion": {"patch": 12}}, **kw}
-    return sw.SweepSpec(**kw)
+    return units.SweepSpec(**kw)
 
 
 @pytest.fixture(scope="module")
 def local_run(agent_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("local")
-    return root, sw.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
+    return root, executors.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
 
 
 def test_units_cover_every_method_experiment_and_chunk(local_run):
@@ -54,15 +54,15 @@ def test_units_cover_every_method_experiment_and_chunk(local_run):
 
 def test_rerun_computes_nothing(local_run, agent_dir):
     root, rep = local_run
-    again = sw.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
+    again = executors.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
     assert again.computed == 0 and again.skipped == rep.total
     pd.testing.assert_frame_equal(again.table, rep.table)
 
 
 def test_unit_key_ignores_batch_size_and_seeds_from_the_unit(agent_dir, tmp_path):
-    a, _ = sw.plan_units(_spec(agent_dir), results_dir=tmp_path)
-    b, _ = sw.plan_units(_spec(agent_dir, batch_size=7), results_dir=tmp_path)
-    c, _ = sw.plan_units(_spec(agent_dir, seed=1), results_dir=tmp_path)
+    a, _ = units.plan_units(_spec(agent_dir), results_dir=tmp_path)
+    b, _ = units.plan_units(_spec(agent_dir, batch_size=7), results_dir=tmp_path)
+    c, _ = units.plan_units(_spec(agent_dir, seed=1), results_dir=tmp_path)
     assert [u.key for u in a] == [u.key for u in b]
     assert not {u.key for u in a} & {u.key for u in c}
     assert len({u.torch_seed for u in a}) == len(a)
@@ -78,16 +78,16 @@ def test_interrupted_sweep_recomputes_only_the_missing_units(local_run, agent_di
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        sw.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False, on_unit=stop_after_four)
+        executors.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False, on_unit=stop_after_four)
     assert seen[-1] == (4, full.total)
-    rest = sw.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False)
+    rest = executors.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False)
     assert rest.skipped == 4 and rest.computed == full.total - 4
     pd.testing.assert_frame_equal(rest.table, full.table)
 
 
 def test_bad_inputs_are_refused(agent_dir):
     with pytest.raises(ValueError, match="unknown executor 'threads'"):
-        sw.run_sweep(_spec(agent_dir), executor="threads")
+        executors.run_sweep(_spec(agent_dir), executor="threads")
     with pytest.raises(ValueError, match="unknown methods"):
         _spec(agent_dir, methods=("occlusion", "shap"))
     with pytest.raises(ValueError, match="unknown experiments"):
@@ -98,7 +98,7 @@ def test_bad_inputs_are_refused(agent_dir):
 
 def test_processes_executor_gives_identical_tables(local_run, agent_dir, tmp_path):
     _, rep = local_run
-    got = sw.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path, progress=False)
+    got = executors.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path, progress=False)
     assert got.computed == rep.total
     pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
 
@@ -106,7 +106,7 @@ def test_processes_executor_gives_identical_tables(local_run, agent_dir, tmp_pat
 def test_processes_executor_survives_a_killed_worker(local_run, agent_dir, tmp_path):
     _, rep = local_run
     faults = tmp_path / "faults"
-    got = sw.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path / "r",
+    got = executors.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path / "r",
                        progress=False, _fault=str(faults))
     assert (faults / "killed").exists()  # one worker was killed mid-unit
     assert len(list((tmp_path / "r" / "sweep").glob("*/*.parquet"))) == rep.total  # one row set per unit
@@ -128,10 +128,10 @@ def ray_local():
 @pytest.mark.slow
 def test_ray_executor_identical_and_survives_a_killed_worker(local_run, agent_dir, tmp_path, ray_local):
     _, rep = local_run
-    got = sw.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "clean", progress=False)
+    got = executors.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "clean", progress=False)
     pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
     faults = tmp_path / "faults"
-    hurt = sw.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "hurt", progress=False, _fault=str(faults))
+    hurt = executors.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "hurt", progress=False, _fault=str(faults))
     assert (faults / "killed").exists()  # one worker was killed mid-unit, and Ray retried its unit
     assert len(list((tmp_path / "hurt" / "sweep").glob("*/*.parquet"))) == rep.total
     pd.testing.assert_frame_equal(hurt.table, rep.table, check_exact=True)
@@ -140,7 +140,7 @@ def test_ray_executor_identical_and_survives_a_killed_worker(local_run, agent_di
 def test_ray_missing_gives_the_install_command(monkeypatch, agent_dir):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(ImportError, match=r"pip install 'saliency-lib\[ray\]'"):
-        sw.run_sweep(_spec(agent_dir), executor="ray")
+        executors.run_sweep(_spec(agent_dir), executor="ray")
 
 
 def test_run_command_line(agent_dir, tmp_path):
@@ -156,9 +156,9 @@ def test_run_command_line(agent_dir, tmp_path):
 
 
 def test_sweep_sizes_and_parameter_text():
-    assert sw.sweep_sizes("quick", "mask_a3c") == sw.SWEEP_PROFILES["quick"]["mask_a3c"]
-    assert sw.sweep_sizes("quick", "some_adapter_preset") == sw.SWEEP_PROFILES["quick"]["dqn"]
+    assert profiles.sweep_sizes("quick", "mask_a3c") == profiles.PROFILES["quick"].sweep["mask_a3c"]
+    assert profiles.sweep_sizes("quick", "some_adapter_preset") == profiles.PROFILES["quick"].sweep["dqn"]
     with pytest.raises(ValueError, match="unknown profile 'huge'"):
-        sw.sweep_sizes("huge", "dqn")
-    text = sw.describe_params({"occlusion": {"patch": 4}, "rise": {"n_masks": 500}}, label=str.upper, sep="=")
+        profiles.sweep_sizes("huge", "dqn")
+    text = units.describe_params({"occlusion": {"patch": 4}, "rise": {"n_masks": 500}}, label=str.upper, sep="=")
     assert text == "OCCLUSION patch=4, RISE n_masks=500"

@@ -1,72 +1,185 @@
-"""The study's catalogue: published reference scores that its agents are compared with.
+"""The study's catalogue: which agents it explains for each game and with which methods.
 
-Random-play scores live in :data:`saliency_lib.games.GAMES`. This module adds the
-human and Nature-DQN scores of the same table.
+* :data:`STUDY_METHODS`: the explainers of the study;
+* :func:`study_agent`, :func:`study_agents`: the agents the study explains for a game (our DQN
+  agent, recorded or shipped, and the official Mask-A3C agent where it is fetched);
+* :func:`shipped_agents`: every agent under ``data/agents/``.
 
-Source: Mnih et al. (2015), *Human-level control through deep reinforcement
-learning*, Nature 518, Extended Data Table 2 (mean score of the professional
-human tester; DQN mean ± sd over 30 games of up to 5 minutes with ε = 0.05, from
-up to 30 random NOOPs). Transcribed by hand; check a number against the paper
-before quoting it elsewhere.
-
-DQN at the study's budget of 10 M frames, from two sources with different protocols:
-
-* :data:`DQN_10M_NEC`: Pritzel et al. (2017), *Neural Episodic Control*, ICML,
-  Appendix A, Table 3 "Scores at 10 Million Frames", column "Nature DQN" (DeepMind's
-  baseline learning curves, averaged over 5 seeds, evaluated every million steps;
-  rewards clipped; the paper does not define its evaluation protocol further).
-* :data:`DQN_10M_DOPAMINE`: Castro et al. (2018), *Dopamine*, baseline data
-  ``baselines/atari/data/<game>.json`` of ``google/dopamine``: DQN, iteration 9 (agent
-  steps 2.25–2.5 M, i.e. frames 9–10 M), mean and sd over its 5 runs. Dopamine trains
-  with sticky actions (p = 0.25), RMSProp and ε = 0.01; the files do not say whether
-  the value is the training or the evaluation return of the iteration.
-
-Both were read from stored copies of the sources and transcribed by hand.
-
-Huber et al. (2021/22) publish no agent scores (their agents' scores went to an
-uncommitted folder; reference notes §1.4). For Mask-A3C the reference is the
-level logged by the official runs (:func:`saliency_lib.agents.official.official_logged_level`),
-not a number from the paper.
+The published scores they are compared with are per-game facts: :mod:`saliency_lib.games`.
 """
 
 from __future__ import annotations
 
-__all__ = ["HUMAN", "DQN_NATURE", "DQN_10M_NEC", "DQN_10M_DOPAMINE", "DQN_10M_SOURCE", "published_scores"]
+import datetime as _dt
+import json
+import os
+import re
+import warnings
+from dataclasses import asdict
+from pathlib import Path
 
-HUMAN: dict[str, float] = {
-    "Breakout": 31.8, "MsPacman": 15693.0, "SpaceInvaders": 1652.0, "Frostbite": 4335.0,
-    "Seaquest": 20182.0, "BeamRider": 5775.0, "FishingDerby": 5.1, "Pong": 9.3,
-}
-"""Professional human tester (Mnih et al. 2015, Extended Data Table 2)."""
+import pandas as pd
 
-DQN_NATURE: dict[str, tuple[float, float]] = {
-    "Breakout": (401.2, 26.9), "MsPacman": (2311.0, 525.0), "SpaceInvaders": (1976.0, 893.0),
-    "Frostbite": (328.3, 250.5), "Seaquest": (5286.0, 1310.0), "BeamRider": (6846.0, 1619.0),
-    "FishingDerby": (-0.8, 19.0), "Pong": (18.9, 1.3),
-}
-"""Nature DQN (mean, sd) (Mnih et al. 2015, Extended Data Table 2)."""
+from .._io import atomic_write
+from ..games import game_info
+from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, repo_path
+from .store import LOCAL
 
-
-DQN_10M_NEC: dict[str, float] = {"Breakout": 36.8, "MsPacman": 1657.0, "SpaceInvaders": 642.2, "Frostbite": 339.1}
-"""Nature DQN after 10 M frames (Pritzel et al. 2017, Table 3; mean over 5 seeds)."""
-
-DQN_10M_DOPAMINE: dict[str, tuple[float, float]] = {
-    "Breakout": (21.5, 4.0), "MsPacman": (2187.2, 81.6), "SpaceInvaders": (663.3, 16.2), "Frostbite": (269.1, 36.2),
-}
-"""Dopamine DQN at iteration 9 (frames 9–10 M; mean, sd over 5 runs; Castro et al. 2018)."""
-
-DQN_10M_SOURCE = "Nature DQN at 10M frames: Pritzel et al. (2017), Neural Episodic Control, Table 3"
-"""How the shipped score table cites :data:`DQN_10M_NEC`."""
+__all__ = [
+    "STUDY_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
+    "train_study_agent", "recorded_study_agent", "study_agents", "official_available",
+]
 
 
-def published_scores(game: str) -> dict:
-    """Random, human, Nature-DQN (200 M frames) and DQN-at-10 M-frames scores of ``game`` (NaN where not published)."""
-    from ..games import game_info
+STUDY_AGENTS_JSON = f"{LOCAL}/study_agents.json"
 
-    info = game_info(game)
-    nan = float("nan")
-    dqn = DQN_NATURE.get(game, (nan, nan))
-    dopamine = DQN_10M_DOPAMINE.get(game, (nan, nan))
-    return {"random": info.random_score if info.random_score is not None else nan, "human": HUMAN.get(game, nan),
-            "dqn_nature": dqn[0], "dqn_nature_sd": dqn[1], "dqn_10m": DQN_10M_NEC.get(game, nan),
-            "dqn_10m_dopamine": dopamine[0], "dqn_10m_dopamine_sd": dopamine[1]}
+
+_NAME = re.compile(r"^(?P<algo>[a-z0-9_]+(?:-sync)?)-(?P<game>[A-Za-z]+)(?:-(?P<variant>[a-z0-9_]+))?-s(?P<seed>\d+)$")
+
+
+def rel_path(path: str | os.PathLike) -> str:
+    """``path`` relative to the repository root when inside it (for tables and cache keys)."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def shipped_agents(agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame:
+    """One row per checkpoint directory in ``agents_dir`` (read from its ``meta.json``).
+
+    Columns: ``agent`` (directory name), ``path``, ``algo``, ``game``, ``variant``,
+    ``seed``, ``frames``, ``improvements``, ``sha256``.
+    """
+    cols = ["agent", "path", "algo", "game", "variant", "seed", "frames", "improvements", "sha256"]
+    rows = []
+    base = repo_path(agents_dir)
+    for meta_path in sorted(base.glob("*/meta.json")) if base.is_dir() else []:
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as e:
+            warnings.warn(f"skipping {meta_path}: not valid JSON ({e})", stacklevel=2)
+            continue
+        m = _NAME.match(meta_path.parent.name)
+        parsed = m.groupdict() if m else {}
+        variant = meta.get("variant") or (meta.get("config") or {}).get("variant") or parsed.get("variant")
+        rows.append({
+            "agent": meta_path.parent.name, "path": rel_path(meta_path.parent),
+            "algo": meta.get("algo") or parsed.get("algo") or meta.get("arch", "?"),
+            "game": meta.get("game") or parsed.get("game"), "variant": variant,
+            "seed": meta.get("seed", int(parsed["seed"]) if parsed.get("seed") else None),
+            "frames": meta.get("frames"), "improvements": ", ".join(meta.get("improvements", [])),
+            "sha256": meta.get("sha256"),
+        })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _record_path(results_dir) -> Path:
+    return repo_path(results_dir) / STUDY_AGENTS_JSON
+
+
+def record_study_agent(game: str, path: str | os.PathLike, *, results_dir: str | os.PathLike = RESULTS_DIR, **info) -> Path:
+    """Make ``path`` the study's agent for ``game`` (``<results_dir>/_local/study_agents.json``)."""
+    game_info(game)
+    f = _record_path(results_dir)
+    data = json.loads(f.read_text()) if f.is_file() else {}
+    data[game] = {"path": rel_path(path), "recorded": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **info}
+    atomic_write(f, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n"))
+    return f
+
+
+def recorded_study_agent(game: str, results_dir) -> str | None:
+    f = _record_path(results_dir)
+    if not f.is_file():
+        return None
+    entry = json.loads(f.read_text()).get(game)
+    if not entry:
+        return None
+    if not (repo_path(entry["path"]) / "meta.json").is_file():
+        warnings.warn(f"{f} records {entry['path']} for {game}, which no longer exists; ignoring it", stacklevel=3)
+        return None
+    return entry["path"]
+
+
+def study_agent(game: str, *, results_dir: str | os.PathLike = RESULTS_DIR, agents_dir: str | os.PathLike = AGENTS_DIR,
+                algo: str = "dqn") -> str | None:
+    """The agent the study explains for ``game``, or None when there is none yet.
+
+    In order: the agent recorded by :func:`record_study_agent` (chapter 1 with
+    ``train=True``), then the shipped agent ``<algo>-<game>-s<seed>`` in ``agents_dir``
+    with the lowest seed and no variant. Returns a path relative to the repository root.
+    """
+    rec = recorded_study_agent(game, results_dir)
+    if rec:
+        return rec
+    df = shipped_agents(agents_dir)
+    df = df[(df["game"] == game) & (df["algo"] == algo)]
+    if df.empty:
+        return None
+    df = df.assign(_v=df["variant"].notna(), _s=df["seed"].fillna(1e9)).sort_values(["_v", "_s", "agent"])
+    return df["path"].iloc[0]
+
+
+def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str | os.PathLike = RESULTS_DIR,
+                      out: str | os.PathLike | None = None, eval_max_steps: int = 10_000, progress: bool = False) -> str:
+    """Train a DQN agent with :func:`saliency_lib.train.train_dqn` and record it for the study.
+
+    The run goes to ``out`` (default ``<results_dir>/_local/runs/study-dqn-<game>-s<seed>-<frames>``,
+    not committed); the agent is ``out/agent``. A finished run with the same arguments is reused, not
+    retrained. Short runs scale the replay buffer, the warm-up and the evaluation
+    interval down with ``frames``; every other hyper-parameter is
+    :class:`~saliency_lib.train.DQNArgs`' default.
+    """
+    from ..train import DQNArgs, train_dqn
+
+    out = repo_path(out) if out else repo_path(results_dir) / LOCAL / "runs" / f"study-dqn-{game}-s{seed}-{frames}"
+    defaults = DQNArgs()
+    args = DQNArgs(
+        game=game, frames=frames, seed=seed,
+        buffer_size=min(defaults.buffer_size, max(10_000, frames // 4)),
+        learning_starts=min(defaults.learning_starts, max(1_000, frames // 40)),
+        eval_every=min(defaults.eval_every, max(frames // 5, 4 * defaults.num_envs)),
+        eval_episodes=1, eval_max_steps=eval_max_steps,
+    )
+    agent_dir = out / "agent"
+    done = (agent_dir / "meta.json").is_file() and json.loads((agent_dir / "meta.json").read_text()).get("train_args") == json.loads(
+        json.dumps(asdict(args)))
+    if not done:
+        train_dqn(args, out, progress=progress)
+    record_study_agent(game, agent_dir, results_dir=results_dir, source="trained in chapter 1", frames=frames, seed=seed)
+    return rel_path(agent_dir)
+
+
+def official_available(game: str | None = None, *, logs: bool = False) -> bool:
+    """Whether the official checkpoint (or, with ``logs``, the test log) of ``game`` is present."""
+    from ..agents.official import OFFICIAL_GAMES, official_dir, official_path
+
+    games = [game] if game else list(OFFICIAL_GAMES)
+    try:
+        for g in games:
+            if logs:
+                if not (official_dir() / "logs" / f"{g}NoFrameskip-v4_Mask-A3C-double+ConvLSTM_test.csv").is_file():
+                    return False
+            else:
+                official_path(g)
+    except (FileNotFoundError, ValueError):
+        return False
+    return True
+
+
+#: The explainers of the study: Huber et al.'s five with their three LIME segmentations and
+#: both NS variants, the gradient baselines, and the Mask-A3C masks where the agent has them.
+#: The random baseline joins the degradation units by itself.
+STUDY_METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "lime_quickshift",
+                 "lime_felzenszwalb", "gradient", "integrated_gradients", "gradcam", "mask_policy", "mask_value")
+
+
+def study_agents(game: str, *, results_dir=RESULTS_DIR) -> list[str]:
+    """The agents the study explains for ``game``: our DQN agent (if any) and the official Mask-A3C one."""
+    from ..agents.official import OFFICIAL_GAMES
+
+    agents = [a for a in [study_agent(game, results_dir=results_dir)] if a]
+    if game in OFFICIAL_GAMES and official_available(game):
+        agents.append(f"official:{game}")
+    return agents

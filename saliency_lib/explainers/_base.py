@@ -23,7 +23,7 @@ import torch
 from ..agents.base import Agent
 from ._validation import check_choice, check_int
 
-__all__ = ["Attribution", "Explainer", "PerturbationExplainer", "explainable_outputs", "OUTPUTS", "PRECISIONS"]
+__all__ = ["Attribution", "ExplainResult", "Explainer", "PerturbationExplainer", "explainable_outputs", "OUTPUTS", "PRECISIONS"]
 
 #: Every output name an explainer may be asked to explain.
 OUTPUTS = ("q", "advantage", "logits", "probs", "value", "all")
@@ -102,7 +102,7 @@ class Attribution:
 
 
 @dataclass
-class _Result:
+class ExplainResult:
     """What a subclass's ``_explain`` hands back to :meth:`Explainer.attribute`."""
 
     maps: torch.Tensor
@@ -300,7 +300,7 @@ class Explainer:
     #: Whether ``_explain`` reads the clean outputs (then a ``bf16`` run adds a ``bf16`` clean pass).
     _uses_clean_readout: ClassVar[bool] = True
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:  # pragma: no cover - abstract
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _output_label(self) -> str:

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ..agents.base import Agent
-from ._base import Explainer, _Result
+from ._base import Explainer, ExplainResult
 from ._masks import bilinear_resize
 from ._validation import check_choice, check_float, check_int
 
@@ -101,7 +101,7 @@ class Gradient(_CaptumExplainer):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self._init_reduce(channel_reduce)
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         method = self._attr.Saliency(self._forward_fn)
         target = self._captum_target(actions)
         parts = []
@@ -110,7 +110,7 @@ class Gradient(_CaptumExplainer):
             inp = x[rows].detach().requires_grad_()
             a = method.attribute(inp, target=target[rows], abs=False, additional_forward_args=self._extra_args(hidden, rows))
             parts.append(self._reduce(a.detach()))
-        return _Result(torch.cat(parts), 1)
+        return ExplainResult(torch.cat(parts), 1)
 
 
 class IntegratedGradients(_CaptumExplainer):
@@ -172,7 +172,7 @@ class IntegratedGradients(_CaptumExplainer):
         self._remember(n_steps=self.n_steps, baseline=self.baseline)
         self._init_reduce(channel_reduce)
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         method = self._attr.IntegratedGradients(self._forward_fn)
         target = self._captum_target(actions)
         parts = []
@@ -183,7 +183,7 @@ class IntegratedGradients(_CaptumExplainer):
                 n_steps=self.n_steps, internal_batch_size=batch_size,
             )
             parts.append(self._reduce(a.detach()))
-        return _Result(torch.cat(parts), self.n_steps)
+        return ExplainResult(torch.cat(parts), self.n_steps)
 
 
 class GradCAM(_CaptumExplainer):
@@ -249,7 +249,7 @@ class GradCAM(_CaptumExplainer):
             names = ", ".join(n for n, _ in convs) or "none"
             raise ValueError(f"unknown layer {layer!r} in {type(net).__name__}; its convolutional layers are: {names}") from None
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         method = self._attr.LayerGradCam(self._forward_fn, self.layer)
         target = self._captum_target(actions)
         parts = []
@@ -258,4 +258,4 @@ class GradCAM(_CaptumExplainer):
             a = method.attribute(x[rows], target=target[rows], additional_forward_args=self._extra_args(hidden, rows), relu_attributions=True)
             parts.append(a.detach()[:, 0])
         coarse = torch.cat(parts)
-        return _Result(bilinear_resize(coarse, self._hw), 1, coarse=coarse)
+        return ExplainResult(bilinear_resize(coarse, self._hw), 1, coarse=coarse)

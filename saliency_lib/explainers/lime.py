@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, _Result
+from ._base import PerturbationExplainer, ExplainResult
 from ._masks import lime_design
 from ._validation import check_float, check_int
 
@@ -234,7 +234,7 @@ class Lime(PerturbationExplainer):
             out.append(np.unique(seg, return_inverse=True)[1].reshape(h, w))
         return torch.as_tensor(np.stack(out), dtype=torch.long)
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         h, w = self._hw
         segments = self.segment(x)
         n_features = (segments.flatten(1).amax(dim=1) + 1).tolist()
@@ -258,7 +258,7 @@ class Lime(PerturbationExplainer):
         for i, f in enumerate(n_features):  # one small ridge solve per state
             coef = lime_weights(design[:, :f], y[i], kernel_width=self.kernel_width, alpha=self.alpha)
             maps[i] = coef.float()[segments[i]]
-        return _Result(maps.to(x.device), self.n_samples, segments=seg_dev)
+        return ExplainResult(maps.to(x.device), self.n_samples, segments=seg_dev)
 
 
 class LimeSLIC(Lime):

@@ -7,7 +7,7 @@ from types import MappingProxyType
 import torch
 
 from ..agents.base import Agent
-from ._base import Explainer, _Result
+from ._base import Explainer, ExplainResult
 from ._masks import bilinear_resize
 from ._validation import check_choice
 
@@ -86,10 +86,10 @@ class MaskAttention(Explainer):
             raise ValueError(f"{self.agent!r} has no {key!r} output; valid branches for this agent: {valid}")
         return key
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         if self.display == "mask":
             coarse = clean[f"{self.branch}_mask"]
         else:
             coarse = torch.sigmoid(5.0 * clean[f"{self.branch}_att"])
         coarse = coarse.float()
-        return _Result(bilinear_resize(coarse, self._hw), 0, coarse=coarse)
+        return ExplainResult(bilinear_resize(coarse, self._hw), 0, coarse=coarse)

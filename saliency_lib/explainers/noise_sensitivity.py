@@ -7,11 +7,11 @@ from types import MappingProxyType
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, _Result
+from ._base import PerturbationExplainer, ExplainResult
 from ._masks import bilinear_resize, blurred_point_window, disk_indices, gaussian_blur, grid_positions
 from ._validation import check_bool, check_choice, check_float, check_int
 
-__all__ = ["NoiseSensitivity", "NS_VARIANTS", "PERTURBATIONS"]
+__all__ = ["NoiseSensitivity", "NS_VARIANTS", "PERTURBATIONS", "PointPerturbation", "upsample_rescale"]
 
 #: Noise Sensitivity variants: name -> (perturbation, default output).
 NS_VARIANTS = {"original": ("blur", "all"), "chosen": ("blur", "probs"), "black": ("black", "all")}
@@ -31,7 +31,7 @@ def upsample_rescale(coarse: torch.Tensor, size: tuple[int, int]) -> torch.Tenso
     return up * scale[:, None, None]
 
 
-class _PointPerturbation(PerturbationExplainer):
+class PointPerturbation(PerturbationExplainer):
     """Shared engine of Noise Sensitivity and SARFA: local perturbations centred on a grid.
 
     Centres at rows and columns ``0, stride, 2·stride, …``. ``"blur"`` mixes in a
@@ -102,7 +102,7 @@ class _PointPerturbation(PerturbationExplainer):
         return self._local_perturbed_readouts(x, hidden, index, values, batch_size)
 
 
-class NoiseSensitivity(_PointPerturbation):
+class NoiseSensitivity(PointPerturbation):
     """Noise Sensitivity: the output change caused by local blurring (or blackening).
 
     Stages (Greydanus et al. 2018; Huber et al. 2021, §3.2):
@@ -213,8 +213,8 @@ class NoiseSensitivity(_PointPerturbation):
     def _bf16_ok(self) -> bool:
         return self.perturbation == "black"  # the blur variants lose rank agreement in bf16
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         gh, gw = self.grid_shape
         vec = self._perturbed_grid(x, hidden, batch_size)
         coarse = self._drop_score(self._readout(clean), vec, actions).view(-1, gh, gw)
-        return _Result(upsample_rescale(coarse, self._hw), gh * gw, coarse=coarse)
+        return ExplainResult(upsample_rescale(coarse, self._hw), gh * gw, coarse=coarse)

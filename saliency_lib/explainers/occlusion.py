@@ -7,7 +7,7 @@ import math
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, _Result
+from ._base import PerturbationExplainer, ExplainResult
 from ._masks import bilinear_resize, box_indices, grid_positions
 from ._validation import check_float, check_int
 
@@ -114,10 +114,10 @@ class Occlusion(PerturbationExplainer):
             cache[device] = box_indices(tops, lefts, self.patch, (h, w))
         return cache[device]
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         h, w = self._hw
         gh, gw = self.grid_shape
         colour = self.colour
         vec = self._local_perturbed_readouts(x, hidden, self._index(x.device), lambda i, clean: colour, batch_size)
         coarse = self._drop_score(self._readout(clean), vec, actions).view(-1, gh, gw)
-        return _Result(bilinear_resize(coarse, (h, w)), gh * gw, coarse=coarse)
+        return ExplainResult(bilinear_resize(coarse, (h, w)), gh * gw, coarse=coarse)

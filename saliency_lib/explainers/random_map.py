@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..agents.base import Agent
-from ._base import Explainer, _Result
+from ._base import Explainer, ExplainResult
 from ._validation import check_int
 
 __all__ = ["RandomMap"]
@@ -52,6 +52,6 @@ class RandomMap(Explainer):
     def _resolve_output(self, output):
         return "none"
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         maps = torch.rand((len(x), *self._hw), generator=torch.Generator().manual_seed(self.seed))
-        return _Result(maps.to(x.device), 0)
+        return ExplainResult(maps.to(x.device), 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, _Result
+from ._base import PerturbationExplainer, ExplainResult
 from ._masks import rise_masks
 from ._validation import check_float, check_int
 
@@ -126,7 +126,7 @@ class RISE(PerturbationExplainer):
             self._device_masks[device] = self._masks.to(device)
         return self._device_masks[device]
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         masks = self._masks_on(x.device)
 
         def make_rows(state_idx, pert_idx, rows):
@@ -137,4 +137,4 @@ class RISE(PerturbationExplainer):
         vec = self._perturbed_readouts(x, hidden, self.n_masks, make_rows, batch_size)
         f = self._select(vec, actions)  # (N, n_masks)
         maps = (f @ masks.flatten(1)).view(-1, *self._hw) / (self.n_masks * self.p)
-        return _Result(maps, self.n_masks)
+        return ExplainResult(maps, self.n_masks)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from ..agents.base import Agent
-from ._base import _Result
+from ._base import ExplainResult
 from ._validation import check_choice
-from .noise_sensitivity import PERTURBATIONS, _PointPerturbation, upsample_rescale
+from .noise_sensitivity import PERTURBATIONS, PointPerturbation, upsample_rescale
 
 __all__ = ["SARFA", "sarfa_score"]
 
@@ -49,7 +49,7 @@ def sarfa_score(scores: torch.Tensor, perturbed: torch.Tensor, actions: torch.Te
     return torch.where(pos, 2.0 * k * safe_dp / (k + safe_dp), torch.zeros_like(dp))
 
 
-class SARFA(_PointPerturbation):
+class SARFA(PointPerturbation):
     """SARFA: specific (ΔP of the chosen action) and relevant (K) feature attribution.
 
     Stages (Puri et al. 2020; Huber et al. 2021, §3.3, their ``sarfa.py``):
@@ -134,8 +134,8 @@ class SARFA(_PointPerturbation):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self._init_perturbation(radius, stride, perturbation, blur_sigma, blur_frames)
 
-    def _explain(self, x, hidden, actions, clean, batch_size) -> _Result:
+    def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         gh, gw = self.grid_shape
         vec = self._perturbed_grid(x, hidden, batch_size)
         coarse = sarfa_score(self._readout(clean), vec, actions).view(-1, gh, gw)
-        return _Result(upsample_rescale(coarse, self._hw), gh * gw, coarse=coarse)
+        return ExplainResult(upsample_rescale(coarse, self._hw), gh * gw, coarse=coarse)

@@ -180,7 +180,8 @@ class _CausalMetric:
         return f"{type(self).__name__}({args})"
 
     # -- helpers ---------------------------------------------------------------
-    def _measures_for(self, agent: Agent) -> tuple[str, ...]:
+    def measures_for(self, agent: Agent) -> tuple[str, ...]:
+        """The measures this metric computes for ``agent`` (its ``measures``, or the defaults of the agent's kind)."""
         kind = getattr(agent, "kind", "")
         default = ("q_ratio", "advantage") if kind == "q" else ("prob", "value")
         measures = self.measures or default
@@ -291,7 +292,7 @@ class _CausalMetric:
         if (saliency is None) == (explainer is None):
             raise ValueError("pass exactly one of saliency (precomputed maps) and explainer")
         ids = as_state_ids(state_ids, n)
-        measures = self._measures_for(agent)
+        measures = self.measures_for(agent)
         with torch.no_grad():
             clean = agent(x, hidden)
         tgt = as_targets(target, n, agent.n_actions)

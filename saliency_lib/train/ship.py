@@ -86,7 +86,7 @@ def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes:
         shutil.copyfile(run_dir / "args.json", dest / "args.json")
     plot_learning_curve(run_dir, dest / "learning_curve.png", title=f"{agent.meta.get('algo', '')} {agent.game} seed {agent.meta.get('seed', '')}")
     if published is None and agent.meta.get("algo") == "dqn":
-        from ..experiments.catalog import DQN_10M_NEC, DQN_10M_SOURCE
+        from ..games import DQN_10M_NEC, DQN_10M_SOURCE
 
         published, published_source = DQN_10M_NEC.get(agent.game), DQN_10M_SOURCE if agent.game in DQN_10M_NEC else ""
     rnd = game_info(agent.game).random_score

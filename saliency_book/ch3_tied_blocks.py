@@ -31,10 +31,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..results import config_hash
-from .cache import cached_table
-from .display import Note
-from .gallery import ExplainedAgent, load
+from saliency_book.common import ExplainedAgent, Note, load, method_label, method_names
+from saliency_lib.experiments.store import cached_table
+from saliency_lib.results import config_hash
 
 __all__ = ["largest_tie", "tie_floor", "tied_blocks", "tied_block_summary", "style_tied_blocks",
            "tied_block_sentence"]
@@ -67,7 +66,7 @@ def tie_floor(block: np.ndarray, below_a: float = 0.0, below_b: float = 0.0, *, 
     defaults) it is ``3p / ((1 − p)² + 3p)`` for a block of share ``p``; NaN when the block
     covers every pixel or none.
     """
-    from ..metrics.similarity import spearman
+    from saliency_lib.metrics.similarity import spearman
 
     block = np.asarray(block, dtype=bool)
     if block.all() or not block.any():
@@ -83,7 +82,7 @@ def tie_floor(block: np.ndarray, below_a: float = 0.0, below_b: float = 0.0, *, 
 
 def _outside(a: np.ndarray, b: np.ndarray, block: np.ndarray) -> float:
     """The sweep's Spearman similarity restricted to the pixels outside the shared block."""
-    from ..metrics.similarity import spearman
+    from saliency_lib.metrics.similarity import spearman
 
     keep = ~block
     if keep.sum() < 3:
@@ -121,11 +120,11 @@ def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, 
     """
     import torch
 
-    from ..explainers import get_explainer
-    from ..metrics import ConstantMapWarning
-    from ..metrics.similarity import spearman
-    from .sanity import _model_at, sweep_specs
-    from .sweep import applicable, study_states
+    from saliency_book.ch3_sanity import model_at, sweep_specs
+    from saliency_lib.experiments.units import applicable, study_states
+    from saliency_lib.explainers import get_explainer
+    from saliency_lib.metrics import ConstantMapWarning
+    from saliency_lib.metrics.similarity import spearman
 
     if not who:
         return who.note()
@@ -147,7 +146,7 @@ def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, 
         x = states.states[:n].to(agent.device)
         target = states.actions[:n].to(agent.device)
         hidden = None if states.hidden is None else tuple(h[:n].to(agent.device) for h in states.hidden)
-        random_model = _model_at(agent, full, cfg.seed)
+        random_model = model_at(agent, full, cfg.seed)
         zero_input = (x == 0).all(dim=1).float().mean(dim=(1, 2)).cpu().numpy()
         rows = []
         for method in methods:
@@ -184,11 +183,10 @@ def tied_block_summary(table: pd.DataFrame | Note) -> pd.DataFrame | Note:
 
 def style_tied_blocks(summary: pd.DataFrame | Note, caption: str):
     """:func:`tied_block_summary` as a captioned Styler (a Note passes through)."""
-    from .sanity import _label
 
     if isinstance(summary, Note):
         return summary
-    t = summary.drop(columns="input_zero").assign(method=summary["method"].map(_label)).rename(columns={
+    t = summary.drop(columns="input_zero").assign(method=summary["method"].map(method_label)).rename(columns={
         "method": "Method", "states": "States", "tied_trained": "Tied, trained", "tied_random": "Tied, random",
         "shared": "Tied in both", "below_trained": "Below the tie, trained", "below_random": "Below the tie, random",
         "spearman": "Spearman, all pixels", "spearman_outside": "Spearman, outside the block",
@@ -204,7 +202,6 @@ def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, threshold: 
     """Markdown: which methods' similarity the shared tied block carries, formatted from the numbers."""
     from IPython.display import Markdown
 
-    from .sanity import _label, _names
 
     if isinstance(summary, Note):
         return summary
@@ -214,19 +211,19 @@ def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, threshold: 
     if blocked.empty:
         return Markdown(lead + f" No method's trained and randomised maps share a tied block of {min_shared:.0%} "
                         "of the pixels or more, so ties do not inflate any Spearman similarity here.")
-    parts = [f"**{_label(r.method)}** ({r.shared:.0%} of the pixels; ρ = {r.spearman:.2f} over all pixels, "
+    parts = [f"**{method_label(r.method)}** ({r.shared:.0%} of the pixels; ρ = {r.spearman:.2f} over all pixels, "
              f"{r.spearman_outside:.2f} outside the block, {r.tie_floor:.2f} from the block alone)"
              for r in blocked.itertuples()]
     text = lead + " The trained and the fully randomised maps share a block of tied pixels for " + "; ".join(parts) + "."
     carried = blocked[(blocked["spearman"] >= threshold) & (blocked["spearman_outside"] < threshold)]
     if len(carried):
-        text += (f" For {_names(carried['method'])}, the similarity over all pixels reaches the threshold "
+        text += (f" For {method_names(carried['method'])}, the similarity over all pixels reaches the threshold "
                  f"{threshold:.2f} only through the block: outside it the maps of the trained and the random network "
                  "disagree. These maps do depend on the weights where the block does not reach; the test, as Huber "
                  "et al. run it, cannot see that.")
     harmless = blocked[(blocked["tie_floor"] < threshold) & ~blocked.index.isin(carried.index)]
     if len(harmless):
-        why = [f"**{_label(r.method)}** (ρ = {r.tie_floor:.2f}; {_why_small(r)})" for r in harmless.itertuples()]
+        why = [f"**{method_label(r.method)}** (ρ = {r.tie_floor:.2f}; {_why_small(r)})" for r in harmless.itertuples()]
         text += (f" For {', '.join(why[:-1]) + ' and ' + why[-1] if len(why) > 1 else why[0]}, the block alone "
                  f"stays below the threshold {threshold:.2f}.")
     return Markdown(text)

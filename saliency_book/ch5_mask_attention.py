@@ -12,55 +12,47 @@ The chapter's notebook (``notebooks/05_mask_attention.py``) only calls these fun
   chapter's figures and text on the masks over play.
 * :func:`method_ranking`, :func:`ranking_display`, :func:`ranking_sentence`: the masks
   next to the perturbation methods in the study's result table (insertion, deletion,
-  sanity check), read through :func:`saliency_lib.study.sweep.study_results`.
+  sanity check), read through :func:`saliency_lib.experiments.sweep.study_results`.
 * :func:`actor_critic_runs`, :func:`a3c_curves_figure`, :func:`a3c_score_table`,
   :func:`a3c_sentence`: our A3C and Mask-A3C training runs against the paper's claim
   that the masks improve the score.
 
 Functions that need a missing input (our actor-critic agents are not trained yet, the
-official checkpoints are not fetched) return a :class:`~saliency_lib.study.display.Note`.
+official checkpoints are not fetched) return a :class:`~saliency_book.common.Note`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import warnings
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 
-from ..games import game_info, mask_a3c_crop
-from .agents import figure_image, official_available, shipped_agents
-from .cache import cached_file
-from .display import Note
-from .gallery import _as_count
-from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
-from .profiles import profile_settings
+from saliency_book.common import Note, as_count
+from saliency_lib.experiments.catalog import official_available, shipped_agents
+from saliency_lib.experiments.paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
+from saliency_lib.experiments.profiles import get_profile, profile_settings
+from saliency_lib.experiments.store import cached_file
+from saliency_lib.games import game_info
 
 __all__ = [
-    "PLAY_STEPS", "BRANCHES", "AC_ALGOS", "VARIANT_LABELS", "REFERENCE_MASK_STATS", "PAPER_CLAIM", "CRITERIA",
+    "BRANCHES", "AC_ALGOS", "VARIANT_LABELS", "REFERENCE_MASK_STATS", "PAPER_CLAIM", "CRITERIA",
     "MaskAttentionChapter", "MaskPlay", "mask_agents", "play_masks", "mask_mass", "mask_entropy",
-    "mask_fraction_open", "topk_iou", "chance_iou", "mask_spearman", "conv_resets", "mask_series", "series_summary",
-    "style_summary", "summary_sentence", "filmstrip_indices", "filmstrip_figure", "series_figure", "official_play",
-    "our_mask_plays", "our_filmstrips", "Criterion", "official_table", "chapter_ranking", "our_rankings", "style_our_rankings", "method_ranking",
-    "ranking_display", "style_ranking", "ranking_sentence", "coarse_note", "actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores", "a3c_sentence",
+    "mask_fraction_open", "topk_iou", "chance_iou", "mask_spearman", "conv_resets", "mask_series", "series_summary", "summary_sentence", "filmstrip_indices", "official_play",
+    "our_mask_plays", "Criterion", "official_table", "chapter_ranking", "our_rankings", "method_ranking",
+    "ranking_display", "ranking_sentence", "coarse_note",
 ]
 
-PLAY_STEPS = MappingProxyType({"tiny": 40, "quick": 400, "full": 1500})
-"""Agent steps of the played game segment per profile (Mask-A3C forward passes are expensive)."""
 BRANCHES = ("policy", "value")
 AC_ALGOS = ("a3c", "a3c-sync")
 """``algo`` of our actor-critic agents in ``meta.json`` (the trainer writes ``a3c-sync``)."""
 VARIANT_ORDER = ("none", "policy", "value", "double")
 VARIANT_LABELS = MappingProxyType({"none": "A3C (no mask)", "policy": "policy-mask A3C", "value": "value-mask A3C",
                                    "double": "Mask-A3C (both masks)"})
-_COLORS = {"policy": "#3b528b", "value": "#de7d2c", "iou": "#5ec962", "spearman": "#8c2981", "official": "#b0b0b0"}
-_VARIANT_COLORS = {"none": "#555555", "policy": "#21918c", "value": "#de7d2c", "double": "#3b528b"}
+COLORS = {"policy": "#3b528b", "value": "#de7d2c", "iou": "#5ec962", "spearman": "#8c2981", "official": "#b0b0b0"}
 
 REFERENCE_MASK_STATS = MappingProxyType({
     # game: (policy mean M, policy cells > 0.5, value mean M, value cells > 0.5), reference notes §3.4
@@ -87,7 +79,7 @@ class MaskAttentionChapter:
     game: str = "Breakout"
     """Atari game; the official agent exists for Breakout, MsPacman, SpaceInvaders, Seaquest, BeamRider, FishingDerby."""
     steps: int | None = None
-    """Agent steps of the played game segment; None: :data:`PLAY_STEPS` of the profile."""
+    """Agent steps of the played game segment; None: :attr:`~saliency_lib.experiments.profiles.Profile.play_steps`."""
     filmstrip: int = 6
     """Frames shown in a filmstrip, evenly spaced over the segment."""
     top: float = 0.1
@@ -101,7 +93,7 @@ class MaskAttentionChapter:
     device: str = "cpu"
     """Torch device of the agents."""
     executor: str = "local"
-    """Executor of the study's sweep (:func:`saliency_lib.study.sweep.study_results`)."""
+    """Executor of the study's sweep (:func:`saliency_lib.experiments.sweep.study_results`)."""
     results_dir: str = RESULTS_DIR
     """Cache of results (relative paths are under the repository root)."""
     agents_dir: str = AGENTS_DIR
@@ -112,12 +104,12 @@ class MaskAttentionChapter:
     """The profile's settings."""
 
     def __post_init__(self):
-        from ..metrics import SUBSTRATES
-        from .sweep import EXECUTORS
+        from saliency_lib.experiments.executors import EXECUTORS
+        from saliency_lib.metrics import SUBSTRATES
 
         game_info(self.game)
-        object.__setattr__(self, "steps", _as_count(self.steps, "steps"))
-        object.__setattr__(self, "filmstrip", _as_count(self.filmstrip, "filmstrip"))
+        object.__setattr__(self, "steps", as_count(self.steps, "steps"))
+        object.__setattr__(self, "filmstrip", as_count(self.filmstrip, "filmstrip"))
         object.__setattr__(self, "seed", int(self.seed))
         top = float(self.top)
         if not 0 < top <= 1:
@@ -132,7 +124,7 @@ class MaskAttentionChapter:
     @property
     def play_steps(self) -> int:
         """Agent steps of the played segment."""
-        return self.steps or PLAY_STEPS[self.profile]
+        return self.steps or get_profile(self.profile).play_steps
 
     @property
     def official(self) -> str:
@@ -147,7 +139,7 @@ class MaskAttentionChapter:
 
 # -- agents ------------------------------------------------------------------------------------
 
-def _variant(row) -> str:
+def variant(row) -> str:
     v = row.get("variant")
     return v if isinstance(v, str) and v else "double"
 
@@ -156,7 +148,7 @@ def mask_agents(game: str, agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.Dat
     """Our shipped actor-critic agents of ``game`` that carry masks (variant policy, value or double)."""
     df = shipped_agents(agents_dir)
     df = df[(df["game"] == game) & df["algo"].isin(AC_ALGOS)]
-    df = df.assign(variant=[_variant(r) for _, r in df.iterrows()])
+    df = df.assign(variant=[variant(r) for _, r in df.iterrows()])
     return df[df["variant"].isin(("policy", "value", "double"))].reset_index(drop=True)
 
 
@@ -229,8 +221,8 @@ def play_masks(spec: str, *, steps: int, seed: int = 0, filmstrip: int = 6, labe
     """
     import torch
 
-    from ..states import collect_states
-    from .gallery import action_names, load
+    from saliency_book.common import action_names, load
+    from saliency_lib.states import collect_states
 
     agent = load(spec, device)
     names = [b for b in BRANCHES if f"{b}_mask" in agent.outputs]
@@ -341,7 +333,7 @@ def chance_iou(cells: int, fraction: float = 0.1) -> float:
 
 def mask_spearman(a, b) -> np.ndarray:
     """Signed Spearman rank correlation of two mask stacks, per step (NaN for a constant mask). Shape (N,)."""
-    from ..metrics import ConstantMapWarning, spearman
+    from saliency_lib.metrics import ConstantMapWarning, spearman
 
     fa, fb = _flat(a), _flat(b)
     if fa.shape != fb.shape:
@@ -400,32 +392,8 @@ def series_summary(*plays: MaskPlay | dict | Note, top: float = 0.1) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
     return f"{100 * x:.1f} %"
-
-
-def style_summary(summary: pd.DataFrame, game: str, caption: str):
-    """:func:`series_summary` as a Styler: mean ± sd per agent, with the reference notes' whole-game values."""
-    if summary.empty:
-        return Note(f"No Mask-A3C agent for {game} played, so there are no mask statistics.", title="No masks")
-    wide = {}
-    for (agent, stat), g in summary.groupby(["agent", "stat"], sort=False):
-        m, sd = g["mean"].iloc[0], g["sd"].iloc[0]
-        if not np.isfinite(m):
-            cell = "–"
-        elif stat.endswith("_open"):
-            cell = f"{_pct(m)} ± {_pct(sd)}"
-        else:
-            cell = f"{m:.2f} ± {sd:.2f}"
-        wide.setdefault(agent, {"steps": str(int(g["steps"].iloc[0]))})[SUMMARY_COLUMNS[stat]] = cell
-    ref = REFERENCE_MASK_STATS.get(game)
-    if ref:
-        wide["released checkpoint, whole games (reference notes)"] = {
-            "steps": "–", "policy: mean M": ref[0], "policy: cells > 0.5": ref[1], "value: mean M": ref[2],
-            "value: cells > 0.5": ref[3]}
-    t = pd.DataFrame.from_dict(wide, orient="index").reindex(columns=["steps", *SUMMARY_COLUMNS.values()])
-    t = t.fillna("–").rename_axis("agent").reset_index()
-    return t.style.hide(axis="index").set_caption(caption)
 
 
 def summary_sentence(play: MaskPlay | Note, *, top: float = 0.1):
@@ -440,8 +408,8 @@ def summary_sentence(play: MaskPlay | Note, *, top: float = 0.1):
         return Markdown(f"The {label} played no step.")
     mean = series.mean(numeric_only=True)
     parts = [f"Over the {n} steps of the {label}, the policy mask lets on average {mean['policy_mass']:.2f} of each "
-             f"feature through and opens {_pct(mean['policy_open'])} of its cells (M > 0.5); the value mask "
-             f"{mean['value_mass']:.2f} and {_pct(mean['value_open'])}."]
+             f"feature through and opens {pct(mean['policy_open'])} of its cells (M > 0.5); the value mask "
+             f"{mean['value_mass']:.2f} and {pct(mean['value_open'])}."]
     if np.isfinite(mean["policy_entropy"]) and np.isfinite(mean["value_entropy"]):
         pe, ve = mean["policy_entropy"], mean["value_entropy"]
         if round(pe, 2) == round(ve, 2):
@@ -466,9 +434,6 @@ def summary_sentence(play: MaskPlay | Note, *, top: float = 0.1):
 
 # -- figures -----------------------------------------------------------------------------------
 
-def _norm(m: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    return (m - lo) / (hi - lo) if hi > lo else np.zeros_like(m)
-
 
 def official_play(cfg: MaskAttentionChapter) -> MaskPlay | Note:
     """:func:`play_masks` of the official Mask-A3C agent of the chapter's game, or a Note if it is missing."""
@@ -479,92 +444,11 @@ def official_play(cfg: MaskAttentionChapter) -> MaskPlay | Note:
 
 
 def _official_missing(game: str) -> Note:
-    from ..agents.official import OFFICIAL_GAMES
+    from saliency_lib.agents.official import OFFICIAL_GAMES
 
     why = (f"Itaya et al. released no Mask-A3C checkpoint for {game} (they did for {', '.join(OFFICIAL_GAMES)})"
            if game not in OFFICIAL_GAMES else "The official Mask-A3C checkpoints are not fetched; run `make fetch-official`")
     return Note(why + ".", kind="warning", title="Official agent not available")
-
-
-def filmstrip_figure(play: MaskPlay | Note, *, cmap: str = "inferno", dpi: int = 90):
-    """A few frames of ``play`` with the policy (top row) and value mask (bottom row) overlaid.
-
-    As in the official visualiser, each branch's masks are min-max normalised over the
-    whole segment and upsampled back through the crop (:func:`saliency_lib.viz.mask_to_frame`);
-    they are drawn with the perceptually uniform ``cmap`` (:func:`saliency_lib.viz.overlay`).
-    """
-    from matplotlib import colormaps
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import Normalize
-    from matplotlib.figure import Figure
-
-    from ..viz import mask_to_frame, overlay
-
-    if isinstance(play, Note):
-        return play
-    crop = mask_a3c_crop(play.game)
-    idx = sorted(play.frames)
-    branches = [b for b in BRANCHES if b in play.masks]
-    fig = Figure(figsize=(1.75 * len(idx) + 1.2, 2.6 * len(branches) + 0.5), layout="constrained")
-    axes = np.atleast_2d(fig.subplots(len(branches), len(idx), squeeze=False))
-    for r, b in enumerate(branches):
-        ms = play.masks[b]
-        lo, hi = float(ms.min()), float(ms.max())
-        for c, i in enumerate(idx):
-            heat, inside = mask_to_frame(_norm(ms[i], lo, hi), crop)
-            ax = axes[r, c]
-            ax.imshow(overlay(play.frames[i], heat, cmap=cmap, where=inside))
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if r == 0:
-                act = play.action_names[play.actions[i]] if play.action_names else str(play.actions[i])
-                ax.set_title(f"step {play.steps[i]}\n{act}, V = {play.value[i]:.2f}", fontsize=8)
-            if c == 0:
-                ax.set_ylabel(f"{b} mask", fontsize=9)
-        fig.colorbar(ScalarMappable(Normalize(lo, hi), colormaps[cmap]), ax=axes[r, :].tolist(), shrink=0.85,
-                     label=f"{b} mask M", pad=0.01)
-    fig.suptitle(f"{play.label}, {play.game}: policy and value masks over play", fontsize=10)
-    return figure_image(fig, dpi=dpi)
-
-
-def series_figure(play: MaskPlay | Note, *, top: float = 0.1, dpi: int = 90):
-    """Mask statistics of ``play`` per step (:func:`mask_series`): mean M, normalised entropy, and the
-    policy–value agreement; the filmstrip's frames are marked (a Note passes through)."""
-    from matplotlib.figure import Figure
-
-    if isinstance(play, Note):
-        return play
-    series, label, frames = mask_series(play, top=top), play.label, sorted(play.frames)
-    fig = Figure(figsize=(8.0, 6.2), layout="constrained")
-    axes = fig.subplots(3, 1, sharex=True)
-    t = series["t"].to_numpy()
-    for b in BRANCHES:
-        if series[f"{b}_mass"].notna().any():
-            axes[0].plot(t, series[f"{b}_mass"], color=_COLORS[b], lw=1.3, label=f"{b} mask")
-            axes[1].plot(t, series[f"{b}_entropy"], color=_COLORS[b], lw=1.3, label=f"{b} mask")
-    axes[0].set_ylabel("mean M")
-    axes[1].set_ylabel("entropy\n(1 = uniform)")
-    if series["iou"].notna().any():
-        axes[2].plot(t, series["iou"], color=_COLORS["iou"], lw=1.3, label=f"IoU of the top {100 * top:.0f} % cells")
-        axes[2].plot(t, series["spearman"], color=_COLORS["spearman"], lw=1.3, label="Spearman ρ")
-        axes[2].axhline(chance_iou(100, top), color=_COLORS["iou"], ls=":", lw=1, label="IoU of random cells")
-        axes[2].axhline(0, color="0.5", lw=0.6)
-    else:
-        axes[2].text(0.5, 0.5, "the agent has only one mask", ha="center", va="center", transform=axes[2].transAxes)
-    axes[2].set_ylabel("policy vs value")
-    axes[2].set_xlabel("agent step in the segment")
-    resets = t[series["reset"].to_numpy(bool)]
-    for ax in axes:
-        for x in resets[resets > 0]:
-            ax.axvline(x, color="0.6", ls="--", lw=0.8)
-        for x in frames:
-            ax.axvline(x, color="0.85", lw=3, zorder=0)
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="best")
-    fig.suptitle(f"{label}: masks per step (dashed: ConvLSTM reset after a lost life or game; "
-                 "grey bands: filmstrip frames)", fontsize=9)
-    return figure_image(fig, dpi=dpi)
 
 
 # -- our own Mask-A3C agents --------------------------------------------------------------------
@@ -581,25 +465,6 @@ def our_mask_plays(cfg: MaskAttentionChapter) -> dict[str, MaskPlay] | Note:
     return {r["agent"]: play_masks(r["path"], steps=cfg.play_steps, seed=cfg.seed, filmstrip=cfg.filmstrip,
                                    label=_agent_label(r), results_dir=cfg.results_dir, device=cfg.device)
             for _, r in agents.iterrows()}
-
-
-def our_filmstrips(plays: dict[str, MaskPlay] | Note, *, top: float = 0.1, dpi: int = 72):
-    """A Tab widget with the filmstrip and the per-step statistics of each of our agents (a Note passes through).
-
-    The PNGs are stored in the widget state, so the tabs work in the static book.
-    """
-    import ipywidgets as w
-
-    if isinstance(plays, Note):
-        return plays
-    children = []
-    for play in plays.values():
-        imgs = [filmstrip_figure(play, dpi=dpi), series_figure(play, top=top, dpi=dpi)]
-        children.append(w.VBox([w.Image(value=i.data, format="png", layout=w.Layout(max_width="100%")) for i in imgs]))
-    tabs = w.Tab(children=children)
-    for i, name in enumerate(plays):
-        tabs.set_title(i, name)
-    return tabs
 
 
 # -- the masks in the study's result table ---------------------------------------------------
@@ -628,8 +493,8 @@ weights changes when all layers are re-drawn (low similarity to the original map
 
 
 def official_table(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
-    """The study's result table (:func:`~saliency_lib.study.sweep.study_results`) of the official agent."""
-    from .sweep import study_results
+    """The study's result table (:func:`~saliency_lib.experiments.sweep.study_results`) of the official agent."""
+    from saliency_lib.experiments.study import study_results
 
     if not official_available(cfg.game):
         return _official_missing(cfg.game)
@@ -641,10 +506,10 @@ def our_rankings(cfg: MaskAttentionChapter) -> dict[str, pd.DataFrame] | Note:
     """:func:`method_ranking` of each of our shipped Mask-A3C agents of the game (label → ranking).
 
     Each agent gets the study's sweep for an actor-critic agent in ``cfg.profile``
-    (:func:`~saliency_lib.study.sweep.study_results`): its own greedy states, every method,
+    (:func:`~saliency_lib.experiments.sweep.study_results`): its own greedy states, every method,
     its masks, the sanity check and insertion/deletion. Stored units are reused.
     """
-    from .sweep import study_results
+    from saliency_lib.experiments.study import study_results
 
     agents = mask_agents(cfg.game, cfg.agents_dir)
     if agents.empty:
@@ -655,16 +520,6 @@ def our_rankings(cfg: MaskAttentionChapter) -> dict[str, pd.DataFrame] | Note:
         df = study_results(cfg.profile, cfg.game, executor=cfg.executor, results_dir=cfg.results_dir, agents=[spec])
         out[_agent_label(r)] = method_ranking(df[df["agent"] == spec], substrate=cfg.substrate)
     return out
-
-
-def style_our_rankings(rankings: dict[str, pd.DataFrame] | Note, caption: str):
-    """:func:`style_ranking` of each agent of :func:`our_rankings`, one captioned table each (HTML)."""
-    from IPython.display import HTML
-
-    if isinstance(rankings, Note):
-        return rankings
-    return HTML("".join(style_ranking(r, f"{caption} Agent: {label.replace('`', '')}.").to_html()
-                        for label, r in rankings.items()))
 
 
 def _criterion_rows(table: pd.DataFrame, c: Criterion, substrate: str) -> pd.DataFrame:
@@ -686,7 +541,7 @@ def method_ranking(table: pd.DataFrame, *, substrate: str = "black", criteria=CR
         (bootstrap CI of the mean over states), ``better_than``, ``worse_than`` (paired
         Wilcoxon, Holm-corrected), ``layer`` (the deepest randomised layer, sanity only).
     """
-    from ..metrics import ranking_table
+    from saliency_lib.metrics import ranking_table
 
     if table["agent"].nunique() > 1:
         raise ValueError(f"method_ranking needs the rows of one agent, got {sorted(table['agent'].unique())}")
@@ -717,7 +572,7 @@ def chapter_ranking(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
 
 def ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
     """The ranking as a compact table: one row per method, one ``mean [CI] #rank`` cell per criterion."""
-    from .gallery import METHOD_LABELS
+    from saliency_book.common import METHOD_LABELS
 
     cells = {}
     for r in ranking.itertuples():
@@ -730,23 +585,8 @@ def ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
     return t.fillna("–")
 
 
-def style_ranking(ranking: pd.DataFrame, caption: str):
-    """:func:`ranking_display` as a Styler with the two masks in bold (a Note passes through)."""
-    from .gallery import METHOD_LABELS
-
-    if isinstance(ranking, Note):
-        return ranking
-    t = ranking_display(ranking)
-    masks = {METHOD_LABELS["mask_policy"], METHOD_LABELS["mask_value"]}
-
-    def bold(row):
-        return ["font-weight: bold" if row["method"] in masks else "" for _ in row]
-
-    return t.style.apply(bold, axis=1).hide(axis="index").set_caption(caption)
-
-
 def _list(names: str) -> str:
-    from .gallery import METHOD_LABELS
+    from saliency_book.common import METHOD_LABELS
 
     items = [METHOD_LABELS.get(n.strip(), n.strip()) for n in names.split(",") if n.strip()]
     return ", ".join(items)
@@ -767,7 +607,7 @@ def ranking_sentence(ranking: pd.DataFrame | Note):
     """Markdown sentences on where the two masks rank, generated from :func:`method_ranking` (None for a Note)."""
     from IPython.display import Markdown
 
-    from .gallery import METHOD_LABELS
+    from saliency_book.common import METHOD_LABELS
 
     if isinstance(ranking, Note):
         return None
@@ -803,7 +643,8 @@ def coarse_note(profile: str):
     """Markdown: how many states the Mask-A3C rows have and which coarse explainer parameters they use."""
     from IPython.display import Markdown
 
-    from .sweep import describe_params, sweep_sizes
+    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_lib.experiments.units import describe_params
 
     n, _, params = sweep_sizes(profile, "mask_a3c")
     text = f"In the `{profile}` profile the study explains the first {n} states of the official agent's greedy game"
@@ -819,225 +660,4 @@ def coarse_note(profile: str):
 
 # -- A3C vs Mask-A3C ---------------------------------------------------------------------------
 
-_RUN_NAME = re.compile(r"^(?P<algo>a3c(?:-sync)?)-(?P<game>[A-Za-z]+)-(?P<variant>[a-z]+)-s(?P<seed>\d+)$")
 
-
-def actor_critic_runs(game: str, agents_dir: str | os.PathLike = AGENTS_DIR, runs_dir: str | os.PathLike | None = RUNS_DIR,
-                      scores_csv: str | os.PathLike | None = None) -> pd.DataFrame:
-    """Our actor-critic training runs of ``game``: shipped agents and, optionally, runs in progress.
-
-    Shipped agents are the ``data/agents/*`` directories with ``algo`` a3c (``meta.json``);
-    their final score comes from ``scores.csv`` next to them (``scores_csv``) or
-    ``eval_score`` in ``meta.json`` (:func:`~saliency_lib.study.agents.score_table`).
-    Runs in progress are ``<runs_dir>/a3c-<game>-<variant>-s<seed>`` with a
-    ``train_log.csv`` and no shipped agent of the same name; they have no final score.
-
-    Returns
-    -------
-    DataFrame
-        Columns ``agent, variant, seed, frames, mean, std, episodes, shipped, logs`` (the
-        directory with ``train_log.csv``/``eval_log.csv``, or None).
-    """
-    from .agents import score_table
-
-    cols = ["agent", "variant", "seed", "frames", "mean", "std", "episodes", "shipped", "logs"]
-    base = repo_path(agents_dir)
-    scores = score_table(agents_dir, scores_csv if scores_csv is not None else base / "scores.csv", games=[game])
-    scores = scores[scores["algo"].isin(AC_ALGOS)]
-    rows = []
-    for _, s in scores.iterrows():
-        d = repo_path(s["path"])
-        meta = json.loads((d / "meta.json").read_text())
-        rows.append({"agent": s["agent"], "variant": _variant(s), "seed": meta.get("seed"), "frames": s["frames"],
-                     "mean": s["mean"], "std": s["std"], "episodes": s["episodes"], "shipped": True,
-                     "logs": str(d) if (d / "train_log.csv").is_file() else None})
-    shipped = {r["agent"] for r in rows}
-    runs = repo_path(runs_dir) if runs_dir is not None else None
-    for d in sorted(runs.glob(f"a3c*-{game}-*-s*")) if runs is not None and runs.is_dir() else []:
-        m = _RUN_NAME.match(d.name)
-        if not m or m["game"] != game or d.name in shipped or not (d / "train_log.csv").is_file():
-            continue
-        tr = pd.read_csv(d / "train_log.csv")
-        rows.append({"agent": d.name, "variant": m["variant"], "seed": int(m["seed"]),
-                     "frames": float(tr["frames"].max()) if len(tr) else 0.0, "mean": np.nan, "std": np.nan,
-                     "episodes": np.nan, "shipped": False, "logs": str(d)})
-    df = pd.DataFrame(rows, columns=cols)
-    order = {v: i for i, v in enumerate(VARIANT_ORDER)}
-    return df.sort_values(["variant", "seed"], key=lambda c: c.map(order) if c.name == "variant" else c).reset_index(drop=True)
-
-
-def _official_reference(game: str, frames: float, last: int = 20) -> dict | None:
-    """The official run's mean over its last ``last`` test games before ``frames`` emulator frames."""
-    from ..agents.official import OFFICIAL_GAMES, official_test_log
-
-    if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
-        return None
-    log = official_test_log(game)
-    before = log[log["global_step"] * 4 <= frames]
-    if before.empty:
-        return None
-    s = before["score"].tail(last)
-    return {"mean": float(s.mean()), "std": float(s.std(ddof=0)), "games": int(len(s)), "frames": float(frames)}
-
-
-def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: int = 90):
-    """Learning curves of our A3C / Mask-A3C runs (one colour per variant), with the official run for reference.
-
-    ``runs`` is :func:`actor_critic_runs`; without runs the result is a Note.
-    """
-    from matplotlib.figure import Figure
-
-    from ..agents.official import official_test_log
-    from ..train.common import read_log
-
-    if runs.empty:
-        return Note(f"Our A3C and Mask-A3C agents for {game} are not trained yet: no run is shipped or in progress, "
-                    "so there is no learning curve to show. The comparison fills in when they exist.",
-                    kind="warning", title="A3C and Mask-A3C not trained yet")
-    fig = Figure(figsize=(8.0, 4.2), layout="constrained")
-    ax = fig.subplots()
-    top = 0.0
-    for r in runs.itertuples():
-        color = _VARIANT_COLORS.get(r.variant)
-        tag = f"{VARIANT_LABELS.get(r.variant, r.variant)}, seed {r.seed}" + ("" if r.shipped else " (in progress)")
-        if not isinstance(r.logs, str):  # shipped without logs
-            continue
-        tr = read_log(Path(r.logs) / "train_log.csv")
-        ep = tr[tr["episode_score"].notna()] if "episode_score" in tr.columns else tr.iloc[:0]
-        if len(ep):
-            ax.plot(ep["frames"] / 1e6, ep["episode_score"].rolling(window, min_periods=1).mean(), color=color, lw=1.4,
-                    ls="-" if r.shipped else "--", label=f"{tag}: training games (mean of {window})")
-            top = max(top, float(ep["frames"].max()))
-        ev = Path(r.logs) / "eval_log.csv"
-        if ev.is_file():
-            e = read_log(ev)
-            if len(e):
-                ax.errorbar(e["frames"] / 1e6, e["eval_mean"], yerr=e["eval_std"], fmt="o", ms=3.5, capsize=2, color=color,
-                            label=f"{tag}: greedy evaluations")
-                top = max(top, float(e["frames"].max()))
-    if top > 0 and official_available(game, logs=True):
-        log = official_test_log(game)
-        log = log[log["global_step"] * 4 <= 1.05 * top]
-        if len(log):
-            ax.plot(log["global_step"] * 4 / 1e6, log["score"].rolling(20, min_periods=1).mean(), color=_COLORS["official"],
-                    lw=2, zorder=0, label="official Mask-A3C run: greedy test games (mean of 20)")
-    ax.set_xlabel("emulator frames (millions)")
-    ax.set_ylabel("game score (raw, all lives)")
-    ax.set_title(f"A3C and Mask-A3C on {game}: our runs", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
-    return figure_image(fig, dpi=dpi)
-
-
-FINAL_FRACTION = 0.1
-"""Share of a run's logged frames, counted back from its last logged game, whose training games
-:func:`a3c_score_table` averages."""
-
-
-def _final_training_mean(logs) -> tuple[float, int]:
-    """Mean score and count of the training games after ``(1 − FINAL_FRACTION) ×`` the frames of the
-    run's last logged game (:data:`FINAL_FRACTION`)."""
-    from ..train.common import read_log
-
-    if not isinstance(logs, (str, os.PathLike)) or not (Path(logs) / "train_log.csv").is_file():  # None or NaN: none
-        return float("nan"), 0
-    log = read_log(Path(logs) / "train_log.csv").dropna(subset=["episode_score"])
-    if log.empty:
-        return float("nan"), 0
-    last = log[log["frames"] > (1 - FINAL_FRACTION) * log["frames"].max()]
-    return float(last["episode_score"].mean()), len(last)
-
-
-def a3c_score_table(runs: pd.DataFrame, game: str) -> pd.DataFrame | Note:
-    """Final scores per variant: seeds, frames, mean ± sd over seeds of the agents' evaluation means.
-
-    Only shipped agents have a final score. ``train_final`` is a second, less noisy measure:
-    the mean over seeds of each run's training games (sampled actions) in the last
-    :data:`FINAL_FRACTION` of its frames, from its log (``train_games`` games in all). A last
-    row gives the official Mask-A3C run's level at the same number of frames (its last 20
-    greedy test games before it), when its log is available.
-    """
-    done = runs[runs["shipped"] & runs["mean"].notna()] if len(runs) else runs
-    if done.empty:
-        return Note(f"No final scores yet: no A3C or Mask-A3C agent for {game} is shipped (trained and evaluated).",
-                    title="Not trained yet")
-    rows = []
-    for v in [v for v in VARIANT_ORDER if v in set(done["variant"])]:
-        g = done[done["variant"] == v]
-        final = [_final_training_mean(logs) for logs in g["logs"]]
-        train = [m for m, n in final if n]
-        rows.append({"variant": v, "model": VARIANT_LABELS[v], "seeds": len(g), "frames": float(g["frames"].median()),
-                     "train_final": float(np.mean(train)) if train else np.nan, "train_games": sum(n for _, n in final),
-                     "mean": float(g["mean"].mean()), "sd_seeds": float(g["mean"].std(ddof=1)) if len(g) > 1 else np.nan,
-                     "min": float(g["mean"].min()), "max": float(g["mean"].max()),
-                     "per_seed": ", ".join(f"{x:,.1f}" for x in g["mean"]), "source": "our agents (greedy evaluation)"})
-    ref = _official_reference(game, float(done["frames"].median()))
-    if ref:
-        rows.append({"variant": "official", "model": "official Mask-A3C run at the same frames", "seeds": 1,
-                     "frames": ref["frames"], "train_final": np.nan, "train_games": 0, "mean": ref["mean"],
-                     "sd_seeds": np.nan, "min": np.nan, "max": np.nan,
-                     "per_seed": f"last {ref['games']} test games: sd {ref['std']:,.1f}",
-                     "source": "official test log"})
-    return pd.DataFrame(rows)
-
-
-def style_a3c_scores(table: pd.DataFrame | Note, caption: str):
-    """:func:`a3c_score_table` as a Styler (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
-    train = f"Training games, last {FINAL_FRACTION:.0%} of frames"
-    t = table[["model", "seeds", "frames", "mean", "sd_seeds", "per_seed", "train_final", "source"]].rename(columns={
-        "model": "Model", "seeds": "Seeds", "frames": "Frames (M)", "mean": "Score (mean over seeds)",
-        "sd_seeds": "sd over seeds", "per_seed": "Per seed", "train_final": train, "source": "From"})
-    t = t.assign(**{"Frames (M)": t["Frames (M)"] / 1e6})
-    fmt = {"Frames (M)": "{:.3g}", "Score (mean over seeds)": "{:,.1f}", "sd over seeds": "{:,.1f}", train: "{:,.1f}"}
-    return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
-
-
-def a3c_sentence(table: pd.DataFrame | Note, game: str):
-    """Markdown: does our Mask-A3C beat our A3C at our budget? Generated from :func:`a3c_score_table`."""
-    from IPython.display import Markdown
-
-    if isinstance(table, Note):
-        return Markdown(f"The paper claims that \"{PAPER_CLAIM}\". Our test of this claim on {game} waits for our "
-                        "agents (see the note above).")
-    t = table.set_index("variant")
-    if not {"none", "double"} <= set(t.index):
-        have = ", ".join(VARIANT_LABELS[v] for v in t.index if v in VARIANT_LABELS)
-        return Markdown(f"The comparison needs both A3C (no mask) and Mask-A3C agents; so far only {have} "
-                        "exist for this game.")
-    a, m = t.loc["none"], t.loc["double"]
-    diff = m["mean"] - a["mean"]
-    verdict = "higher" if diff > 0 else "lower" if diff < 0 else "the same"
-    text = [f"At {m['frames'] / 1e6:.3g} M frames, our Mask-A3C scores {m['mean']:,.1f} on {game} "
-            f"({int(m['seeds'])} seed{'s' if m['seeds'] != 1 else ''}) and our A3C {a['mean']:,.1f} "
-            f"({int(a['seeds'])} seed{'s' if a['seeds'] != 1 else ''}): the masked agent scores {verdict}"
-            + (f", by {abs(diff):,.1f} points." if diff else ".")]
-    if m["seeds"] > 1 and a["seeds"] > 1:
-        overlap = not (m["min"] > a["max"] or a["min"] > m["max"])
-        text.append("The seeds' ranges " + ("overlap, so the difference is within the spread between seeds."
-                                            if overlap else "do not overlap."))
-    else:
-        text.append("With a single seed per variant the difference cannot be told apart from the spread between "
-                    "training runs.")
-    if np.isfinite(m.get("train_final", np.nan)) and np.isfinite(a.get("train_final", np.nan)):
-        tdiff = m["train_final"] - a["train_final"]
-        text.append(f"Over the training games of the last {FINAL_FRACTION:.0%} of frames (sampled actions; "
-                    f"{int(m['train_games'])} and {int(a['train_games'])} games), Mask-A3C averages "
-                    f"{m['train_final']:,.1f} and A3C {a['train_final']:,.1f}"
-                    + (", the same order." if tdiff * diff > 0 else ", the opposite order." if tdiff * diff < 0 else "."))
-    direction = "in the direction of" if diff > 0 else "against" if diff < 0 else "neither for nor against"
-    budget = _official_budget(game)
-    text.append(f"This is {direction} the paper's claim that \"{PAPER_CLAIM}\"" + (
-        f", with {100 * m['frames'] / budget:.2g} % of the official run's {budget / 1e6:,.0f} M training frames."
-        if budget else "."))
-    return Markdown(" ".join(text))
-
-
-def _official_budget(game: str) -> float | None:
-    """Emulator frames of the official run (4 × its last logged global step), if its log is available."""
-    from ..agents.official import OFFICIAL_GAMES, official_test_log
-
-    if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
-        return None
-    return 4.0 * float(official_test_log(game)["global_step"].max())

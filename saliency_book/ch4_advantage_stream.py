@@ -22,19 +22,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .degradation import (
+from saliency_book.ch4_degradation import (
     PAPER_METHODS,
     PAPER_SUBSTRATES,
     DegradationChapter,
-    _f2,
-    _join,
-    _measure_label,
     auc_summary,
+    measure_label,
     pick_agent,
     rank_agreement,
     side_by_side,
 )
-from .display import Note
+from saliency_book.common import Note, fmt2, join_words
 
 __all__ = ["SCHEME", "stream_spec", "stream_results", "clean_outputs", "style_clean_outputs", "stream_agreement",
            "stream_sentence"]
@@ -45,7 +43,7 @@ SCHEME = "advstream:"
 
 def stream_spec(results: pd.DataFrame | Note) -> str | Note:
     """``advstream:<spec>`` of the chapter's DQN agent, or a Note when there is none or it is not dueling."""
-    from ..agents import load_agent
+    from saliency_lib.agents import load_agent
 
     dqn = pick_agent(results, "dqn")
     if dqn is None:
@@ -65,7 +63,9 @@ def stream_results(cfg: DegradationChapter, results: pd.DataFrame | Note, *, pro
     The sweep has the chapter's profile sizes for DQN agents, so its states and explainer
     parameters are those of the full-Q rows it is compared with. Stored units are reused.
     """
-    from .sweep import SweepSpec, run_sweep, sweep_sizes
+    from saliency_lib.experiments.executors import run_sweep
+    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_lib.experiments.units import SweepSpec
 
     spec = stream_spec(results)
     if isinstance(spec, Note):
@@ -88,8 +88,8 @@ def clean_outputs(cfg: DegradationChapter, stream: pd.DataFrame | Note) -> pd.Da
     """
     import torch
 
-    from ..agents import load_agent
-    from .sweep import study_states
+    from saliency_lib.agents import load_agent
+    from saliency_lib.experiments.units import study_states
 
     if isinstance(stream, Note):
         return stream
@@ -122,7 +122,7 @@ def style_clean_outputs(table: pd.DataFrame | Note, caption: str):
 
 def stream_agreement(results: pd.DataFrame | Note, stream: pd.DataFrame | Note, game: str, *,
                      confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame | Note:
-    """:func:`~saliency_lib.study.degradation.rank_agreement` for the full-Q and the advantage-stream
+    """:func:`~saliency_book.ch4_degradation.rank_agreement` for the full-Q and the advantage-stream
     reading of the chapter's DQN agent, with the sign of our mean AUCs per setting.
 
     Returns
@@ -165,9 +165,9 @@ def stream_sentence(agreement: pd.DataFrame | Note, game: str):
     for (sub, pm), r in wide.loc[order].iterrows():
         full, adv = r[("spearman", "full Q")], r[("spearman", "advantage stream")]
         better += int(pd.notna(adv) and pd.notna(full) and adv > full)
-        parts.append(f"{sub}/{_measure_label(pm)}: ρ = {_f2(adv)} with the advantage stream, {_f2(full)} with the full Q")
+        parts.append(f"{sub}/{measure_label(pm)}: ρ = {fmt2(adv)} with the advantage stream, {fmt2(full)} with the full Q")
     sig = agreement[(agreement["spearman_p"] < 0.05) & (agreement["spearman"] > 0)].groupby("reading").size()
-    text = (f"Spearman correlation of our method order with the paper's {game} order: {_join(parts)}. "
+    text = (f"Spearman correlation of our method order with the paper's {game} order: {join_words(parts)}. "
             f"The advantage stream agrees better in {better} of {len(wide)} settings. The positive agreement is "
             f"significant at 5 % in {int(sig.get('advantage stream', 0))} of {len(wide)} settings with the advantage "
             f"stream and in {int(sig.get('full Q', 0))} with the full Q.")

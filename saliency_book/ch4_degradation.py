@@ -1,7 +1,7 @@
 """Chapter 4 (Input degradation): insertion and deletion curves, AUC tables beside Huber et al.'s, rankings.
 
 The chapter's notebook (``notebooks/04_degradation.py``) only calls these functions.
-Every number comes from the study's result table (:func:`saliency_lib.study.sweep.study_results`
+Every number comes from the study's result table (:func:`saliency_lib.experiments.sweep.study_results`
 units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a map.
 
 * :class:`DegradationChapter`: the chapter's frozen configuration.
@@ -19,7 +19,7 @@ units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a ma
   sentences formatted from the numbers.
 * :func:`degraded_images`, :func:`degradation_figure`: what the agent sees along the paths.
 
-Functions whose input is missing return a :class:`~saliency_lib.study.display.Note`.
+Functions whose input is missing return a :class:`~saliency_book.common.Note`.
 """
 
 from __future__ import annotations
@@ -33,19 +33,15 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from ..games import game_info
-from .agents import figure_image
-from .display import Note
-from .paths import RESULTS_DIR
+from saliency_book.common import Note, fmt2, join_words
+from saliency_lib.experiments.paths import RESULTS_DIR
+from saliency_lib.games import game_info
 
 __all__ = [
-    "DegradationChapter", "BOOTSTRAP_RESAMPLES", "PAPER_AUC", "PAPER_GAMES", "PAPER_METHODS", "PAPER_SUBSTRATES", "MEASURE_ROLE",
+    "DegradationChapter", "PAPER_AUC", "PAPER_GAMES", "PAPER_METHODS", "PAPER_SUBSTRATES", "MEASURE_ROLE",
     "MEASURE_LABELS", "PAPER_ANALOGUE", "METHOD_LABELS", "agent_label", "method_label", "chapter_agents",
-    "degradation_results", "sweep_note", "auc_rows", "measures_of", "auc_summary", "pick_agent", "style_side_by_side", "paper_layout_table",
-    "style_paper_layout", "our_auc_table", "style_our_aucs", "curve_bands", "curves_figure", "rankings",
-    "style_rankings", "ranking_detail", "style_ranking_detail", "significance_summary", "side_by_side",
-    "rank_agreement", "style_agreement", "comparison_summary", "factors_summary", "paper_factors_summary",
-    "degraded_images", "degradation_figure",
+    "degradation_results", "sweep_note", "auc_rows", "measures_of", "auc_summary", "pick_agent", "paper_layout_table", "our_auc_table", "rankings", "ranking_detail", "significance_summary", "side_by_side",
+    "rank_agreement", "comparison_summary", "factors_summary", "paper_factors_summary",
 ]
 
 EXPERIMENTS = ("insertion", "deletion")
@@ -79,8 +75,8 @@ value V and the policy probability of the action play these roles."""
 
 MEASURE_LABELS = MappingProxyType({"q_ratio": "Q-ratio", "advantage": "advantage", "value": "state value V",
                                    "prob": "policy probability"})
-_SHORT_MEASURES = {"q_ratio": "Q-ratio", "advantage": "advantage", "value": "V", "prob": "π(a)"}
-_SMALL = 'style="font-size: 0.82em"'
+SHORT_MEASURES = {"q_ratio": "Q-ratio", "advantage": "advantage", "value": "V", "prob": "π(a)"}
+SMALL = 'style="font-size: 0.82em"'
 """Table attribute of the wide tables, so that they fit the page."""
 
 PAPER_ANALOGUE = MappingProxyType({"q_ratio": "q_ratio", "advantage": "advantage", "value": "q_ratio",
@@ -147,7 +143,8 @@ def method_label(name: str) -> str:
     return METHOD_LABELS.get(name, name)
 
 
-def _measure_label(measure: str) -> str:
+def measure_label(measure: str) -> str:
+    """Display name of a measure."""
     return MEASURE_LABELS.get(measure, measure)
 
 
@@ -163,7 +160,7 @@ def agent_label(spec: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _preset(spec: str) -> str:
-    from ..agents import load_agent
+    from saliency_lib.agents import load_agent
 
     return load_agent(spec).preset
 
@@ -175,7 +172,7 @@ def pick_agent(results: pd.DataFrame | Note, preset: str) -> str | None:
     return next((a for a in dict.fromkeys(results["agent"]) if _preset(str(a)) == preset), None)
 
 
-def _notes_pass(func):
+def notes_pass(func):
     """A Note among the positional arguments is returned as is, so a missing input stays visible downstream."""
     @functools.wraps(func)
     def wrapper(*args, **kw):
@@ -185,7 +182,7 @@ def _notes_pass(func):
     return wrapper
 
 
-def _no_agent(preset: str, what: str) -> Note:
+def no_agent(preset: str, what: str) -> Note:
     kind = {"dqn": "DQN", "mask_a3c": "Mask-A3C"}.get(preset, preset)
     return Note(f"No {kind} agent in this chapter's results, so there is no {what} for it. "
                 + ("The chapter shows one when its `agent` parameter names one, or, with `agent=None`, once a "
@@ -196,9 +193,6 @@ def _no_agent(preset: str, what: str) -> Note:
 
 
 # -- configuration ---------------------------------------------------------------------------
-
-BOOTSTRAP_RESAMPLES = MappingProxyType({"tiny": 200, "quick": 2000, "full": 2000})
-"""Bootstrap resamples per profile (``tiny``, the CI smoke profile, only needs to run)."""
 
 
 def _as_int(value, name: str) -> int:
@@ -227,9 +221,9 @@ class DegradationChapter:
     """Atari game of the chapter."""
     agent: str | None = None
     """Agent spec, or several separated by commas; None: the study's agents of the game
-    (:func:`~saliency_lib.study.sweep.study_agents`)."""
+    (:func:`~saliency_lib.experiments.sweep.study_agents`)."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the sweep (``SWEEP_PROFILES``)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the sweep (:class:`~saliency_lib.experiments.profiles.Profile`)."""
     seed: int = 0
     """Seed of the sweep (random substrate, random maps)."""
     device: str = "cpu"
@@ -244,13 +238,14 @@ class DegradationChapter:
     """Level of the bootstrap confidence intervals and bands."""
 
     def __post_init__(self):
-        from .sweep import EXECUTORS, SWEEP_PROFILES
+        from saliency_lib.experiments.executors import EXECUTORS
+        from saliency_lib.experiments.profiles import PROFILE_NAMES
 
         game_info(self.game)
         if self.agent in ("", "None"):
             object.__setattr__(self, "agent", None)
-        if self.profile not in SWEEP_PROFILES:
-            raise ValueError(f"unknown profile {self.profile!r}; valid profiles are: {', '.join(SWEEP_PROFILES)}")
+        if self.profile not in PROFILE_NAMES:
+            raise ValueError(f"unknown profile {self.profile!r}; valid profiles are: {', '.join(PROFILE_NAMES)}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}; valid executors are: {', '.join(EXECUTORS)}")
         object.__setattr__(self, "seed", _as_int(self.seed, "seed"))
@@ -259,14 +254,16 @@ class DegradationChapter:
 
     @property
     def n_resamples(self) -> int:
-        """Bootstrap resamples of the CIs and bands (:data:`BOOTSTRAP_RESAMPLES` of the profile)."""
-        return BOOTSTRAP_RESAMPLES[self.profile]
+        """Bootstrap resamples of the CIs and bands (:attr:`~saliency_lib.experiments.profiles.Profile.bootstrap_resamples`)."""
+        from saliency_lib.experiments.profiles import get_profile
+
+        return get_profile(self.profile).bootstrap_resamples
 
     def _repr_markdown_(self) -> str:
-        from .sweep import SWEEP_PROFILES
+        from saliency_lib.experiments.profiles import get_profile
 
         params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self))
-        sizes = "; ".join(f"{kind}: {n} states" for kind, (n, _, _) in SWEEP_PROFILES[self.profile].items())
+        sizes = "; ".join(f"{kind}: {n} states" for kind, (n, _, _) in get_profile(self.profile).sweep.items())
         return (f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** states per agent: {sizes}; "
                 f"bootstrap resamples: {self.n_resamples}.\n")
 
@@ -275,7 +272,7 @@ class DegradationChapter:
 
 def chapter_agents(cfg: DegradationChapter) -> list[str]:
     """The agents of the chapter: ``cfg.agent``, or the study's agents of the game (DQN first)."""
-    from .sweep import study_agents
+    from saliency_lib.experiments.catalog import study_agents
 
     if cfg.agent:
         return [a.strip() for a in cfg.agent.split(",") if a.strip()]
@@ -285,12 +282,13 @@ def chapter_agents(cfg: DegradationChapter) -> list[str]:
 def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> pd.DataFrame | Note:
     """The study's insertion and deletion rows of the chapter's agents.
 
-    The sweeps are the study's (:func:`~saliency_lib.study.sweep.profile_specs`) restricted to
+    The sweeps are the study's (:func:`~saliency_lib.experiments.sweep.profile_specs`) restricted to
     the experiments ``insertion`` and ``deletion``: their units, and so their stored files, are
-    those of :func:`~saliency_lib.study.sweep.study_results`, so the chapter reads what a study
+    those of :func:`~saliency_lib.experiments.sweep.study_results`, so the chapter reads what a study
     run stored and computes only what is missing, without the sanity checks.
     """
-    from .sweep import profile_specs, run_sweep
+    from saliency_lib.experiments.executors import run_sweep
+    from saliency_lib.experiments.study import profile_specs
 
     agents = chapter_agents(cfg)
     if not agents:
@@ -307,7 +305,8 @@ def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
     """Which agents the chapter shows, on how many states, with which explainer parameters (Markdown)."""
     from IPython.display import Markdown
 
-    from .sweep import describe_params, sweep_sizes
+    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_lib.experiments.units import describe_params
 
     if isinstance(results, Note):
         return results
@@ -344,7 +343,7 @@ def measures_of(results: pd.DataFrame, agent: str) -> list[str]:
     return sorted(present, key=lambda m: (order.get(MEASURE_ROLE.get(m, ""), 2), m))
 
 
-@_notes_pass
+@notes_pass
 def auc_summary(results: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
                 ) -> pd.DataFrame:
     """Mean, std (ddof 0, as the paper) and bootstrap CI of the AUC per agent, setting and method.
@@ -355,7 +354,7 @@ def auc_summary(results: pd.DataFrame, *, confidence: float = 0.95, n_resamples:
         Columns ``agent, experiment, substrate, measure, method, n, n_nan, mean, std, ci_low,
         ci_high, higher_is_better``.
     """
-    from ..metrics import summarise
+    from saliency_lib.metrics import summarise
 
     t = auc_rows(results)
     by = ["agent", "experiment", "substrate", "measure", "method"]
@@ -377,7 +376,7 @@ def _best_non_random(means: pd.Series, higher_is_better: bool = True) -> str | N
     return m.idxmax() if higher_is_better else m.idxmin()
 
 
-@_notes_pass
+@notes_pass
 def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str) -> pd.DataFrame:
     """One of Huber et al.'s four insertion tables, with our agents' rows beside the paper's.
 
@@ -403,7 +402,7 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
     for (agent, measure), g in ours.groupby(["agent", "measure"], sort=False):
         g = g.set_index("method")
         rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in cols])
-        suffix = "" if measure == paper_measure else f", {_measure_label(measure)}"
+        suffix = "" if measure == paper_measure else f", {measure_label(measure)}"
         index.append(f"Ours: {agent_label(agent)}{suffix}")
         best[index[-1]] = _best_non_random(g["mean"])
     out = pd.DataFrame(rows, index=pd.Index(index), columns=[method_label(m) for m in cols])
@@ -411,24 +410,7 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
     return out
 
 
-def _bold_cells(table: pd.DataFrame, best: dict) -> pd.DataFrame:
-    rows, cols = list(table.index), list(table.columns)
-    css = np.full(table.shape, "", dtype=object)
-    for row, col in best.items():
-        if col is not None and col in cols and row in rows:
-            css[rows.index(row), cols.index(col)] = "font-weight: bold"
-    return pd.DataFrame(css, index=table.index, columns=table.columns)
-
-
-@_notes_pass
-def style_paper_layout(table: pd.DataFrame, caption: str):
-    """A :func:`paper_layout_table` as a captioned Styler; the best non-random method of each row in bold."""
-    best = table.attrs.get("best", {})
-    return table.style.apply(lambda t: _bold_cells(t, best), axis=None).set_caption(caption) \
-        .set_table_attributes(_SMALL)
-
-
-@_notes_pass
+@notes_pass
 def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
     """Every setting of the agent with ``preset``: rows (experiment, substrate, measure), columns methods.
 
@@ -437,7 +419,7 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
     """
     agent = pick_agent(summary, preset)
     if agent is None:
-        return _no_agent(preset, "AUC table")
+        return no_agent(preset, "AUC table")
     s = summary[summary["agent"] == agent]
     methods = [m for m in METHOD_LABELS if m in set(s["method"])] + sorted(set(s["method"]) - set(METHOD_LABELS))
     rows, index, best = [], [], {}
@@ -446,7 +428,7 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
                   key=lambda k: (EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
     for exp, sub, meas in keys:
         g = s[(s["experiment"] == exp) & (s["substrate"] == sub) & (s["measure"] == meas)].set_index("method")
-        label = (exp, sub, _SHORT_MEASURES.get(meas, meas))
+        label = (exp, sub, SHORT_MEASURES.get(meas, meas))
         index.append(label)
         rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in methods])
         b = _best_non_random(g["mean"], bool(g["higher_is_better"].iloc[0]))
@@ -457,136 +439,12 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
     return out
 
 
-@_notes_pass
-def style_our_aucs(table: pd.DataFrame, caption: str):
-    """An :func:`our_auc_table` as a captioned Styler, the best non-random method of each row in bold."""
-    return style_paper_layout(table, caption)
-
-
 # -- curves ----------------------------------------------------------------------------------------
-
-def curve_bands(values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean curve and percentile-bootstrap band over states.
-
-    Parameters
-    ----------
-    values : ndarray, shape (n_states, n_steps)
-        One curve per state; non-finite values are ignored.
-    confidence, n_resamples, seed
-        As :func:`saliency_lib.metrics.bootstrap_ci` (percentile method). States are
-        resampled as whole curves, so the band of every step uses the same resamples.
-
-    Returns
-    -------
-    (mean, low, high) : three ndarrays of shape (n_steps,)
-        With fewer than two states, ``low`` and ``high`` equal ``mean``.
-    """
-    v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 2:
-        raise ValueError(f"values must have shape (n_states, n_steps), got {v.shape}")
-    v = np.where(np.isfinite(v), v, np.nan)
-    with np.errstate(invalid="ignore"), _quiet():
-        mean = np.nanmean(v, axis=0)
-        if v.shape[0] < 2:
-            return mean, mean.copy(), mean.copy()
-        idx = np.random.default_rng(seed).integers(0, v.shape[0], size=(n_resamples, v.shape[0]))
-        boot = np.nanmean(v[idx], axis=1)  # (n_resamples, n_steps)
-        a = (1 - confidence) / 2
-        quantile = np.nanquantile if np.isnan(boot).any() else np.quantile  # nanquantile is slow
-        low, high = quantile(boot, [a, 1 - a], axis=0)
-    return mean, low, high
-
-
-class _quiet:
-    def __enter__(self):
-        import warnings
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        self._w.__exit__(*exc)
-
-
-def _colours(methods: list[str]) -> dict[str, object]:
-    import matplotlib
-
-    cmap = matplotlib.colormaps["tab20"]
-    shades = [0, 2, 4, 6, 8, 10, 12, 16, 18, 1, 3, 5, 7, 9, 11, 13, 17, 19]  # dark shades first; no greys
-    real = [m for m in methods if m != "random"]
-    out = {m: cmap(shades[i % len(shades)]) for i, m in enumerate(real)}
-    out["random"] = "black"
-    return out
-
-
-def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *, confidence: float = 0.95,
-                  n_resamples: int = 1000, seed: int = 0, dpi: int = 90):
-    """Mean insertion/deletion curves of the agent with ``preset``: rows measures, columns substrates.
-
-    Bands: percentile-bootstrap CI over states (:func:`curve_bands`). The x-axis is the step
-    divided by the last step, the fraction of pixels changed (84 pixels per step; exact for
-    84 × 84 states, within 84/6400 for 80 × 80 ones). The random-map baseline is the dashed
-    black line. A Note when there is no such agent.
-    """
-    if isinstance(results, Note):
-        return results
-    agent = pick_agent(results, preset)
-    if agent is None:
-        return _no_agent(preset, f"{experiment} curve")
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    measures = measures_of(results, agent)
-    t = results[results["step"].notna() & results["measure"].isin(measures) & (results["agent"] == agent)
-                & (results["experiment"] == experiment)]
-    measures = [m for m in measures if m in set(t["measure"].unique())]
-    if t.empty or not measures:
-        return Note(f"No {experiment} curves for {agent}.", title="No curves")
-    substrates = [s for s in ("black", "random", "blur") if s in set(t["substrate"].unique())]
-    present = set(t["method"].unique())
-    methods = [m for m in METHOD_LABELS if m in present] + sorted(present - set(METHOD_LABELS))
-    colours = _colours(methods)
-    fig, axes = plt.subplots(len(measures), len(substrates), figsize=(4.0 * len(substrates), 3.1 * len(measures)),
-                             squeeze=False)
-    for (meas, sub), g in t.groupby(["measure", "substrate"]):
-        ax = axes[measures.index(meas)][substrates.index(sub)]
-        wide = g.pivot_table(index=["method", "state"], columns="step", values="value", aggfunc="first")
-        x = wide.columns.to_numpy(dtype=float) / max(float(wide.columns.max()), 1.0)
-        for m in methods:
-            if m not in wide.index.get_level_values(0):
-                continue
-            mean, lo, hi = curve_bands(wide.loc[m].to_numpy(), confidence=confidence, n_resamples=n_resamples,
-                                       seed=seed)
-            ls, lw = ("--", 1.6) if m == "random" else ("-", 1.1)
-            ax.plot(x, mean, ls=ls, lw=lw, color=colours[m], label=method_label(m))
-            ax.fill_between(x, lo, hi, color=colours[m], alpha=0.12, lw=0)
-        ax.set_title(f"{sub} substrate, {_measure_label(meas)}", fontsize=10)
-        ax.grid(alpha=0.3)
-        if sub == substrates[0]:
-            ax.set_ylabel(_measure_label(meas))
-        if meas == measures[-1]:
-            ax.set_xlabel(f"fraction of pixels {'inserted' if experiment == 'insertion' else 'deleted'}")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, 0.0))
-    fig.suptitle(f"{experiment.capitalize()} curves of {agent_label(agent)}: mean over states, "
-                 f"{int(confidence * 100)} % bootstrap band", fontsize=11)
-    # fixed margins: tight_layout would lay the figure out twice (figure_image crops it anyway)
-    fig.subplots_adjust(left=0.07, right=0.99, top=0.9 if len(measures) > 1 else 0.82, bottom=0.17 if len(measures) > 1 else 0.3,
-                        wspace=0.22, hspace=0.38)
-    try:
-        return figure_image(fig, dpi=dpi)
-    finally:
-        plt.close(fig)
 
 
 # -- rankings --------------------------------------------------------------------------------------
 
-@_notes_pass
+@notes_pass
 def rankings(results: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 0.95, n_resamples: int = 2000,
              seed: int = 0) -> pd.DataFrame:
     """:func:`~saliency_lib.metrics.ranking_table` of the AUC per agent, experiment, substrate and measure.
@@ -594,7 +452,7 @@ def rankings(results: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 
     Insertion AUCs rank higher-is-better, deletion AUCs lower-is-better. Returns the ranking
     tables stacked, with the setting columns ``agent, experiment, substrate, measure`` in front.
     """
-    from ..metrics import ranking_table
+    from saliency_lib.metrics import ranking_table
 
     t = auc_rows(results)
     parts = []
@@ -613,7 +471,7 @@ def _top_group(r: pd.DataFrame) -> list[str]:
     return r.loc[r["worse_than"] == "", "method"].tolist()
 
 
-def _vs_random(row) -> int:
+def vs_random(row) -> int:
     """+1: significantly better than the random map; −1: significantly worse; 0: neither."""
     if "random" in str(row["better_than"]).split(", "):
         return 1
@@ -622,41 +480,7 @@ def _vs_random(row) -> int:
     return 0
 
 
-@_notes_pass
-def style_rankings(ranks: pd.DataFrame, preset: str, experiment: str, caption: str):
-    """Ranks of every method in every substrate × measure of the agent with ``preset`` in one experiment.
-
-    Cell: rank and mean AUC. Bold: in the top group (no method significantly better). Green:
-    significantly better than the random map; red: significantly worse (Holm-corrected paired
-    Wilcoxon). Rows are ordered by the mean rank over the columns.
-    """
-    agent = pick_agent(ranks, preset)
-    if agent is None:
-        return _no_agent(preset, "ranking")
-    r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == experiment)]
-    if r.empty:
-        return Note(f"No {experiment} rankings for {agent}.", title="No rankings")
-    r = r.assign(col=r["substrate"] + ", " + r["measure"].map(_measure_label),
-                 cell=r["rank"].astype(str) + " (" + r["mean"].map(lambda v: f"{v:.3f}".replace("-", "−")) + ")",
-                 top=r["worse_than"] == "", vs=r.apply(_vs_random, axis=1))
-    cols = list(dict.fromkeys(r.sort_values(["substrate", "measure"], key=lambda c: c.map(
-        {"black": 0, "random": 1, "blur": 2, **{m: i for i, m in enumerate(MEASURE_LABELS)}}).fillna(9))["col"]))
-    order = r.groupby("method")["rank"].mean().sort_values().index
-    cells = r.pivot(index="method", columns="col", values="cell").reindex(index=order, columns=cols)
-    top = r.pivot(index="method", columns="col", values="top").reindex(index=order, columns=cols)
-    vs = r.pivot(index="method", columns="col", values="vs").reindex(index=order, columns=cols)
-    css = np.where(top.eq(True).to_numpy(), "font-weight: bold", "").astype(object)
-    colour = np.select([vs.eq(1).to_numpy(), vs.eq(-1).to_numpy()], ["background-color: #d9f2d9", "background-color: #f8d7d7"], "")
-    css = pd.DataFrame([["; ".join(x for x in (a, b) if x) for a, b in zip(ra, rb)] for ra, rb in zip(css, colour)],
-                       index=[method_label(m) for m in cells.index], columns=cols)
-    cells.index = css.index
-    cells.index.name = "Method"
-    cells.columns.name = "substrate, measure: rank (mean AUC)"
-    styled = cells.style.apply(lambda _: css, axis=None)
-    return styled.format(na_rep="NA").set_caption(caption).set_table_attributes(_SMALL)
-
-
-@_notes_pass
+@notes_pass
 def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertion", substrate: str = "black",
                    role: str = "value") -> pd.DataFrame | Note:
     """The full ranking table of one setting of the agent with ``preset`` (rank, mean, CI, significant differences).
@@ -666,7 +490,7 @@ def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertio
     """
     agent = pick_agent(ranks, preset)
     if agent is None:
-        return _no_agent(preset, "ranking")
+        return no_agent(preset, "ranking")
     measure = next((m for m in dict.fromkeys(ranks.loc[ranks["agent"] == agent, "measure"])
                     if MEASURE_ROLE.get(m) == role), None)
     r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == experiment) & (ranks["substrate"] == substrate)
@@ -681,33 +505,7 @@ def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertio
     return out
 
 
-@_notes_pass
-def style_ranking_detail(table: pd.DataFrame, caption: str):
-    """A :func:`ranking_detail` as a captioned Styler; rows with a significant difference are bold."""
-    def css(row):
-        sig = bool(row["Significantly better than"]) or bool(row["Significantly worse than"])
-        return ["font-weight: bold" if sig else ""] * len(row)
-
-    fmt = {c: "{:.3f}" for c in ("Mean", "Std", "CI low", "CI high")}
-    a = table.attrs
-    if a:
-        caption = (f"{agent_label(a['agent'])}, {a['experiment']} on the {a['substrate']} substrate, "
-                   f"{_measure_label(a['measure'])}: {caption}")
-    return table.style.apply(css, axis=1).format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
-
-
-def _f2(x: float) -> str:
-    return f"{x:.2f}".replace("-", "−")
-
-
-def _join(items: list[str]) -> str:
-    items = list(items)
-    if not items:
-        return "none"
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-@_notes_pass
+@notes_pass
 def significance_summary(ranks: pd.DataFrame, *, alpha: float = 0.05):
     """How many pairwise differences are significant per agent, and the top groups (Markdown)."""
     from IPython.display import Markdown
@@ -723,7 +521,7 @@ def significance_summary(ranks: pd.DataFrame, *, alpha: float = 0.05):
             n_sig += int(r["better_than"].map(lambda s: len(s.split(", ")) if s else 0).sum())
             # smallest exact two-sided Wilcoxon p-value with n pairs is 2 / 2**n; Holm multiplies it by the pairs
             hopeless &= (k * (k - 1) // 2) * 2.0 / 2.0 ** int(r["n"].min()) >= alpha
-        beat = ra[ra["method"] != "random"].apply(_vs_random, axis=1)
+        beat = ra[ra["method"] != "random"].apply(vs_random, axis=1)
         n_set = ra.groupby(["experiment", "substrate", "measure"]).ngroups
         rnd_first = int(((ra["method"] == "random") & (ra["rank"] == 1)).sum())
         out.append(f"**{agent_label(agent)}** ({n_states} states): {n_sig} of {n_pairs} pairwise differences "
@@ -739,7 +537,7 @@ def significance_summary(ranks: pd.DataFrame, *, alpha: float = 0.05):
 
 # -- beside the paper ------------------------------------------------------------------------------
 
-@_notes_pass
+@notes_pass
 def side_by_side(summary: pd.DataFrame, game: str) -> pd.DataFrame | Note:
     """The paper's insertion AUCs of ``game`` next to ours, for the methods both have.
 
@@ -752,7 +550,7 @@ def side_by_side(summary: pd.DataFrame, game: str) -> pd.DataFrame | Note:
         no table for ``game``.
     """
     if game not in PAPER_GAMES:
-        return Note(f"Huber et al. evaluated {_join(list(PAPER_GAMES))}, not {game}; there is nothing to put beside "
+        return Note(f"Huber et al. evaluated {join_words(list(PAPER_GAMES))}, not {game}; there is nothing to put beside "
                     "our numbers.", title="Not in the paper")
     paper = PAPER_AUC[PAPER_AUC["game"] == game]
     ours = summary[(summary["experiment"] == "insertion") & summary["substrate"].isin(PAPER_SUBSTRATES)]
@@ -771,34 +569,6 @@ def side_by_side(summary: pd.DataFrame, game: str) -> pd.DataFrame | Note:
              "substrate": {s: i for i, s in enumerate(PAPER_SUBSTRATES)}}
     agents = {a: i for i, a in enumerate(dict.fromkeys(out["agent"]))}
     return out.sort_values(key + ["method"], key=lambda c: c.map(order.get(c.name, agents))).reset_index(drop=True)
-
-
-def style_side_by_side(side: pd.DataFrame | Note, caption: str):
-    """The :func:`side_by_side` table, wide: rows (agent, method), columns (setting, source); cell "mean (rank)".
-
-    The setting is the paper's substrate and measure; an agent whose own measure differs
-    (actor-critic) names its measures in its row label. A Note passes through.
-    """
-    if isinstance(side, Note):
-        return side
-    labels = {}
-    for a, g in side.groupby("agent", sort=False):
-        own = [_SHORT_MEASURES.get(m, m) for m in dict.fromkeys(g.loc[g["our_measure"] != g["paper_measure"], "our_measure"])]
-        labels[a] = agent_label(a) + (f", ours: {' / '.join(own)}" if own else "")
-    t = side.assign(Agent=side["agent"].map(labels), Method=side["method"].map(method_label),
-                    setting=side["substrate"] + ", " + side["paper_measure"].map(_measure_label))
-    cell = lambda mean, rank: "NA" if pd.isna(mean) else f"{mean:.3f} ({int(rank)})".replace("-", "−")  # noqa: E731
-    t["Huber et al."] = [cell(m, r) for m, r in zip(t["paper_mean"], t["paper_rank"])]
-    t["ours"] = [cell(m, r) for m, r in zip(t["our_mean"], t["our_rank"])]
-    settings = [f"{sub}, {_measure_label(pm)}" for sub in PAPER_SUBSTRATES for pm in ("q_ratio", "advantage")
-                if f"{sub}, {_measure_label(pm)}" in set(t["setting"])]
-    methods = [method_label(m) for m in PAPER_METHODS if method_label(m) in set(t["Method"])]
-    wide = t.pivot_table(index=["Agent", "Method"], columns="setting", values=["Huber et al.", "ours"], aggfunc="first",
-                         sort=False)
-    wide = wide.swaplevel(0, 1, axis=1).reindex(columns=pd.MultiIndex.from_product([settings, ["Huber et al.", "ours"]]))
-    rows = [(labels[a], m) for a in dict.fromkeys(side["agent"]) for m in methods]
-    wide = wide.reindex(index=pd.MultiIndex.from_tuples(rows, names=["Agent", "Method"]))
-    return wide.style.format(na_rep="NA").set_caption(caption).set_table_attributes(_SMALL)
 
 
 def rank_agreement(side: pd.DataFrame | Note) -> pd.DataFrame | Note:
@@ -832,31 +602,6 @@ def rank_agreement(side: pd.DataFrame | Note) -> pd.DataFrame | Note:
     return pd.DataFrame(rows)
 
 
-def style_agreement(agreement: pd.DataFrame | Note, caption: str):
-    """The rank agreement as a captioned Styler (a Note passes through)."""
-    if isinstance(agreement, Note):
-        return agreement
-    a = agreement
-
-    def corr(r, p):
-        return "NA" if pd.isna(r) else f"{_f2(r)} (p = {p:.2f})"
-
-    def pair(x, y):
-        return " / ".join(method_label(m) if isinstance(m, str) else {True: "yes", False: "no"}.get(m, "NA")
-                          for m in (x, y))
-
-    t = pd.DataFrame({
-        "Agent": a["agent"].map(agent_label),
-        "Setting (paper measure / ours)": [f"{s}, {_measure_label(pm)}" + ("" if pm == m else f" / {_SHORT_MEASURES.get(m, m)}")
-                                           for s, pm, m in zip(a["substrate"], a["paper_measure"], a["our_measure"])],
-        "Methods": a["methods"], "Spearman ρ": [corr(r, p) for r, p in zip(a["spearman"], a["spearman_p"])],
-        "Kendall τ": [corr(r, p) for r, p in zip(a["kendall"], a["kendall_p"])],
-        "Best non-random (paper / ours)": [pair(x, y) for x, y in zip(a["paper_best"], a["our_best"])],
-        "Random map last (paper / ours)": [pair(x, y) for x, y in zip(a["paper_random_last"], a["our_random_last"])],
-    }).set_index(["Agent", "Setting (paper measure / ours)"])
-    return t.style.format(na_rep="NA").set_caption(caption)
-
-
 def comparison_summary(agreement: pd.DataFrame | Note, game: str):
     """What reproduced and what did not, formatted from :func:`rank_agreement` (Markdown, or a Note)."""
     from IPython.display import Markdown
@@ -873,14 +618,14 @@ def comparison_summary(agreement: pd.DataFrame | Note, game: str):
                 f"positively with the paper's {game} order in {len(pos)} of {len(a)} settings")
         rho = a["spearman"].dropna()
         if len(rho):
-            text += (f" (Spearman ρ from {_f2(rho.min())} to {_f2(rho.max())}, Kendall τ from {_f2(a['kendall'].min())} "
-                     f"to {_f2(a['kendall'].max())})")
+            text += (f" (Spearman ρ from {fmt2(rho.min())} to {fmt2(rho.max())}, Kendall τ from {fmt2(a['kendall'].min())} "
+                     f"to {fmt2(a['kendall'].max())})")
         sig = a[(a["spearman_p"] < 0.05) & (a["spearman"] > 0)]
         text += f"; the agreement is significant at 5 % in {len(sig)} of them."
         if len(same_best):
-            settings = [f"{r.substrate} insertion with the {_measure_label(r.our_measure)} ({method_label(r.our_best)})"
+            settings = [f"{r.substrate} insertion with the {measure_label(r.our_measure)} ({method_label(r.our_best)})"
                         for r in same_best.itertuples()]
-            text += f" The best non-random common method is the same as in the paper for {_join(settings)}."
+            text += f" The best non-random common method is the same as in the paper for {join_words(settings)}."
         else:
             text += " The best non-random common method differs from the paper's in every setting."
         rl = a.dropna(subset=["paper_random_last", "our_random_last"])
@@ -914,7 +659,7 @@ def _order_corr(summary: pd.DataFrame, agent: str, a: tuple[str, str, str], b: t
     return float(spearmanr(both.iloc[:, 0], both.iloc[:, 1])[0])
 
 
-@_notes_pass
+@notes_pass
 def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
     """The two factors in our insertion results, formatted from the numbers (Markdown).
 
@@ -940,18 +685,18 @@ def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
             wv, wa = _winner(summary, agent, "insertion", s, vm), _winner(summary, agent, "insertion", s, am)
             differ += wv != wa
             rho = _order_corr(summary, agent, ("insertion", s, vm), ("insertion", s, am))
-            rho_t = f", ρ = {_f2(rho)}" if np.isfinite(rho) else ""
+            rho_t = f", ρ = {fmt2(rho)}" if np.isfinite(rho) else ""
             parts.append(f"{s}: {method_label(wv)} vs {method_label(wa)}{rho_t}")
         f1 = (f"**{agent_label(agent)}, what is explained.** The best non-random method under the "
-              f"{_measure_label(vm)} and under the {_measure_label(am)} differs on {differ} of {len(subs)} substrates "
+              f"{measure_label(vm)} and under the {measure_label(am)} differs on {differ} of {len(subs)} substrates "
               f"({'; '.join(parts)}; ρ: Spearman correlation of the method means under the two measures).")
         parts, changes = [], 0
         for m in (vm, am):
             wins = {s: _winner(summary, agent, "insertion", s, m) for s in subs}
             changes += len(set(wins.values())) > 1
             rho = _order_corr(summary, agent, ("insertion", "black", m), ("insertion", "random", m))
-            rho_t = f"; black vs random ρ = {_f2(rho)}" if np.isfinite(rho) else ""
-            parts.append(f"{_measure_label(m)}: " + ", ".join(f"{method_label(w)} on {s}" for s, w in wins.items()) + rho_t)
+            rho_t = f"; black vs random ρ = {fmt2(rho)}" if np.isfinite(rho) else ""
+            parts.append(f"{measure_label(m)}: " + ", ".join(f"{method_label(w)} on {s}" for s, w in wins.items()) + rho_t)
         f2 = (f"**{agent_label(agent)}, the substrate.** The best non-random method changes with the substrate for "
               f"{changes} of 2 measures ({'; '.join(parts)}).")
         r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == "insertion")]
@@ -959,8 +704,8 @@ def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
         if all(len(_top_group(g)) == len(g) for _, g in groups):
             f3 = "No method is significantly better than another in any insertion setting (Holm-corrected paired Wilcoxon)."
         else:
-            tops = [f"{s}/{_measure_label(m)}: " + (f"all {len(g)} methods" if len(_top_group(g)) == len(g)
-                                                    else _join([method_label(x) for x in _top_group(g)]))
+            tops = [f"{s}/{measure_label(m)}: " + (f"all {len(g)} methods" if len(_top_group(g)) == len(g)
+                                                    else join_words([method_label(x) for x in _top_group(g)]))
                     for (s, m), g in groups]
             f3 = "Top groups (no method significantly better, Holm-corrected paired Wilcoxon): " + "; ".join(tops) + "."
         out.append(" ".join([f1, f2, f3]))
@@ -988,125 +733,11 @@ def paper_factors_summary():
             f"{len(games)} under random insertion; it differs between the black and the random substrate in "
             f"{len(f2['q_ratio'])} of {len(games)} games for the Q-value and {len(f2['advantage'])} of {len(games)} "
             f"for the advantage. SARFA is best under black insertion with the advantage in "
-            f"{_join([_GAME_NAMES.get(g, g) for g in sarfa])}; under random insertion with the advantage the random map "
-            f"has the highest mean of all columns in {_join([_GAME_NAMES.get(g, g) for g in rnd])}.")
+            f"{join_words([_GAME_NAMES.get(g, g) for g in sarfa])}; under random insertion with the advantage the random map "
+            f"has the highest mean of all columns in {join_words([_GAME_NAMES.get(g, g) for g in rnd])}.")
     return Markdown(text)
 
 
 # -- what the agent sees ---------------------------------------------------------------------------
 
-def degraded_images(state, saliency, *, substrate: str, fractions, mode: str = "insertion", seed: int = 0,
-                    state_id: int = 0, blur_sigma: float = 5.0):
-    """The inputs along an insertion or deletion path of one state, as the metric builds them.
 
-    Parameters
-    ----------
-    state : Tensor, shape (C, H, W)
-    saliency : array_like, shape (H, W)
-        Pixels are changed in order of decreasing saliency (stable, as the metric).
-    substrate : {"black", "random", "blur"}
-    fractions : sequence of float in [0, 1]
-        Fractions of the ``H·W`` pixel locations changed; ``k = round(f·H·W)`` locations.
-    mode : {"insertion", "deletion"}
-    seed, state_id : int
-        Seed and state id of the random substrate (the metric's ``seed`` and ``state_ids``).
-    blur_sigma : float
-        σ of the blur substrate (the metric's default).
-
-    Returns
-    -------
-    Tensor, shape (len(fractions), C, H, W)
-    """
-    import torch
-
-    from ..metrics import make_substrate
-
-    if mode not in EXPERIMENTS:
-        raise ValueError(f"mode must be one of {EXPERIMENTS}, got {mode!r}")
-    x = torch.as_tensor(state)
-    if x.ndim != 3:
-        raise ValueError(f"state must have shape (C, H, W), got {tuple(x.shape)}")
-    c, h, w = x.shape
-    s = np.asarray(saliency, dtype=np.float64)
-    if s.shape != (h, w):
-        raise ValueError(f"saliency must have shape {(h, w)} like the state, got {s.shape}")
-    fr = np.asarray(fractions, dtype=np.float64)
-    if fr.ndim != 1 or ((fr < 0) | (fr > 1)).any():
-        raise ValueError(f"fractions must be a 1-D sequence in [0, 1], got {fractions!r}")
-    sub = make_substrate(x[None], substrate, seed=seed, state_ids=[state_id], blur_sigma=blur_sigma)[0]
-    order = torch.argsort(torch.from_numpy(-s.reshape(-1)), stable=True)
-    rank = torch.empty_like(order)
-    rank[order] = torch.arange(h * w)
-    out = []
-    for f in fr:
-        changed = (rank < int(round(f * h * w))).view(1, h, w)
-        out.append(torch.where(changed, x, sub) if mode == "insertion" else torch.where(changed, sub, x))
-    return torch.stack(out)
-
-
-def degradation_figure(cfg: DegradationChapter, agent: str | None, *, method: str = "occlusion",
-                       fractions=(0.0, 0.05, 0.15, 0.3, 0.6, 1.0), dpi: int = 80):
-    """Inputs along the insertion and deletion paths of one explained state, for every substrate.
-
-    The state is the last of the agent's explained states; the order comes from ``method``'s map
-    with the sweep's parameters for this agent and profile (cached as ``.npy``). Each panel shows
-    the newest frame of the input on the grey scale of the clean state (values outside it are clipped).
-    A Note when ``agent`` is None.
-    """
-    if agent is None:
-        return Note("No agent to show.", title="No agent")
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    import torch
-
-    from ..agents import load_agent
-    from ..explainers import get_explainer
-    from .cache import cached_file
-    from .sweep import SUBSTRATES, study_states, sweep_sizes
-
-    ag = load_agent(agent, device=cfg.device)
-    n, _, params = sweep_sizes(cfg.profile, ag.preset)
-    states, scfg = study_states(agent, n, seed=0, results_dir=cfg.results_dir, agent=ag)
-    i = len(states) - 1
-    kw = dict(params.get(method, {}))
-    config = {"what": "degradation_map", "states": scfg, "index": i, "method": method, "params": kw}
-
-    def make(path):
-        torch.set_num_threads(1)
-        hid = None if states.hidden is None else tuple(h[i:i + 1].to(ag.device) for h in states.hidden)
-        res = get_explainer(method, ag, **kw).attribute(states.states[i:i + 1].to(ag.device),
-                                                        target=states.actions[i:i + 1], hidden=hid)
-        with open(path, "wb") as f:
-            np.save(f, np.asarray(res.maps[0].detach().cpu().numpy() if hasattr(res.maps, "detach") else res.maps[0],
-                                  dtype=np.float32))
-
-    sal = np.load(cached_file("degradation_map", config, ".npy", make, results_dir=cfg.results_dir))
-    x = states.states[i].cpu()
-    lo, hi = float(x[-1].min()), float(x[-1].max())
-    rows = [(mode, s) for mode in EXPERIMENTS for s in SUBSTRATES]
-    fig, axes = plt.subplots(len(rows), len(fractions) + 1, figsize=(1.55 * (len(fractions) + 1), 1.65 * len(rows)),
-                             squeeze=False)
-    for r, (mode, s) in enumerate(rows):
-        imgs = degraded_images(x, sal, substrate=s, fractions=fractions, mode=mode, seed=cfg.seed, state_id=i)
-        axes[r][1].set_ylabel(f"{mode}\n{s}", fontsize=8)
-        for c, f in enumerate(fractions, start=1):
-            axes[r][c].imshow(imgs[c - 1, -1].numpy(), cmap="gray", vmin=lo, vmax=hi)
-            if r == 0:
-                axes[r][c].set_title(f"{int(round(100 * f))} %", fontsize=8)
-    axes[0][0].imshow(sal, cmap="inferno")
-    axes[0][0].set_title(f"{method_label(method)} map", fontsize=8)
-    axes[1][0].imshow(x[-1].numpy(), cmap="gray", vmin=lo, vmax=hi)
-    axes[1][0].set_title("clean state", fontsize=8)
-    for ax in axes.flat:
-        ax.set_xticks([])
-        ax.set_yticks([])
-    for ax in axes[2:, 0]:
-        ax.set_axis_off()
-    fig.suptitle(f"{agent_label(agent)}, state {i}: pixels changed", fontsize=9)
-    fig.tight_layout()
-    try:
-        return figure_image(fig, dpi=dpi)
-    finally:
-        plt.close(fig)

@@ -1,14 +1,14 @@
 """Chapter 3 (Sanity checks): cascading parameter randomisation of the study's agents.
 
 The chapter's notebook (``notebooks/03_sanity.py``) only calls these functions. The
-similarities come from the study's sweep (:mod:`saliency_lib.study.sweep`, experiment
+similarities come from the study's sweep (:mod:`saliency_lib.experiments.sweep`, experiment
 ``"sanity"``); this module summarises, plots and judges them.
 
 * :class:`SanityChapter`: the chapter's frozen configuration.
 * :func:`chapter_results`: a :class:`SanityResults` with everything below for the
   chapter's two agents (the study's DQN agent and the official Mask-A3C agent).
 * :func:`sanity_results`: the sanity rows of the study's table for one agent (the
-  same units as :func:`~saliency_lib.study.sweep.study_results`, without the
+  same units as :func:`~saliency_lib.experiments.sweep.study_results`, without the
   insertion and deletion units).
 * :func:`layer_summary`, :func:`reference_summary`: mean and bootstrap CI per
   (agent, method, level, measure), and of the random-map reference rows.
@@ -21,7 +21,7 @@ similarities come from the study's sweep (:mod:`saliency_lib.study.sweep`, exper
 * :func:`paper_comparison`, :func:`ns_summary`, :func:`discussion`: Huber et al.'s
   numbers beside ours and the generated text.
 
-A missing agent gives a :class:`~saliency_lib.study.display.Note` instead of an exception.
+A missing agent gives a :class:`~saliency_book.common.Note` instead of an exception.
 """
 
 from __future__ import annotations
@@ -35,21 +35,27 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from ..games import game_info
-from ..results import config_hash
-from .agents import figure_image
-from .cache import cached_file
-from .display import Note
-from .gallery import METHOD_LABELS, METHODS, ExplainedAgent, chapter_agents, load, overlay_map
-from .paths import RESULTS_DIR
-from .profiles import profile_settings
+from saliency_book.common import (
+    METHODS,
+    ExplainedAgent,
+    Note,
+    chapter_agents,
+    load,
+    method_label,
+    method_names,
+)
+from saliency_lib.experiments.paths import RESULTS_DIR
+from saliency_lib.experiments.profiles import profile_settings
+from saliency_lib.experiments.store import cached_file
+from saliency_lib.games import game_info
+from saliency_lib.results import config_hash
 
 __all__ = [
-    "MEASURES", "MEASURE_LABELS", "NS_METHODS", "THRESHOLD", "CONFIDENCE", "MIN_STATES", "PAPER_OUTPUT_LAYER",
+    "model_at", "MEASURES", "MEASURE_LABELS", "NS_METHODS", "THRESHOLD", "CONFIDENCE", "MIN_STATES", "PAPER_OUTPUT_LAYER",
     "SanityChapter", "SanityResults", "chapter_agents", "chapter_results", "sweep_specs", "sanity_results",
-    "layer_summary", "reference_summary", "level_labels", "verdict", "verdict_table", "style_verdicts",
-    "verdict_rules", "curves_figure", "ns_figure", "layer_groups_table", "style_layer_groups", "sweep_note",
-    "NSExample", "ns_example", "ns_example_figure", "paper_comparison", "style_paper", "ns_summary", "discussion",
+    "layer_summary", "reference_summary", "level_labels", "verdict", "verdict_table",
+    "verdict_rules", "layer_groups_table", "sweep_note",
+    "NSExample", "ns_example", "paper_comparison", "ns_summary", "discussion",
 ]
 
 MEASURES = ("spearman", "ssim", "hog_pearson")
@@ -78,24 +84,15 @@ PAPER_OUTPUT_LAYER = MappingProxyType({
 spot-check of the official result files (``applications/atari/sanity_checks/results/pacman/*.csv``)."""
 
 # one colour per method, shared by every figure; line style by family
-_COLORS = MappingProxyType({
+COLORS = MappingProxyType({
     "occlusion": "tab:blue", "ns_original": "tab:red", "ns_chosen": "tab:orange", "ns_black": "tab:gray",
     "sarfa": "tab:green", "rise": "tab:purple", "lime_slic": "tab:brown", "lime_quickshift": "#8c6d31",
     "lime_felzenszwalb": "#e7969c", "gradient": "tab:pink",
     "integrated_gradients": "tab:olive", "gradcam": "tab:cyan", "mask_policy": "black", "mask_value": "0.55"})
-_GRADIENT_METHODS = frozenset({"gradient", "integrated_gradients", "gradcam"})
+GRADIENT_METHODS = frozenset({"gradient", "integrated_gradients", "gradcam"})
 
 
-def _style(method: str) -> dict:
-    ls = "--" if method in _GRADIENT_METHODS else ":" if method.startswith("mask_") else "-"
-    return {"color": _COLORS.get(method, "0.3"), "ls": ls}
-
-
-def _label(method: str) -> str:
-    return METHOD_LABELS.get(method, method)
-
-
-def _ordered(methods) -> list[str]:
+def ordered(methods) -> list[str]:
     """Distinct ``methods`` in the gallery's display order (unknown names last, alphabetically)."""
     rank = {m: i for i, m in enumerate(METHODS)}
     return sorted(dict.fromkeys(methods), key=lambda m: (rank.get(m, len(rank)), m))
@@ -123,7 +120,7 @@ class SanityChapter:
     agent: str | None = None
     """Agent spec; None: the study's DQN agent. An ``official:<Game>`` spec replaces the Mask-A3C agent instead."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full`` (sizes: :data:`~saliency_lib.study.sweep.SWEEP_PROFILES`)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (sizes: :class:`~saliency_lib.experiments.profiles.Profile`)."""
     seed: int = 0
     """Seed of the sweep (re-initialisation, random reference maps) and of the bootstrap."""
     device: str = "cpu"
@@ -138,7 +135,7 @@ class SanityChapter:
     """The profile's settings (validates the profile name)."""
 
     def __post_init__(self):
-        from .sweep import EXECUTORS
+        from saliency_lib.experiments.executors import EXECUTORS
 
         game_info(self.game)
         if self.agent in ("", "None"):
@@ -153,11 +150,11 @@ class SanityChapter:
         object.__setattr__(self, "settings", profile_settings(self.profile))
 
     def _repr_markdown_(self) -> str:
-        from .sweep import SWEEP_PROFILES
+        from saliency_lib.experiments.profiles import get_profile
 
         params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "settings")
         sizes = "; ".join(f"{'DQN' if kind == 'dqn' else 'Mask-A3C'} agents: {n} states"
-                          for kind, (n, _, _) in SWEEP_PROFILES[self.profile].items())
+                          for kind, (n, _, _) in get_profile(self.profile).sweep.items())
         return f"**Parameters:** {params}.\n\n**From the sweep's profile `{self.profile}`:** {sizes}.\n"
 
 
@@ -167,9 +164,9 @@ def sweep_specs(cfg: SanityChapter, spec: str, methods: Sequence[str] | None = N
     """The study's sweep specs of agent ``spec`` in ``cfg.profile``, reduced to the sanity experiment.
 
     The units (and so the stored results) are those of
-    :func:`~saliency_lib.study.sweep.study_results`; ``methods`` keeps a subset.
+    :func:`~saliency_lib.experiments.sweep.study_results`; ``methods`` keeps a subset.
     """
-    from .sweep import profile_specs
+    from saliency_lib.experiments.study import profile_specs
 
     out = []
     for s in profile_specs(cfg.profile, cfg.game, agents=[spec], seed=cfg.seed, results_dir=cfg.results_dir):
@@ -188,7 +185,7 @@ def sanity_results(cfg: SanityChapter, who: ExplainedAgent, *, methods: Sequence
         Tidy rows (:mod:`saliency_lib.results` schema) of ``experiment == "sanity"``;
         the agent's Note when it is missing.
     """
-    from .sweep import run_sweep
+    from saliency_lib.experiments.executors import run_sweep
 
     if not who:
         return who.note()
@@ -204,7 +201,7 @@ def layer_summary(table: pd.DataFrame, *, measures: Sequence[str] = MEASURES, co
 
     Reference rows (random maps, ``level`` NA) are left out; see :func:`reference_summary`.
     """
-    from ..metrics import summarise
+    from saliency_lib.metrics import summarise
 
     t = table[table["level"].notna() & table["measure"].isin(measures)]
     s = summarise(t, by=["agent", "method", "level", "layer", "measure"], confidence=confidence, seed=seed)
@@ -216,7 +213,7 @@ def layer_summary(table: pd.DataFrame, *, measures: Sequence[str] = MEASURES, co
 def reference_summary(table: pd.DataFrame, *, measures: Sequence[str] = MEASURES, confidence: float = CONFIDENCE,
                       seed: int = 0) -> pd.DataFrame:
     """Similarity of the original maps with the uniform- and Gaussian-random maps, per (agent, method, layer, measure)."""
-    from ..metrics import REFERENCE_LAYERS, summarise
+    from saliency_lib.metrics import REFERENCE_LAYERS, summarise
 
     t = table[table["layer"].isin(REFERENCE_LAYERS) & table["measure"].isin(measures)]
     return summarise(t, by=["agent", "method", "layer", "measure"], confidence=confidence, seed=seed)
@@ -251,15 +248,21 @@ class SanityResults:
             return s
         n = int(s.loc[s["level"] == 0, "n"].max()) if (s["level"] == 0).any() else 0
         who = self.agents[kind]
+        from saliency_book.ch3_figures import curves_figure
+
         return curves_figure(s, self.refs[kind], f"{who.label[0].upper() + who.label[1:]}, {who.game}: cascading "
                              f"randomisation ({n} states)", dpi=dpi)
 
     def ns_curves(self, *, dpi: int = 100):
         """:func:`ns_figure` of every available agent."""
+        from saliency_book.ch3_figures import ns_figure
+
         return ns_figure(self.by_title(self.summaries), dpi=dpi)
 
     def example(self, kind: str, *, state: int | None = None):
         """:func:`ns_example_figure` of :func:`ns_example` for one agent (its Note when it is missing)."""
+        from saliency_book.ch3_figures import ns_example_figure
+
         return ns_example_figure(ns_example(self.cfg, self.agents[kind], self.tables[kind], state=state))
 
     def verdicts(self) -> pd.DataFrame | Note:
@@ -339,7 +342,7 @@ def verdict_table(summary: pd.DataFrame, refs: pd.DataFrame | None = None, *, th
     """
     rows = []
     for agent in dict.fromkeys(summary["agent"]):
-        for method in _ordered(summary.loc[summary["agent"] == agent, "method"]):
+        for method in ordered(summary.loc[summary["agent"] == agent, "method"]):
             rows.append(_verdict_row(summary[(summary["agent"] == agent) & (summary["method"] == method)], refs))
     out = pd.DataFrame([r for r in rows if r])
     if out.empty:
@@ -371,33 +374,12 @@ def _verdict_row(g: pd.DataFrame, refs: pd.DataFrame | None) -> dict:
     return row
 
 
-def _ci(mean, low, high) -> str:
+def ci(mean, low, high) -> str:
     if not np.isfinite(mean):
         return "–"
     if not (np.isfinite(low) and np.isfinite(high)):
         return f"{mean:.2f}"
     return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
-
-
-def style_verdicts(table: pd.DataFrame | Note, labels: dict[str, str], caption: str):
-    """The verdict table as a captioned Styler, one row group per agent; ``labels`` maps agent specs to names."""
-    if isinstance(table, Note):
-        return table
-    if table.empty:
-        return Note("No sanity-check results to tabulate.", title="No results")
-    short = {"spearman": "Spearman", "ssim": "SSIM", "hog_pearson": "HOG"}
-    t = pd.DataFrame({
-        "Agent": table["agent"].map(lambda a: labels.get(a, a)),
-        "Method": table["method"].map(_label),
-        "States": table["n"],
-        **{short[m]: [_ci(r.get(m, np.nan), r.get(f"{m}_low", np.nan), r.get(f"{m}_high", np.nan))
-                      for _, r in table.iterrows()] for m in MEASURES},
-        "Spearman, random map": table["random_spearman"],
-        "Verdict": table["verdict"],
-    }).set_index(["Agent", "Method"])
-    colors = {"passes": "color: #1a7f37", "fails": "color: #cf222e; font-weight: bold", "undecided": "color: #9a6700"}
-    return (t.style.format({"States": "{:.0f}", "Spearman, random map": "{:.2f}"}, na_rep="–")
-            .map(lambda v: colors.get(v, ""), subset=["Verdict"]).set_caption(caption))
 
 
 def verdict_rules(threshold: float = THRESHOLD, min_states: int = MIN_STATES):
@@ -414,93 +396,6 @@ def verdict_rules(threshold: float = THRESHOLD, min_states: int = MIN_STATES):
 
 
 # -- figures ---------------------------------------------------------------------------------
-
-def _errorbar(ax, xs, d: pd.DataFrame, method: str, offset: float, label: str | None):
-    # clip: when every state has the same similarity the interval equals the mean up to rounding
-    lo = np.clip(np.nan_to_num((d["mean"] - d["ci_low"]).to_numpy(dtype=float)), 0.0, None)
-    hi = np.clip(np.nan_to_num((d["ci_high"] - d["mean"]).to_numpy(dtype=float)), 0.0, None)
-    return ax.errorbar(xs + offset, d["mean"].to_numpy(dtype=float), yerr=np.vstack([lo, hi]),
-                       marker="o", ms=3.5, lw=1.3, capsize=2, label=label, **_style(method))
-
-
-def curves_figure(summary: pd.DataFrame | Note, refs: pd.DataFrame | None, title: str, *,
-                  measures: Sequence[str] = MEASURES, methods: Sequence[str] | None = None, dpi: int = 100):
-    """Similarity to the original map after each cascade level, one panel per measure, every method.
-
-    Points are means over the states, bars the bootstrap CIs; the dotted grey line is the
-    mean similarity of the original maps with a uniform-random map (all methods pooled).
-    A Note passes through.
-    """
-    from matplotlib.figure import Figure
-
-    if isinstance(summary, Note):
-        return summary
-    if summary.empty:
-        return Note("No sanity-check results to plot.", title="No results")
-    methods = list(methods or _ordered(summary["method"]))
-    ticks = level_labels(summary)
-    levels = [lv for lv, _ in ticks]
-    xs = np.arange(len(levels), dtype=float)
-    fig = Figure(figsize=(4.1 * len(measures), 4.2), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(measures), sharey=True))
-    spread = 0.35 / max(len(methods) - 1, 1)
-    for ax, meas in zip(axes, measures):
-        sm = summary[summary["measure"] == meas]
-        for k, m in enumerate(methods):
-            d = sm[sm["method"] == m].set_index("level").reindex(levels)
-            _errorbar(ax, xs, d, m, (k - (len(methods) - 1) / 2) * spread, _label(m))
-        if refs is not None and len(refs):
-            r = refs[(refs["measure"] == meas) & (refs["layer"] == "random_uniform")]
-            if len(r) and r["n"].sum() > 0:
-                ax.axhline(float(np.average(r["mean"], weights=r["n"])), color="0.45", ls=(0, (1, 3)), lw=1.2,
-                           label="uniform-random map")
-        ax.set_xticks(xs, [lab for _, lab in ticks], rotation=35, ha="right", fontsize=8)
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(MEASURE_LABELS.get(meas, meas), fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.set_xlabel("layers randomised (cumulative, from the output)", fontsize=8)
-    axes[0].set_ylabel(f"similarity to the original map\n(mean, {CONFIDENCE:.0%} bootstrap CI)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=11)
-    return figure_image(fig, dpi=dpi)
-
-
-def ns_figure(summaries: dict[str, pd.DataFrame], *, measures: Sequence[str] = MEASURES, dpi: int = 100):
-    """NS original against NS chosen action: one row per agent (``{title: summary}``), one panel per measure.
-
-    Lines are means, bands bootstrap CIs; the shaded column marks the level where only the
-    output layer(s) are randomised. Returns a Note when no agent has NS results.
-    """
-    from matplotlib.figure import Figure
-
-    rows = {k: s[s["method"].isin(NS_METHODS)] for k, s in summaries.items()
-            if isinstance(s, pd.DataFrame) and s["method"].isin(NS_METHODS).any()}
-    if not rows:
-        return Note("No Noise Sensitivity results to plot.", title="No results")
-    fig = Figure(figsize=(4.1 * len(measures), 3.3 * len(rows) + 0.6), layout="constrained")
-    axes = fig.subplots(len(rows), len(measures), squeeze=False, sharey=True)
-    for r, (title, s) in enumerate(rows.items()):
-        ticks = level_labels(s)
-        levels = [lv for lv, _ in ticks]
-        xs = np.arange(len(levels), dtype=float)
-        for c, meas in enumerate(measures):
-            ax = axes[r][c]
-            ax.axvspan(0.6, 1.4, color="gold", alpha=0.18, lw=0)
-            for m in NS_METHODS:
-                d = s[(s["method"] == m) & (s["measure"] == meas)].set_index("level").reindex(levels)
-                st = _style(m)
-                ax.plot(xs, d["mean"].to_numpy(dtype=float), marker="o", ms=4, lw=1.8, label=_label(m), **st)
-                ax.fill_between(xs, d["ci_low"].to_numpy(dtype=float), d["ci_high"].to_numpy(dtype=float),
-                                color=st["color"], alpha=0.18, lw=0)
-            ax.set_xticks(xs, [lab for _, lab in ticks], rotation=35, ha="right", fontsize=8)
-            ax.set_ylim(-0.05, 1.05)
-            ax.grid(alpha=0.3)
-            ax.set_title(f"{title}: {MEASURE_LABELS.get(meas, meas)}", fontsize=9)
-        axes[r][0].set_ylabel("similarity to the original map")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9, frameon=False)
-    return figure_image(fig, dpi=dpi)
 
 
 # -- the test's set-up -------------------------------------------------------------------------
@@ -522,25 +417,19 @@ def layer_groups_table(agents: Sequence[ExplainedAgent], device: str = "cpu") ->
     return pd.DataFrame(rows)
 
 
-def style_layer_groups(table: pd.DataFrame | Note, caption: str):
-    """:func:`layer_groups_table` as a captioned Styler (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
-    return table.style.format({"Parameters": "{:,}"}).hide(axis="index").set_caption(caption)
-
-
 def sweep_note(cfg: SanityChapter, agents: Sequence[ExplainedAgent]):
     """Markdown: how many states each agent's results cover and with which explainer parameters."""
     from IPython.display import Markdown
 
-    from .sweep import describe_params, sweep_sizes
+    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_lib.experiments.units import describe_params
 
     lines = []
     for who in agents:
         if not who:
             continue
         n, _, params = sweep_sizes(cfg.profile, load(who.spec, cfg.device).preset)
-        changed = describe_params(params, label=_label)
+        changed = describe_params(params, label=method_label)
         how = (f"with coarser parameters than Huber et al.'s: {changed} (every other method as in the paper)"
                if params else "with Huber et al.'s final parameters")
         lines.append(f"* The **{who.label}** (`{who.spec}`): the first {n} states of its greedy game, {how}.")
@@ -580,9 +469,9 @@ def _median_state(table: pd.DataFrame) -> int:
     return int(t["state"].iloc[(len(t) - 1) // 2])
 
 
-def _model_at(agent, level: int, seed: int):
+def model_at(agent, level: int, seed: int):
     """The sweep's model with the first ``level`` layer groups randomised (cascading, Glorot); 0: ``agent``."""
-    from ..metrics import randomised_models
+    from saliency_lib.metrics import randomised_models
 
     if level == 0:
         return agent
@@ -601,10 +490,10 @@ def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | No
     """
     import torch
 
-    from ..explainers import get_explainer
-    from ..metrics import ConstantMapWarning
-    from ..metrics.similarity import spearman
-    from .sweep import study_states
+    from saliency_lib.experiments.units import study_states
+    from saliency_lib.explainers import get_explainer
+    from saliency_lib.metrics import ConstantMapWarning
+    from saliency_lib.metrics.similarity import spearman
 
     if isinstance(table, Note):
         return table
@@ -632,7 +521,7 @@ def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | No
                       "level": level, "order": "cascading", "init": "glorot", "seed": cfg.seed}
 
             def make(path, method=method, level=level, params=params):
-                model = _model_at(agent, level, cfg.seed)
+                model = model_at(agent, level, cfg.seed)
                 res = get_explainer(method, model, **params).attribute(x, target=torch.tensor([target]), hidden=hidden)
                 with open(path, "wb") as f:
                     np.save(f, res.maps[0].detach().cpu().numpy().astype(np.float32))
@@ -643,34 +532,6 @@ def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | No
         warnings.simplefilter("ignore", ConstantMapWarning)
         rho = {(m, lv): spearman(maps[(m, 0)], maps[(m, lv)], sign_invariant=True) for m in NS_METHODS for lv, _ in levels}
     return NSExample(who, agent.preset, states.frames[i], i, int(states.steps[i]), target, levels, maps, rho)
-
-
-def ns_example_figure(ex: NSExample | Note, *, dpi: int = 100):
-    """The example's maps overlaid on the raw frame: rows NS original / NS chosen, columns the three models."""
-    from matplotlib import cm, colors
-    from matplotlib.figure import Figure
-
-    if isinstance(ex, Note):
-        return ex
-    fig = Figure(figsize=(2.3 * len(ex.levels) + 0.6, 6.4), layout="constrained")
-    axes = fig.subplots(len(NS_METHODS), len(ex.levels), squeeze=False)
-    heads = {0: "original model"}
-    for r, m in enumerate(NS_METHODS):
-        for c, (lv, name) in enumerate(ex.levels):
-            ax = axes[r][c]
-            ax.imshow(overlay_map(ex.frame, ex.maps[(m, lv)], preset=ex.preset, game=ex.agent.game), interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            head = heads.get(lv, f"{name} randomised" if c == 1 else "all layers randomised")
-            rho = ex.spearman[(m, lv)]
-            ax.set_title(head + ("" if lv == 0 else f"\nρ = {rho:.2f}" if np.isfinite(rho) else "\nρ undefined"), fontsize=8)
-            if c == 0:
-                ax.set_ylabel(_label(m), fontsize=9)
-    fig.colorbar(cm.ScalarMappable(colors.Normalize(0, 1), "inferno"), ax=axes, orientation="horizontal",
-                 fraction=0.04, shrink=0.6, label="saliency, min-max normalised per map")
-    fig.suptitle(f"{ex.agent.label[0].upper() + ex.agent.label[1:]}, {ex.agent.game}: sweep state {ex.state} "
-                 f"(step {ex.step})", fontsize=9)
-    return figure_image(fig, dpi=dpi)
 
 
 # -- the paper's numbers -----------------------------------------------------------------------
@@ -687,7 +548,7 @@ def paper_comparison(tables: dict[str, pd.DataFrame | Note], summaries: dict[str
     rows = []
     for method, measures in PAPER_OUTPUT_LAYER.items():
         for meas, (lo, hi) in measures.items():
-            row = {"Method": _label(method), "Measure": MEASURE_LABELS[meas], "Huber et al.: range": f"{lo:.2f}–{hi:.2f}"}
+            row = {"Method": method_label(method), "Measure": MEASURE_LABELS[meas], "Huber et al.: range": f"{lo:.2f}–{hi:.2f}"}
             for title, t in tables.items():
                 s = summaries.get(title)
                 if isinstance(t, Note) or isinstance(s, Note) or s is None:
@@ -695,7 +556,7 @@ def paper_comparison(tables: dict[str, pd.DataFrame | Note], summaries: dict[str
                 v = t[(t["method"] == method) & (t["level"] == 1) & (t["measure"] == meas)]["value"].dropna()
                 r = s[(s["method"] == method) & (s["level"] == 1) & (s["measure"] == meas)]
                 row[f"{title}: range"] = f"{v.min():.2f}–{v.max():.2f}" if len(v) else "–"
-                row[f"{title}: mean [CI]"] = (_ci(r["mean"].iloc[0], r["ci_low"].iloc[0], r["ci_high"].iloc[0])
+                row[f"{title}: mean [CI]"] = (ci(r["mean"].iloc[0], r["ci_low"].iloc[0], r["ci_high"].iloc[0])
                                                if len(r) else "–")
             rows.append(row)
     if not any(k.endswith(": range") and not k.startswith("Huber") for r in rows for k in r):
@@ -703,21 +564,9 @@ def paper_comparison(tables: dict[str, pd.DataFrame | Note], summaries: dict[str
     return pd.DataFrame(rows)
 
 
-def style_paper(table: pd.DataFrame | Note, caption: str):
-    """The paper comparison as a captioned Styler (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
-    return table.style.hide(axis="index").set_caption(caption)
-
-
 # -- generated text ----------------------------------------------------------------------------
 
 _TINY = "*These numbers come from the `tiny` profile (very few states, coarse parameters) and mean nothing.*"
-
-
-def _names(methods) -> str:
-    items = [f"**{_label(m)}**" for m in methods]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
 
 
 def _row(s: pd.DataFrame, method: str, level: int, measure: str = "spearman") -> pd.Series | None:
@@ -741,8 +590,8 @@ def ns_summary(summaries: dict[str, pd.DataFrame | Note], *, profile: str = "qui
             continue
         layer = o["layer"]
         sent = (f"For the {title}, randomising only the `{layer}` group leaves NS original at a mean Spearman "
-                f"similarity of {_ci(o['mean'], o['ci_low'], o['ci_high'])} to its original map, and NS chosen action "
-                f"at {_ci(c['mean'], c['ci_low'], c['ci_high'])} ({int(o['n'])} states).")
+                f"similarity of {ci(o['mean'], o['ci_low'], o['ci_high'])} to its original map, and NS chosen action "
+                f"at {ci(c['mean'], c['ci_low'], c['ci_high'])} ({int(o['n'])} states).")
         if min(o["n"], c["n"]) < MIN_STATES:
             sent += f" Fewer than {MIN_STATES} states are too few to compare the two variants."
         elif np.isfinite(o["ci_low"]) and np.isfinite(c["ci_high"]) and o["ci_low"] > c["ci_high"]:
@@ -776,27 +625,27 @@ def discussion(verdicts: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFr
                   for k in ("passes", "fails", "undecided", "no data", "too few states")}
         layer = v["layer"].iloc[0]
         parts = [f"{len(groups['passes'])} of {len(v)} methods {'passes' if len(groups['passes']) == 1 else 'pass'} the test"
-                 + (f" ({_names(groups['passes'])})" if groups["passes"] else "")]
+                 + (f" ({method_names(groups['passes'])})" if groups["passes"] else "")]
         if groups["fails"]:
             k = len(groups["fails"])
-            parts.append(f"{k} fail{'s' if k == 1 else ''} ({_names(groups['fails'])})")
+            parts.append(f"{k} fail{'s' if k == 1 else ''} ({method_names(groups['fails'])})")
         if groups["undecided"]:
             k = len(groups["undecided"])
-            parts.append(f"{k} {'is' if k == 1 else 'are'} undecided ({_names(groups['undecided'])})")
+            parts.append(f"{k} {'is' if k == 1 else 'are'} undecided ({method_names(groups['undecided'])})")
         if groups["no data"]:
             k = len(groups["no data"])
-            parts.append(f"{k} {'has' if k == 1 else 'have'} too few finite values for a CI ({_names(groups['no data'])})")
+            parts.append(f"{k} {'has' if k == 1 else 'have'} too few finite values for a CI ({method_names(groups['no data'])})")
         if groups["too few states"]:
             k = len(groups["too few states"])
             parts.append(f"{k} {'has' if k == 1 else 'have'} results on fewer than {MIN_STATES} states, too few "
-                         f"for a verdict ({_names(groups['too few states'])})")
+                         f"for a verdict ({method_names(groups['too few states'])})")
         sent = (f"For the {title}, once every layer down to `{layer}` is randomised and with a Spearman "
                 f"threshold of {threshold:.2f}, " + "; ".join(parts) + ".")
         ok = v.dropna(subset=["spearman"])
         if len(ok) >= 2:
             hi, lo = ok.loc[ok["spearman"].idxmax()], ok.loc[ok["spearman"].idxmin()]
-            sent += (f" The map most similar to its original is that of **{_label(hi['method'])}** "
-                     f"(ρ = {hi['spearman']:.2f}), the least similar that of **{_label(lo['method'])}** "
+            sent += (f" The map most similar to its original is that of **{method_label(hi['method'])}** "
+                     f"(ρ = {hi['spearman']:.2f}), the least similar that of **{method_label(lo['method'])}** "
                      f"(ρ = {lo['spearman']:.2f}).")
         s = summaries.get(title)
         if isinstance(s, pd.DataFrame) and len(s):
@@ -804,7 +653,7 @@ def discussion(verdicts: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFr
             same = first[first["ci_low"] >= 0.999]["method"].tolist()
             if same:
                 sent += (f" Randomising the first group (`{first['layer'].iloc[0]}`) leaves the maps of "
-                         f"{_names(same)} unchanged (every state's ρ ≥ 0.999).")
+                         f"{method_names(same)} unchanged (every state's ρ ≥ 0.999).")
                 if any(m.startswith("mask_") for m in same):
                     sent += (" The Mask-A3C masks are computed before the heads, so no change of the heads can "
                              "reach them; the test of the masks starts at the attention layer.")

@@ -1,4 +1,4 @@
-"""``saliency-study train dqn|a3c ...``: the command line is generated from the args dataclasses."""
+"""``saliency-study train dqn|a3c ...``: the command line is generated from the trainers' args dataclasses."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ __all__ = ["add_train_parser", "run_train"]
 
 
 def _algos():
-    from .a2c import A2CArgs, train_a2c
-    from .dqn import DQNArgs, train_dqn
+    from ..train.a2c import A2CArgs, train_a2c
+    from ..train.dqn import DQNArgs, train_dqn
 
     return {"dqn": (DQNArgs, train_dqn), "a3c": (A2CArgs, train_a2c)}
 
@@ -27,7 +27,7 @@ def _add_fields(p: argparse.ArgumentParser, cls) -> None:
             p.add_argument(flag, dest=f.name, type=typ, default=f.default)
 
 
-def add_train_parser(sub, func) -> None:
+def add_train_parser(sub) -> None:
     t = sub.add_parser("train", help="train an agent (dqn: Huber's DQN; a3c: Mask-A3C actor-critic)")
     algos = t.add_subparsers(dest="algo", required=True)
     for name, (cls, _) in _algos().items():
@@ -36,7 +36,7 @@ def add_train_parser(sub, func) -> None:
         p.add_argument("--out", required=True, help="run directory (checkpoints, logs, final agent)")
         p.add_argument("--resume", action="store_true", help="continue from OUT/state.pt")
         p.add_argument("--no-progress", action="store_true")
-        p.set_defaults(func=func)
+        p.set_defaults(func=run_train)
 
 
 def run_train(ns) -> int:

@@ -12,51 +12,42 @@ The chapter's notebook (``notebooks/01_agents.py``) only calls these functions.
   :func:`official_curve`, :func:`official_curves_tabs`: the chapter's figures and tables.
 
 Functions that need a missing input (no trained agent yet, official checkpoints not
-fetched) return a :class:`~saliency_lib.study.display.Note` that says what is
+fetched) return a :class:`~saliency_book.common.Note` that says what is
 missing and how to get it, instead of raising.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import io
 import json
-import os
 import re
-import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._io import atomic_write
-from ..games import game_info
-from .cache import LOCAL, cached_file, cached_json
-from .display import Note
-from .paths import AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
-from .profiles import profile_settings
-from ..experiments.catalog import published_scores
+from saliency_book.common import Note, figure_image, here, score_table
+from saliency_lib.experiments.catalog import (
+    official_available,
+    record_study_agent,
+    recorded_study_agent,
+    rel_path,
+    shipped_agents,
+    study_agent,
+    train_study_agent,
+)
+from saliency_lib.experiments.paths import AGENTS_DIR, OFFICIAL_SCORES_CSV, RESULTS_DIR, RUNS_DIR, repo_path
+from saliency_lib.experiments.profiles import profile_settings
+from saliency_lib.experiments.store import cached_file, cached_json
+from saliency_lib.games import game_info, published_scores
 
 __all__ = [
     "AgentsChapter", "AgentChoice", "shipped_agents", "study_agent", "record_study_agent", "train_study_agent",
-    "choose_agent", "evaluate_agent", "score_table", "chapter_scores", "all_scores", "beats_random_sentence", "style_scores",
+    "choose_agent", "evaluate_agent", "chapter_scores", "all_scores", "beats_random_sentence", "style_scores",
     "find_logs", "learning_curves",
     "agent_gif", "official_available", "official_scores", "style_official", "official_curve", "official_curves_tabs",
-    "figure_image",
 ]
-
-STUDY_AGENTS_JSON = f"{LOCAL}/study_agents.json"
-_NAME = re.compile(r"^(?P<algo>[a-z0-9_]+(?:-sync)?)-(?P<game>[A-Za-z]+)(?:-(?P<variant>[a-z0-9_]+))?-s(?P<seed>\d+)$")
-
-
-def _rel(path: str | os.PathLike) -> str:
-    """``path`` relative to the repository root when inside it (for tables and cache keys)."""
-    p = Path(path).resolve()
-    try:
-        return p.relative_to(REPO_ROOT).as_posix()
-    except ValueError:
-        return p.as_posix()
 
 
 def _as_bool(value, name: str) -> bool:
@@ -82,7 +73,7 @@ class AgentsChapter:
     frames: int | None = None
     """Frames to train for when ``train``; None: the profile's ``train_frames``."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_lib.study.profiles`)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_lib.experiments.profiles`)."""
     seed: int = 0
     """Seed of evaluations, GIFs and training."""
     device: str = "cpu"
@@ -118,7 +109,7 @@ class AgentsChapter:
     @property
     def official_games(self) -> list[str]:
         """Official Mask-A3C games of the chapter (the chapter's game first)."""
-        from ..agents.official import OFFICIAL_GAMES
+        from saliency_lib.agents.official import OFFICIAL_GAMES
 
         if self.settings["official_games"] == "game":
             return [self.game] if self.game in OFFICIAL_GAMES else []
@@ -126,110 +117,6 @@ class AgentsChapter:
 
 
 # -- shipped and recorded agents ------------------------------------------------------------
-
-def shipped_agents(agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame:
-    """One row per checkpoint directory in ``agents_dir`` (read from its ``meta.json``).
-
-    Columns: ``agent`` (directory name), ``path``, ``algo``, ``game``, ``variant``,
-    ``seed``, ``frames``, ``improvements``, ``sha256``.
-    """
-    cols = ["agent", "path", "algo", "game", "variant", "seed", "frames", "improvements", "sha256"]
-    rows = []
-    base = repo_path(agents_dir)
-    for meta_path in sorted(base.glob("*/meta.json")) if base.is_dir() else []:
-        try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as e:
-            warnings.warn(f"skipping {meta_path}: not valid JSON ({e})", stacklevel=2)
-            continue
-        m = _NAME.match(meta_path.parent.name)
-        parsed = m.groupdict() if m else {}
-        variant = meta.get("variant") or (meta.get("config") or {}).get("variant") or parsed.get("variant")
-        rows.append({
-            "agent": meta_path.parent.name, "path": _rel(meta_path.parent),
-            "algo": meta.get("algo") or parsed.get("algo") or meta.get("arch", "?"),
-            "game": meta.get("game") or parsed.get("game"), "variant": variant,
-            "seed": meta.get("seed", int(parsed["seed"]) if parsed.get("seed") else None),
-            "frames": meta.get("frames"), "improvements": ", ".join(meta.get("improvements", [])),
-            "sha256": meta.get("sha256"),
-        })
-    return pd.DataFrame(rows, columns=cols)
-
-
-def _record_path(results_dir) -> Path:
-    return repo_path(results_dir) / STUDY_AGENTS_JSON
-
-
-def record_study_agent(game: str, path: str | os.PathLike, *, results_dir: str | os.PathLike = RESULTS_DIR, **info) -> Path:
-    """Make ``path`` the study's agent for ``game`` (``<results_dir>/_local/study_agents.json``)."""
-    game_info(game)
-    f = _record_path(results_dir)
-    data = json.loads(f.read_text()) if f.is_file() else {}
-    data[game] = {"path": _rel(path), "recorded": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **info}
-    atomic_write(f, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n"))
-    return f
-
-
-def _recorded(game: str, results_dir) -> str | None:
-    f = _record_path(results_dir)
-    if not f.is_file():
-        return None
-    entry = json.loads(f.read_text()).get(game)
-    if not entry:
-        return None
-    if not (repo_path(entry["path"]) / "meta.json").is_file():
-        warnings.warn(f"{f} records {entry['path']} for {game}, which no longer exists; ignoring it", stacklevel=3)
-        return None
-    return entry["path"]
-
-
-def study_agent(game: str, *, results_dir: str | os.PathLike = RESULTS_DIR, agents_dir: str | os.PathLike = AGENTS_DIR,
-                algo: str = "dqn") -> str | None:
-    """The agent the study explains for ``game``, or None when there is none yet.
-
-    In order: the agent recorded by :func:`record_study_agent` (chapter 1 with
-    ``train=True``), then the shipped agent ``<algo>-<game>-s<seed>`` in ``agents_dir``
-    with the lowest seed and no variant. Returns a path relative to the repository root.
-    """
-    rec = _recorded(game, results_dir)
-    if rec:
-        return rec
-    df = shipped_agents(agents_dir)
-    df = df[(df["game"] == game) & (df["algo"] == algo)]
-    if df.empty:
-        return None
-    df = df.assign(_v=df["variant"].notna(), _s=df["seed"].fillna(1e9)).sort_values(["_v", "_s", "agent"])
-    return df["path"].iloc[0]
-
-
-def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str | os.PathLike = RESULTS_DIR,
-                      out: str | os.PathLike | None = None, eval_max_steps: int = 10_000, progress: bool = False) -> str:
-    """Train a DQN agent with :func:`saliency_lib.train.train_dqn` and record it for the study.
-
-    The run goes to ``out`` (default ``<results_dir>/_local/runs/study-dqn-<game>-s<seed>-<frames>``,
-    not committed); the agent is ``out/agent``. A finished run with the same arguments is reused, not
-    retrained. Short runs scale the replay buffer, the warm-up and the evaluation
-    interval down with ``frames``; every other hyper-parameter is
-    :class:`~saliency_lib.train.DQNArgs`' default.
-    """
-    from ..train import DQNArgs, train_dqn
-
-    out = repo_path(out) if out else repo_path(results_dir) / LOCAL / "runs" / f"study-dqn-{game}-s{seed}-{frames}"
-    defaults = DQNArgs()
-    args = DQNArgs(
-        game=game, frames=frames, seed=seed,
-        buffer_size=min(defaults.buffer_size, max(10_000, frames // 4)),
-        learning_starts=min(defaults.learning_starts, max(1_000, frames // 40)),
-        eval_every=min(defaults.eval_every, max(frames // 5, 4 * defaults.num_envs)),
-        eval_episodes=1, eval_max_steps=eval_max_steps,
-    )
-    agent_dir = out / "agent"
-    done = (agent_dir / "meta.json").is_file() and json.loads((agent_dir / "meta.json").read_text()).get("train_args") == json.loads(
-        json.dumps(asdict(args)))
-    if not done:
-        train_dqn(args, out, progress=progress)
-    record_study_agent(game, agent_dir, results_dir=results_dir, source="trained in chapter 1", frames=frames, seed=seed)
-    return _rel(agent_dir)
 
 
 @dataclass(frozen=True)
@@ -274,11 +161,11 @@ def choose_agent(cfg: AgentsChapter) -> AgentChoice:
     spec = study_agent(cfg.game, results_dir=cfg.results_dir, agents_dir=cfg.agents_dir)
     if spec is None:
         return AgentChoice(cfg.game, None, "missing", (
-            f"No DQN agent for {cfg.game} is shipped in `{_rel(repo_path(cfg.agents_dir))}` and none was trained for the study. "
+            f"No DQN agent for {cfg.game} is shipped in `{rel_path(repo_path(cfg.agents_dir))}` and none was trained for the study. "
             "The sections on our agent are left empty; the official Mask-A3C agent is shown below. "
             f"To train one here, run this chapter with `papermill notebooks/01_agents.ipynb out.ipynb -p game {cfg.game} "
             "-p train true -p frames 2000000`; later chapters then use it."))
-    how = "recorded for the study" if _recorded(cfg.game, cfg.results_dir) else "shipped"
+    how = "recorded for the study" if recorded_study_agent(cfg.game, cfg.results_dir) else "shipped"
     return AgentChoice(cfg.game, spec, how, _describe(spec))
 
 
@@ -289,8 +176,8 @@ def evaluate_agent(spec: str, *, episodes: int, seed: int, max_steps: int | None
     """Greedy scores of ``spec`` (:func:`saliency_lib.play.evaluate`), cached by weights hash and protocol."""
     import torch
 
-    from ..agents import load_agent
-    from ..play import evaluate
+    from saliency_lib.agents import load_agent
+    from saliency_lib.play import evaluate
 
     agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec, device=device)
     config = {"what": "evaluate", "agent": spec, "sha256": agent.meta.get("sha256"), "game": agent.game,
@@ -303,84 +190,6 @@ def evaluate_agent(spec: str, *, episodes: int, seed: int, max_steps: int | None
 
     r = cached_json("evaluate", config, compute, results_dir=results_dir)
     return {"episodes": episodes, "seed": seed, "max_steps": max_steps, **r}
-
-
-def _here(r: dict) -> str:
-    """Where a score evaluated in the chapter comes from, for a table cell."""
-    cap = f", ≤ {r['max_steps']:,} steps" if r.get("max_steps") else ""
-    return f"here ({r['episodes']} game{'s' if r['episodes'] != 1 else ''}{cap})"
-
-
-def _score_columns(df: pd.DataFrame) -> pd.DataFrame:
-    ren = {"our_mean": "mean", "score_mean": "mean", "eval_mean": "mean", "our_std": "std", "score_std": "std", "eval_std": "std"}
-    return df.rename(columns={k: v for k, v in ren.items() if k in df.columns and v not in df.columns})
-
-
-def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = "", *,
-                games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
-    """Shipped agents with their scores, next to random play, the human tester and published DQN.
-
-    Parameters
-    ----------
-    agents_dir : path
-        Checkpoint directories with ``meta.json`` (:func:`shipped_agents`).
-    scores_csv : path or None
-        Evaluation table (default ``<agents_dir>/scores.csv``; None: none) with columns ``agent`` (directory name or path),
-        ``episodes``, ``mean``, ``std`` (``our_mean``/``our_std`` are accepted).
-        Agents it lacks fall back to ``eval_score`` in their ``meta.json``.
-    games : list of str, optional
-        Keep only these games.
-    extra : list of dict, optional
-        Further rows (``agent``, ``algo``, ``game``, ``episodes``, ``mean``, ``std``,
-        ``score_source`` …), e.g. the official Mask-A3C re-evaluation or an agent
-        trained in the chapter. A row whose ``agent`` is already present fills its
-        missing score.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per agent: ``agent, algo, game, frames, episodes, mean, std,
-        score_source, random, human, dqn_nature, dqn_10m, dqn_10m_dopamine, normalised``
-        (references from :func:`~saliency_lib.experiments.catalog.published_scores`) where ``normalised`` is
-        the human-normalised score ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
-    """
-    if scores_csv == "":
-        scores_csv = repo_path(agents_dir) / "scores.csv"
-    agents = shipped_agents(agents_dir)
-    df = agents[["agent", "path", "algo", "game", "variant", "frames"]].copy()
-    df["episodes"], df["mean"], df["std"], df["score_source"] = np.nan, np.nan, np.nan, ""
-    if scores_csv is not None and repo_path(scores_csv).is_file():
-        sc = _score_columns(pd.read_csv(repo_path(scores_csv)))
-        if "agent" not in sc.columns or "mean" not in sc.columns:
-            raise ValueError(f"{scores_csv} must have the columns 'agent' and 'mean' (got {list(sc.columns)})")
-        sc = sc.assign(agent=sc["agent"].astype(str).map(lambda a: Path(a.rstrip("/")).name))
-        for _, s in sc.iterrows():
-            hit = df["agent"] == s["agent"]
-            df.loc[hit, "mean"] = s["mean"]
-            df.loc[hit, "std"] = s.get("std", np.nan)
-            df.loc[hit, "episodes"] = s.get("episodes", np.nan)
-            df.loc[hit, "score_source"] = Path(scores_csv).name
-    for i, row in df[df["mean"].isna()].iterrows():
-        meta = json.loads((repo_path(row["path"]) / "meta.json").read_text())
-        if meta.get("eval_score") is not None:
-            df.loc[i, ["mean", "score_source"]] = [float(meta["eval_score"]), "meta.json (eval_score)"]
-    for row in extra or []:
-        hit = df["agent"] == row.get("agent")
-        if hit.any():
-            for k, v in row.items():
-                if k in df.columns and (pd.isna(df.loc[hit, k]).all() or df.loc[hit, k].eq("").all()):
-                    df.loc[hit, k] = v
-        else:
-            df = pd.concat([df, pd.DataFrame([row])], ignore_index=True)
-    if games is not None:
-        df = df[df["game"].isin(games)]
-    pub = pd.DataFrame([{"game": g, **published_scores(g)} for g in sorted(set(df["game"].dropna()))],
-                       columns=["game", "random", "human", "dqn_nature", "dqn_nature_sd", "dqn_10m", "dqn_10m_dopamine"])
-    df = df.merge(pub, on="game", how="left")
-    df["normalised"] = 100 * (df["mean"] - df["random"]) / (df["human"] - df["random"])
-    cols = ["agent", "algo", "game", "variant", "frames", "episodes", "mean", "std", "score_source",
-            "random", "human", "dqn_nature", "dqn_10m", "dqn_10m_dopamine", "normalised", "path"]
-    return df[cols].reset_index(drop=True)
 
 
 def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFrame | Note | None = None) -> pd.DataFrame | Note:
@@ -400,7 +209,7 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
             meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
             extra.append({"agent": name, "algo": meta.get("algo", "?"), "game": cfg.game, "frames": meta.get("frames"),
                           "episodes": r["episodes"], "mean": r["mean"], "std": r["std"],
-                          "score_source": _here(r), "path": choice.spec})
+                          "score_source": here(r), "path": choice.spec})
     if isinstance(official, pd.DataFrame):
         for _, o in official[official["game"] == cfg.game].iterrows():
             extra.append({"agent": f"official:{cfg.game}", "algo": "mask-a3c", "game": cfg.game, "variant": "double+ConvLSTM",
@@ -497,30 +306,21 @@ def find_logs(spec: str | None, game: str, *, algo: str = "dqn", seed: int = 0) 
     return None
 
 
-def figure_image(fig, *, dpi: int = 110):
-    """A matplotlib figure as an ``IPython.display.Image`` (PNG), so it displays once, in any kernel."""
-    from IPython.display import Image
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    return Image(data=buf.getvalue(), format="png")
-
-
 def learning_curves(cfg: AgentsChapter, choice: AgentChoice):
     """Learning curve of the chapter's agent (or of the run in progress for the game) as an image, or a Note."""
-    from ..viz import plot_learning_curves
+    from saliency_lib.viz import plot_learning_curves
 
     logs = find_logs(choice.spec, cfg.game, seed=cfg.seed)
     if logs is None:
         return Note(f"No training logs for {cfg.game}: neither the agent's directory nor `runs/dqn-{cfg.game}-s{cfg.seed}` "
                     "holds a `train_log.csv`.", title="No learning curve")
-    from ..train.common import read_log
+    from saliency_lib.train.common import read_log
 
     train = read_log(logs / "train_log.csv")
     evals = read_log(logs / "eval_log.csv") if (logs / "eval_log.csv").is_file() else None
     planned = json.loads((logs / "args.json").read_text()).get("frames") if (logs / "args.json").is_file() else None
     pub = published_scores(cfg.game)
-    fig = plot_learning_curves(train, evals, title=f"DQN on {cfg.game}: learning curve ({_rel(logs)})",
+    fig = plot_learning_curves(train, evals, title=f"DQN on {cfg.game}: learning curve ({rel_path(logs)})",
                                references={"random": pub["random"], "Nature DQN (200M frames)": pub["dqn_nature"],
                                            "DQN at 10M frames (NEC)": pub["dqn_10m"]},
                                planned_frames=planned)
@@ -540,8 +340,8 @@ def agent_gif(spec: str | None, cfg: AgentsChapter, *, every: int = 3):
                     "(with `MASK_A3C_OFFICIAL_SRC=<dir>` for a local copy).", title="Official agent not available")
     import torch
 
-    from ..agents import load_agent
-    from ..play import write_gif
+    from saliency_lib.agents import load_agent
+    from saliency_lib.play import write_gif
 
     agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec, device=cfg.device)
     steps = cfg.settings["gif_steps"]
@@ -557,22 +357,6 @@ def agent_gif(spec: str | None, cfg: AgentsChapter, *, every: int = 3):
 
 # -- official Mask-A3C ---------------------------------------------------------------------------
 
-def official_available(game: str | None = None, *, logs: bool = False) -> bool:
-    """Whether the official checkpoint (or, with ``logs``, the test log) of ``game`` is present."""
-    from ..agents.official import OFFICIAL_GAMES, official_dir, official_path
-
-    games = [game] if game else list(OFFICIAL_GAMES)
-    try:
-        for g in games:
-            if logs:
-                if not (official_dir() / "logs" / f"{g}NoFrameskip-v4_Mask-A3C-double+ConvLSTM_test.csv").is_file():
-                    return False
-            else:
-                official_path(g)
-    except (FileNotFoundError, ValueError):
-        return False
-    return True
-
 
 _MISSING_OFFICIAL = ("The official Mask-A3C checkpoints and logs are not available (looked in `$MASK_A3C_OFFICIAL_DIR`, "
                      "default `data/external/mask_a3c_official`). Run `make fetch-official`, with "
@@ -587,7 +371,7 @@ def official_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
     step cap, cached under ``<results_dir>/official_scores-<hash>/``. Column ``source``
     says which.
     """
-    from ..agents.official import official_scores_table
+    from saliency_lib.agents.official import official_scores_table
 
     games = [g for g in cfg.official_games if official_available(g, logs=True)]
     if not games:
@@ -605,7 +389,7 @@ def official_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
             continue
         r = evaluate_agent(f"official:{g}", episodes=s["official_episodes"], seed=cfg.seed, max_steps=s["official_max_steps"],
                            results_dir=cfg.results_dir, device=cfg.device)
-        row = official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=_here(r))
+        row = official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=here(r))
         parts.append(row)
     if not parts:
         return Note(_MISSING_OFFICIAL, title="Official agents not available")
@@ -628,8 +412,8 @@ def style_official(table: pd.DataFrame, caption: str):
 
 
 def _official_figure(game: str, *, window: int, ax=None):
-    from ..agents.official import official_logged_level, official_test_log
-    from ..viz import plot_official_curve
+    from saliency_lib.agents.official import official_logged_level, official_test_log
+    from saliency_lib.viz import plot_official_curve
 
     return plot_official_curve(official_test_log(game), game=game, level=official_logged_level(game)["logged_mean"],
                                window=window, ax=ax)

@@ -19,7 +19,7 @@ benchmarks (they take long on the study's 2-core CPU):
 * :func:`spot_check`: one timed map per method on the study's own agents, on the
   machine that executes the chapter (cached under ``results_dir``).
 
-Functions whose input is missing return a :class:`~saliency_lib.study.display.Note`.
+Functions whose input is missing return a :class:`~saliency_book.common.Note`.
 """
 
 from __future__ import annotations
@@ -39,19 +39,17 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from ..games import game_info
-from .agents import _rel, figure_image, official_available, study_agent
-from .cache import cached_json
-from .display import Note
-from .paths import RESULTS_DIR, repo_path
-from .profiles import profile_settings
+from saliency_book.common import Note, join_words
+from saliency_lib.experiments.catalog import official_available, rel_path, study_agent
+from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
+from saliency_lib.experiments.profiles import get_profile, profile_settings
+from saliency_lib.experiments.store import cached_json
+from saliency_lib.games import game_info
 
 __all__ = [
-    "RuntimeChapter", "Benchmarks", "BENCHMARKS_DIR", "PAPER_SECONDS", "PAPER_SOURCE", "CAPTUM_EQUIVALENT", "SPOT_CHECK",
-    "load_benchmarks", "method_label", "method_family", "explainer_table", "style_explainer_table", "cost_summary",
-    "plot_cost", "cost_figure", "comparison_table", "bf16_table", "training_table",
-    "envs_table", "machine_table", "style_table", "style_machine", "style_comparisons", "style_bf16", "style_training",
-    "style_envs", "regenerate_commands", "spot_check", "style_spot_check",
+    "RuntimeChapter", "Benchmarks", "BENCHMARKS_DIR", "PAPER_SECONDS", "PAPER_SOURCE", "CAPTUM_EQUIVALENT",
+    "load_benchmarks", "method_label", "method_family", "explainer_table", "cost_summary", "comparison_table", "bf16_table", "training_table",
+    "envs_table", "machine_table", "regenerate_commands", "spot_check",
     "hardware_note", "paper_summary", "comparison_summary", "bf16_summary", "training_summary", "envs_summary",
     "spot_summary",
 ]
@@ -80,13 +78,6 @@ CAPTUM_EQUIVALENT = MappingProxyType({
 })
 """Method → key of its Captum equivalent in ``explainers.json``'s ``comparisons``."""
 
-SPOT_CHECK = MappingProxyType({
-    "tiny": MappingProxyType({"methods": ("random", "gradient", "mask_policy"), "states": 1}),
-    "quick": MappingProxyType({"methods": None, "states": 1}),
-    "full": MappingProxyType({"methods": None, "states": 3}),
-})
-"""Per profile: methods of :func:`spot_check` (None: every method of the benchmark plus
-the attention masks) and how many states each is timed on."""
 
 _SKIP_STATES = 50
 """The spot check times states from agent step ``_SKIP_STATES`` on, so the screen is in play."""
@@ -99,7 +90,7 @@ _LABELS = {
 }
 _FAMILY = {"mask_policy": "attention mask", "mask_value": "attention mask", "gradient": "gradient",
            "integrated_gradients": "gradient", "gradcam": "gradient", "random": "chance reference"}
-_FAMILY_COLOURS = {"perturbation": "tab:blue", "gradient": "tab:green", "attention mask": "tab:purple",
+FAMILY_COLOURS = {"perturbation": "tab:blue", "gradient": "tab:green", "attention mask": "tab:purple",
                    "chance reference": "0.6"}
 
 
@@ -122,7 +113,7 @@ class RuntimeChapter:
     game: str = "Breakout"
     """Game of the spot check on the study's agents (the benchmarks use their own fixed setting)."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the spot check (:data:`SPOT_CHECK`)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the spot check (:attr:`~saliency_lib.experiments.profiles.Profile.runtime_methods`, ``runtime_states``)."""
     benchmarks_dir: str = BENCHMARKS_DIR
     """Directory of ``explainers.json``, ``training.json`` and ``envs.json``."""
     results_dir: str = RESULTS_DIR
@@ -142,7 +133,8 @@ class RuntimeChapter:
         for name in ("benchmarks_dir", "results_dir"):
             if not isinstance(getattr(self, name), (str, os.PathLike)) or not str(getattr(self, name)):
                 raise TypeError(f"{name} must be a non-empty path, got {getattr(self, name)!r}")
-        object.__setattr__(self, "spot", dict(SPOT_CHECK[self.profile]))
+        prof = get_profile(self.profile)
+        object.__setattr__(self, "spot", {"methods": prof.runtime_methods, "states": prof.runtime_states})
 
     def _repr_markdown_(self) -> str:
         params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "spot")
@@ -188,8 +180,8 @@ def load_benchmarks(benchmarks_dir: str | os.PathLike = BENCHMARKS_DIR) -> Bench
 
 
 def _missing(what: str, b: Benchmarks, script: str) -> Note:
-    return Note(f"No `{what}` in `{_rel(b.directory)}`. Run `python benchmarks/{script} --json "
-                f"{_rel(b.directory)}/{what}` to measure it.", kind="warning", title="Benchmark missing")
+    return Note(f"No `{what}` in `{rel_path(b.directory)}`. Run `python benchmarks/{script} --json "
+                f"{rel_path(b.directory)}/{what}` to measure it.", kind="warning", title="Benchmark missing")
 
 
 # -- the explainer benchmark --------------------------------------------------------------------
@@ -225,30 +217,6 @@ def explainer_table(b: Benchmarks) -> pd.DataFrame | Note:
             "paper_over_ours": 1e3 * paper / r["ms"] if paper is not None else np.nan,
         })
     return pd.DataFrame(rows)
-
-
-def style_table(table: pd.DataFrame | Note, caption: str, columns: dict[str, str], formats: dict[str, str] | None = None):
-    """``table[columns]`` renamed, formatted (``NA`` for missing values) and captioned (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
-    t = table[list(columns)].rename(columns=columns)
-    return t.style.format({columns[k]: v for k, v in (formats or {}).items() if k in columns}, na_rep="NA") \
-        .hide(axis="index").set_caption(caption)
-
-
-def style_explainer_table(table: pd.DataFrame | Note, caption: str):
-    """The benchmark table as the chapter shows it; the caption gains the names of the Captum equivalents."""
-    if isinstance(table, Note):
-        return table
-    cols = {"label": "Method", "forward_passes": "Passes", "ms": "Ours (ms)", "floor_ms": "Floor (ms)",
-            "overhead": "Overhead (× floor)", "captum_ms": "Captum (ms)", "captum_speedup": "Speed-up vs Captum",
-            "paper_s": "Huber et al. (s)", "paper_over_ours": "Huber et al. ÷ ours"}
-    fmt = {"forward_passes": "{:,.0f}", "ms": "{:,.1f}", "floor_ms": "{:,.1f}", "overhead": "{:.2f}", "captum_ms": "{:,.0f}",
-           "captum_speedup": "{:.2f}×", "paper_s": "{:.2f}", "paper_over_ours": "{:.1f}×"}
-    eq = table.dropna(subset=["captum"])
-    if not eq.empty:
-        caption += " Captum equivalents: " + _join([f"{r.captum} for {r.label}" for r in eq.itertuples()]) + "."
-    return style_table(table, caption, cols, fmt)
 
 
 def _largest_gap(ms: pd.Series) -> float:
@@ -294,49 +262,6 @@ def cost_summary(table: pd.DataFrame | Note) -> str | Note:
         out.append(f"The most expensive, {hi['label']}, costs {hi['ms'] / lo['ms']:,.0f} times as much as the cheapest "
                    f"real explanation, {lo['label']}.")
     return " ".join(out)
-
-
-def plot_cost(table: pd.DataFrame, *, title: str, ax=None):
-    """Horizontal log-scale bars of ms per map, labelled, with the floor and Huber et al.'s times as markers."""
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    t = table.sort_values("ms").reset_index(drop=True)
-    if ax is None:
-        fig = Figure(figsize=(8, 0.38 * len(t) + 1.4), layout="constrained")
-        ax = fig.subplots()
-    fig = ax.figure
-    y = np.arange(len(t))
-    ax.barh(y, t["ms"], color=[_FAMILY_COLOURS.get(f, "0.3") for f in t["family"]], height=0.7)
-    for yi, v in zip(y, t["ms"]):
-        ax.text(v * 1.08, yi, f"{v:,.1f} ms" if v < 10 else f"{v:,.0f} ms", va="center", fontsize=8)
-    ax.plot(t["floor_ms"], y, "|", color="black", markersize=14, markeredgewidth=2)
-    paper = t["paper_s"] * 1e3
-    ax.plot(paper, y, "D", color="tab:red", markersize=6)
-    ax.set_yticks(y, t["label"])
-    ax.set_xscale("log")
-    right = np.nanmax(np.r_[t["ms"].to_numpy(), paper.to_numpy()])
-    ax.set_xlim(min(t["ms"].min(), np.nanmin(t["floor_ms"])) / 2, right * 4)
-    ax.set_xlabel("milliseconds per map (log scale)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(axis="x", which="major", alpha=0.3)
-    handles = [Patch(color=c, label=f) for f, c in _FAMILY_COLOURS.items() if f in set(t["family"])]
-    handles += [Line2D([], [], marker="|", color="black", ls="", markersize=10, markeredgewidth=2,
-                       label="floor: same forward passes, bare network"),
-                Line2D([], [], marker="D", color="tab:red", ls="", label="Huber et al. (their hardware)")]
-    ax.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.9)
-    return fig
-
-
-def cost_figure(table: pd.DataFrame | Note, b: Benchmarks):
-    """:func:`plot_cost` of the benchmark table as an image (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
-    m = b.explainers.get("machine", {})
-    title = (f"Cost of one saliency map: random-weight DQN, one Ms. Pac-Man state, 1 thread of "
-             f"{m.get('cpu', 'an unrecorded CPU')}")
-    return figure_image(plot_cost(table, title=title))
 
 
 # -- comparisons, precision -------------------------------------------------------------------------
@@ -386,8 +311,8 @@ def comparison_table(b: Benchmarks) -> pd.DataFrame | Note:
 
 def _library_offers_bf16(name: str) -> bool | None:
     """Whether :func:`get_explainer` accepts ``precision="bf16"`` for ``name`` (None: not for a DQN agent)."""
-    from ..agents import DQNConfig, DQNNet, QAgent
-    from ..explainers import get_explainer
+    from saliency_lib.agents import DQNConfig, DQNNet, QAgent
+    from saliency_lib.explainers import get_explainer
 
     agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
     try:
@@ -437,7 +362,7 @@ def training_table(b: Benchmarks) -> pd.DataFrame | Note:
     """
     if b.training is None:
         return _missing("training.json", b, "training.py")
-    from ..train import A2CArgs, DQNArgs
+    from saliency_lib.train import A2CArgs, DQNArgs
 
     d, a = DQNArgs(), A2CArgs()
     now = {"ours_dqn_default": vars(d), "ours_dqn_matched": {**vars(d), "batch_size": 32, "train_freq": 4},
@@ -522,50 +447,13 @@ def machine_table(b: Benchmarks) -> pd.DataFrame | Note:
         rows.append({"benchmark": "envs.json", "date": "", "cpu": b.envs.get("machine"), "cpus": b.envs.get("cpu_count"),
                      "threads": None, "load": f"{la[0]:.1f}" if la else "", "versions": f"{b.envs.get('num_envs')} envs"})
     if not rows:
-        return Note(f"No benchmark results in `{_rel(b.directory)}`.", kind="warning", title="No benchmarks")
+        return Note(f"No benchmark results in `{rel_path(b.directory)}`.", kind="warning", title="No benchmarks")
     return pd.DataFrame(rows)
-
-
-def style_machine(table: pd.DataFrame | Note, caption: str):
-    """:func:`machine_table` as the chapter shows it."""
-    return style_table(table, caption, {"benchmark": "File", "date": "Date", "cpu": "CPU", "cpus": "Logical CPUs",
-                                        "threads": "Torch threads", "load": "Load average", "versions": "Versions / setting"},
-                       {"cpus": "{:.0f}", "threads": "{:.0f}"})
-
-
-def style_comparisons(table: pd.DataFrame | Note, caption: str):
-    """:func:`comparison_table` as the chapter shows it."""
-    return style_table(table, caption, {"theirs": "Their implementation", "setting": "Their best setting (others)",
-                                        "their_ms": "Their ms/map", "ours": "Our method", "our_ms": "Our ms/map",
-                                        "ratio": "Ratio", "floor_bound": "Floor bound"},
-                       {"their_ms": "{:,.0f}", "our_ms": "{:,.0f}", "ratio": "{:.2f}×", "floor_bound": "{:.2f}×"})
-
-
-def style_bf16(table: pd.DataFrame | Note, caption: str):
-    """:func:`bf16_table` as the chapter shows it."""
-    return style_table(table, caption, {"label": "Method", "bf16_speedup": "bf16 speed-up", "spearman_random": "ρ, random DQN",
-                                        "min_spearman_trained": "min ρ, trained agent", "keeps": "ρ ≥ 0.99",
-                                        "offered": "Offered"},
-                       {"bf16_speedup": "{:.2f}×", "spearman_random": "{:.3f}", "min_spearman_trained": "{:.4f}"})
-
-
-def style_training(table: pd.DataFrame | Note, caption: str):
-    """:func:`training_table` as the chapter shows it."""
-    return style_table(table, caption, {"run": "Run", "setting": "Setting", "steps_per_s": "Agent steps/s",
-                                        "frames_per_s": "Frames/s", "vs_cleanrl": "× CleanRL-style"},
-                       {"steps_per_s": "{:,.0f}", "frames_per_s": "{:,.0f}", "vs_cleanrl": "{:.2f}×"})
-
-
-def style_envs(table: pd.DataFrame | Note, caption: str):
-    """:func:`envs_table` as the chapter shows it."""
-    return style_table(table, caption, {"backend": "Backend", "used_by": "Used by", "steps_per_s": "Agent steps/s",
-                                        "vs_sync": "× SyncVectorEnv"},
-                       {"steps_per_s": "{:,.0f}", "vs_sync": "{:.2f}×"})
 
 
 def regenerate_commands(b: Benchmarks) -> str:
     """Shell commands that rewrite the three JSON files with the settings recorded in them (Markdown)."""
-    d = _rel(b.directory)
+    d = rel_path(b.directory)
     ex = [f"python benchmarks/explainers.py --json {d}/explainers.json"]
     if b.explainers is not None:
         m = re.search(r"median of (\d+) rounds", b.explainers.get("setting", {}).get("statistic", ""))
@@ -626,9 +514,9 @@ def _time_methods(spec: str, methods: list[str], n_states: int, seed: int) -> di
     import torch
     from threadpoolctl import threadpool_limits
 
-    from ..agents import load_agent
-    from ..explainers import get_explainer
-    from ..states import collect_states
+    from saliency_lib.agents import load_agent
+    from saliency_lib.explainers import get_explainer
+    from saliency_lib.states import collect_states
 
     agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec)
     states = collect_states(agent, _SKIP_STATES + n_states, seed=seed).subset(slice(_SKIP_STATES, None))
@@ -659,7 +547,7 @@ def _time_methods(spec: str, methods: list[str], n_states: int, seed: int) -> di
 def spot_check(cfg: RuntimeChapter, b: Benchmarks) -> pd.DataFrame | Note:
     """Time one map per method on the study's own agents for ``cfg.game``, on this machine.
 
-    The agents are the study's DQN agent (:func:`~saliency_lib.study.agents.study_agent`)
+    The agents are the study's DQN agent (:func:`~saliency_book.ch1_agents.study_agent`)
     when it exists and the official Mask-A3C agent when it is fetched. Each method
     explains ``cfg.spot["states"]`` states of a greedy game (from agent step 50 on),
     one state per call with its default parameters, on one thread; the median per
@@ -679,7 +567,7 @@ def spot_check(cfg: RuntimeChapter, b: Benchmarks) -> pd.DataFrame | Note:
     if not specs:
         return Note(f"No agent to time for {cfg.game}: no study DQN agent exists yet and the official Mask-A3C "
                     "checkpoints are not fetched (`make fetch-official`).", title="No agent")
-    from ..agents import load_agent
+    from saliency_lib.agents import load_agent
 
     methods = _spot_methods(cfg, b)
     bench = b.explainers["methods"] if b.explainers is not None else {}
@@ -700,34 +588,12 @@ def spot_check(cfg: RuntimeChapter, b: Benchmarks) -> pd.DataFrame | Note:
     return pd.DataFrame(parts)
 
 
-def style_spot_check(table: pd.DataFrame | Note, caption: str):
-    """The spot check, one column pair per agent, next to the benchmark's time."""
-    if isinstance(table, Note):
-        return table
-    wide = table.pivot_table(index=["method", "label"], columns="agent", values=["ms", "forward_passes"], sort=False)
-    out = pd.DataFrame({"Method": [lbl for _, lbl in wide.index]})
-    fmt = {}
-    for spec in table["agent"].unique():
-        shape = table.loc[table["agent"] == spec, "input_shape"].iloc[0]
-        out[f"{spec} ({shape}): passes"] = wide[("forward_passes", spec)].to_numpy()
-        out[f"{spec} ({shape}): ms/map"] = wide[("ms", spec)].to_numpy()
-        fmt[f"{spec} ({shape}): passes"], fmt[f"{spec} ({shape}): ms/map"] = "{:,.0f}", "{:,.1f}"
-    bench = table.drop_duplicates("method").set_index("method")["benchmark_ms"]
-    out["Benchmark, random-weight DQN (ms/map)"] = [bench.get(m, math.nan) for m, _ in wide.index]
-    fmt["Benchmark, random-weight DQN (ms/map)"] = "{:,.1f}"
-    return out.style.format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
-
-
 # -- sentences formatted from the numbers ---------------------------------------------------------
 
 def _md(text: str):
     from IPython.display import Markdown
 
     return Markdown(text)
-
-
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def hardware_note(b: Benchmarks):
@@ -762,7 +628,7 @@ def paper_summary(table: pd.DataFrame | Note):
     text = (f"Where Huber et al. recorded a time, their map took {lo['paper_over_ours']:.1f} ({lo['label']}) to "
             f"{hi['paper_over_ours']:.1f} ({hi['label']}) times as long as ours.")
     if na:
-        text += f" They recorded no time for {_join(na)} (NA in the table)."
+        text += f" They recorded no time for {join_words(na)} (NA in the table)."
     return _md(text)
 
 
@@ -774,10 +640,10 @@ def comparison_summary(table: pd.DataFrame | Note):
     slower = table[table["ratio"] <= 1]
     parts = []
     if not faster.empty:
-        parts.append("Our implementation is faster than " + _join(
+        parts.append("Our implementation is faster than " + join_words(
             [f"{r.short} (which takes {r.ratio:.1f} times as long)" for r in faster.itertuples()]) + ".")
     if not slower.empty:
-        parts.append("It is not faster than " + _join(
+        parts.append("It is not faster than " + join_words(
             [f"{r.short} (which takes {r.ratio:.2f} times as long)" for r in slower.itertuples()]) + ".")
     lp = table[table["key"].str.startswith("lime.")]
     if not lp.empty:
@@ -798,14 +664,14 @@ def bf16_summary(table: pd.DataFrame | Note):
             f"{table['bf16_speedup'].max():.2f} times as fast as in float32 on the random-weight DQN.")
     slower = table.loc[table["bf16_speedup"] < 1, "label"].tolist()
     if slower:
-        text += f" {_join(slower)} became slower."
+        text += f" {join_words(slower)} became slower."
     if keep or drop:
         text += (f" On the trained agent, the bf16 maps kept a Spearman correlation of at least 0.99 with the float32 "
-                 f"maps for {_join(keep) if keep else 'no method'}, and not for {_join(drop) if drop else 'any other'}.")
+                 f"maps for {join_words(keep) if keep else 'no method'}, and not for {join_words(drop) if drop else 'any other'}.")
         agree = table.dropna(subset=["keeps", "offered"])
         mismatch = agree.loc[agree["keeps"] != agree["offered"], "label"].tolist()
         text += (" The library offers `precision=\"bf16\"` exactly for the methods that kept it."
-                 if not mismatch else f" The library's offer differs from the measurement for {_join(mismatch)}.")
+                 if not mismatch else f" The library's offer differs from the measurement for {join_words(mismatch)}.")
     return _md(text)
 
 
@@ -817,12 +683,12 @@ def training_summary(table: pd.DataFrame | Note):
     if t.empty:
         return _md("The benchmark has no CleanRL-style reference run.")
     items = [f"{r.phrase} {'runs ' if i == 0 else ''}{r.vs_cleanrl:.2f} times as fast" for i, r in enumerate(t.itertuples())]
-    text = f"Against the CleanRL-style loop, {_join(items)}, in agent steps per second."
+    text = f"Against the CleanRL-style loop, {join_words(items)}, in agent steps per second."
     sps = table.set_index("key")["steps_per_s"]
     pairs = (("DQN", "ours_dqn_default", "ours_dqn_fp32"), ("Mask-A2C", "ours_a2c_double", "ours_a2c_double_fp32"))
     gains = [f"the {name} trainer {sps[k] / sps[k32]:.2f} times" for name, k, k32 in pairs if k in sps and k32 in sps]
     if gains:
-        text += f" bf16 autocast makes {_join(gains)} as fast as float32."
+        text += f" bf16 autocast makes {join_words(gains)} as fast as float32."
     return _md(text)
 
 
@@ -837,10 +703,10 @@ def envs_summary(table: pd.DataFrame | Note):
     if not used.empty:
         items = [f"{'the backend' if i == 0 else 'that'} of the {r.used_by} {'runs ' if i == 0 else ''}{r.vs_sync:.2f} times"
                  for i, r in enumerate(used.itertuples())]
-        text += f" {_join(items)[0].upper()}{_join(items)[1:]} as fast as gymnasium's SyncVectorEnv."
+        text += f" {join_words(items)[0].upper()}{join_words(items)[1:]} as fast as gymnasium's SyncVectorEnv."
     missing = table[table["steps_per_s"].isna()]
     if not missing.empty:
-        text += " Not measured: " + _join([f"{r.short} ({r.note})" for r in missing.itertuples()]) + "."
+        text += " Not measured: " + join_words([f"{r.short} ({r.note})" for r in missing.itertuples()]) + "."
     return _md(text)
 
 

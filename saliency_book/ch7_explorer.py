@@ -7,9 +7,9 @@ The chapter's notebook (``notebooks/07_explorer.py``) only calls these functions
 
 **Static and live.** The book is static HTML without a kernel, so the explorer
 embeds a small grid of pre-rendered images: the chapter's game, both agents, the
-first ``n_states`` HIGHLIGHTS-DIV states of chapter 2 (:mod:`~saliency_lib.study.gallery`,
+first ``n_states`` HIGHLIGHTS-DIV states of chapter 2 (:mod:`~saliency_book.ch2_gallery`,
 whose cached maps it reuses), every method, the targets of
-:data:`~saliency_lib.study.gallery.TARGETS` and the overlay strengths of :data:`ALPHAS`.
+:data:`~saliency_book.ch2_gallery.TARGETS` and the overlay strengths of :data:`ALPHAS`.
 The images sit in nested ``ipywidgets.Stack`` containers; each control's ``index``
 is linked to the ``selected_index`` of its level with :func:`ipywidgets.jslink`, a link
 that the browser runs, so the saved widget state switches images with no kernel.
@@ -26,26 +26,27 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..games import valid_games
-from .display import Note
-from .gallery import (
-    HIGHLIGHTS_PARAMS,
+from saliency_book.common import (
     METHOD_LABELS,
     METHODS,
     TARGET_FREE,
     TARGET_LABELS,
     TARGETS,
-    GalleryChapter,
-    StateSelection,
-    _as_count,
+    Note,
     action_names,
-    applicable_methods,
+    as_count,
     chapter_agents,
-    highlight_states,
     load,
+)
+from saliency_book.maps import (
+    ExampleMapsConfig,
+    StateSelection,
+    applicable_methods,
+    highlight_states,
     overlay_map,
     saliency_map,
 )
+from saliency_lib.games import valid_games
 
 __all__ = ["ALPHAS", "STATIC_STATES", "ExplorerChapter", "Explorer", "explorer", "explorer_summary", "explorer_games",
            "encode_image", "colour_legend"]
@@ -57,7 +58,7 @@ STATIC_STATES = 3
 
 
 @dataclass(frozen=True)
-class ExplorerChapter(GalleryChapter):
+class ExplorerChapter(ExampleMapsConfig):
     """Configuration of chapter 7; every field is a parameter of the notebook.
 
     The states are chapter 2's HIGHLIGHTS-DIV states of the same profile and seed, so
@@ -68,16 +69,16 @@ class ExplorerChapter(GalleryChapter):
     """States embedded in the static page (most important first); None: :data:`STATIC_STATES`,
     at most the states chapter 2 chooses."""
 
-    USED = ("n_states", "eval_max_steps")
+    USED = ("highlight_states", "eval_max_steps")
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "n_states", _as_count(self.n_states, "n_states"))
+        object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
 
     @property
     def selection(self) -> StateSelection:
         """Chapter 2's default selection for this profile and seed."""
-        budget = min(self.settings["n_states"], HIGHLIGHTS_PARAMS["budget"])
+        budget = self.settings["highlight_states"]
         return StateSelection(trajectory=self.trajectory, budget=budget, seed=self.seed)
 
     @property

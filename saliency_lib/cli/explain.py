@@ -1,8 +1,8 @@
 """``saliency-study explain AGENT --method M --states N --out DIR``: saliency maps of an agent's own states.
 
 :func:`add_explain_parser` adds the subcommand to the main parser; the
-subcommand runs :func:`run_explain`. :func:`collect_states` plays the evaluation
-protocol of the agent's preset and returns the states to explain.
+subcommand runs :func:`run_explain`. The states are the agent's greedy game
+(:func:`saliency_lib.states.collect_states`).
 """
 
 from __future__ import annotations
@@ -17,46 +17,7 @@ import torch
 
 from ..agents.base import Agent
 
-__all__ = ["add_explain_parser", "run_explain", "collect_states"]
-
-
-@torch.no_grad()
-def collect_states(agent: Agent, n: int, seed: int = 0):
-    """Play the fixed evaluation protocol of ``agent``'s preset greedily and keep ``n`` states.
-
-    * ``dqn`` preset (Huber et al. §1.2 and §2.1): ``make_env(game, "dqn",
-      mode="eval", fixed_start=True)``; the first state is the one after the
-      fixed start and the 4 fill steps. If a game ends before ``n`` states, the
-      environment is reset (fixed start again) and collection goes on.
-    * ``mask_a3c`` preset (Itaya et al. §1.1): ``make_env(game, "mask_a3c",
-      mode="eval")`` reset with ``seed``; the ConvLSTM state is carried from step
-      to step and zeroed when ``info["life_lost"]`` is set or a game ends.
-
-    Parameters
-    ----------
-    agent : saliency_lib.agents.Agent
-        The agent that plays (greedy actions).
-    n : int
-        Number of states to keep (consecutive steps from the start).
-    seed : int, optional
-        Seed of the environment reset (default 0).
-
-    Returns
-    -------
-    states : torch.Tensor
-        ``(n, C, H, W)`` float32 on the agent's device.
-    hidden : tuple of torch.Tensor or None
-        For recurrent agents, the recurrent state *entering* each kept step
-        (first axis ``n``), i.e. what the agent used to act on that state; else ``None``.
-    frames : list of numpy.ndarray
-        The raw 210×160×3 RGB frame behind each state (``saliency_lib.envs.raw_frame``).
-    actions : torch.Tensor
-        ``(n,)`` int64 greedy actions taken.
-    """
-    from ..states import collect_states as _collect
-
-    ss = _collect(agent, n, seed=seed, frames=True)
-    return ss.states, ss.hidden, list(ss.frames), ss.actions
+__all__ = ["add_explain_parser", "run_explain"]
 
 
 def _overlay_png(map_: np.ndarray, frame: np.ndarray, agent: Agent) -> np.ndarray:
@@ -83,7 +44,7 @@ def run_explain(args: argparse.Namespace) -> int:
     import imageio.v2 as imageio
 
     from ..agents import load_agent
-    from ._registry import EXPLAINERS, get_explainer
+    from ..explainers import EXPLAINERS, get_explainer
 
     torch.set_num_threads(args.threads)
     if args.method not in EXPLAINERS:
@@ -97,7 +58,10 @@ def run_explain(args: argparse.Namespace) -> int:
         params["seed"] = args.seed
     explainer = get_explainer(args.method, agent, **params)
 
-    states, hidden, frames, actions = collect_states(agent, args.states, args.seed)
+    from ..states import collect_states
+
+    ss = collect_states(agent, args.states, seed=args.seed, frames=True)
+    states, hidden, frames, actions = ss.states, ss.hidden, list(ss.frames), ss.actions
     result = explainer.attribute(states, target=actions, hidden=hidden).cpu()
 
     out = Path(args.out)
@@ -121,7 +85,7 @@ def add_explain_parser(subparsers) -> argparse.ArgumentParser:
 
     The subcommand's ``func`` is :func:`run_explain`.
     """
-    from ._registry import EXPLAINERS
+    from ..explainers import EXPLAINERS
 
     p = subparsers.add_parser("explain", help="saliency maps of the states an agent visits (maps.npz + PNG overlays)")
     p.add_argument("agent", help="checkpoint directory, or official:<Game>")

@@ -1,4 +1,13 @@
-"""Results cached by configuration hash under ``data/results/``.
+"""The result store: sweep units and cached results under ``data/results/``.
+
+**Units.** Each finished unit of the sweep (:mod:`.units`) is one atomic file
+``<results_dir>/sweep/<experiment>/<unit key>.parquet`` in the tidy schema of
+:mod:`saliency_lib.results`; the states it explains are cached under
+``<results_dir>/sweep/states/``. Every command (``saliency-study run``, ``sanity``,
+``insertion``) and every chapter reads and writes units through here.
+
+**Cached results.** Everything else a chapter computes (evaluations, figures, timing)
+is cached by configuration hash.
 
 A cached result lives in ``<results_dir>/<name>-<hash>/`` where ``hash`` is
 :func:`saliency_lib.results.config_hash` of everything that determines it (agent
@@ -17,16 +26,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .._io import atomic_write
-from ..results import canonical_json, config_hash
-from .paths import repo_path
+from ..results import KEY, canonical_json, config_hash, empty_table, read_table, write_table
+from .paths import RESULTS_DIR, repo_path
 
-__all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA"]
+if TYPE_CHECKING:  # units import the store, not the other way round
+    from .units import Unit
+
+__all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA", "states_dir", "unit_path",
+           "store_unit", "load_units"]
 
 LOCAL = "_local"
 """Machine-local, uncommitted part of a results directory."""
@@ -96,3 +110,27 @@ def cached_file(name: str, config: Mapping, suffix: str, make: Callable[[str], o
         _atomic(f, make)
         _atomic(f.with_suffix(".json"), lambda p: Path(p).write_text(canonical_json(config) + "\n"))
     return f
+
+
+def states_dir(results_dir) -> Path:
+    return repo_path(results_dir) / "sweep" / "states"
+
+
+def unit_path(unit: Unit, results_dir=RESULTS_DIR) -> Path:
+    return repo_path(results_dir) / "sweep" / unit.experiment / f"{unit.key}.parquet"
+
+
+def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
+    got = set(rows["state"].astype(int)) if len(rows) else set()
+    if got != set(unit.states):
+        raise RuntimeError(f"unit {unit.key} returned rows for states {sorted(got)}, expected {list(unit.states)}")
+    write_table(rows, unit_path(unit, results_dir))  # atomic: temporary file, fsync, rename
+
+
+def load_units(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> pd.DataFrame:
+    """All stored rows of ``units``, sorted by the results key."""
+    parts = [read_table(unit_path(u, results_dir)) for u in units]
+    if not parts:
+        return empty_table()
+    df = pd.concat(parts, ignore_index=True)
+    return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)

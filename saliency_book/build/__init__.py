@@ -1,0 +1,1 @@
+"""``saliency-study book``: convert, execute and render the chapters; offline assets; browser check."""

@@ -1,0 +1,249 @@
+"""Chapter 5 (mask attention): does attention make A3C score higher? Our runs beside the official ones.
+
+The training runs of each variant (none, policy, value, double), their learning curves next to
+the official Mask-A3C milestones, the score table and the sentence built from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from saliency_book.ch5_mask_attention import AC_ALGOS, COLORS, PAPER_CLAIM, VARIANT_LABELS, VARIANT_ORDER, variant
+from saliency_book.common import Note, figure_image
+from saliency_lib.experiments.catalog import official_available
+from saliency_lib.experiments.paths import AGENTS_DIR, RUNS_DIR, repo_path
+
+__all__ = ["actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores", "a3c_sentence"]
+
+
+def actor_critic_runs(game: str, agents_dir: str | os.PathLike = AGENTS_DIR, runs_dir: str | os.PathLike | None = RUNS_DIR,
+                      scores_csv: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Our actor-critic training runs of ``game``: shipped agents and, optionally, runs in progress.
+
+    Shipped agents are the ``data/agents/*`` directories with ``algo`` a3c (``meta.json``);
+    their final score comes from ``scores.csv`` next to them (``scores_csv``) or
+    ``eval_score`` in ``meta.json`` (:func:`~saliency_book.ch1_agents.score_table`).
+    Runs in progress are ``<runs_dir>/a3c-<game>-<variant>-s<seed>`` with a
+    ``train_log.csv`` and no shipped agent of the same name; they have no final score.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``agent, variant, seed, frames, mean, std, episodes, shipped, logs`` (the
+        directory with ``train_log.csv``/``eval_log.csv``, or None).
+    """
+    from saliency_book.common import score_table
+
+    cols = ["agent", "variant", "seed", "frames", "mean", "std", "episodes", "shipped", "logs"]
+    base = repo_path(agents_dir)
+    scores = score_table(agents_dir, scores_csv if scores_csv is not None else base / "scores.csv", games=[game])
+    scores = scores[scores["algo"].isin(AC_ALGOS)]
+    rows = []
+    for _, s in scores.iterrows():
+        d = repo_path(s["path"])
+        meta = json.loads((d / "meta.json").read_text())
+        rows.append({"agent": s["agent"], "variant": variant(s), "seed": meta.get("seed"), "frames": s["frames"],
+                     "mean": s["mean"], "std": s["std"], "episodes": s["episodes"], "shipped": True,
+                     "logs": str(d) if (d / "train_log.csv").is_file() else None})
+    shipped = {r["agent"] for r in rows}
+    runs = repo_path(runs_dir) if runs_dir is not None else None
+    for d in sorted(runs.glob(f"a3c*-{game}-*-s*")) if runs is not None and runs.is_dir() else []:
+        m = _RUN_NAME.match(d.name)
+        if not m or m["game"] != game or d.name in shipped or not (d / "train_log.csv").is_file():
+            continue
+        tr = pd.read_csv(d / "train_log.csv")
+        rows.append({"agent": d.name, "variant": m["variant"], "seed": int(m["seed"]),
+                     "frames": float(tr["frames"].max()) if len(tr) else 0.0, "mean": np.nan, "std": np.nan,
+                     "episodes": np.nan, "shipped": False, "logs": str(d)})
+    df = pd.DataFrame(rows, columns=cols)
+    order = {v: i for i, v in enumerate(VARIANT_ORDER)}
+    return df.sort_values(["variant", "seed"], key=lambda c: c.map(order) if c.name == "variant" else c).reset_index(drop=True)
+
+
+def _official_reference(game: str, frames: float, last: int = 20) -> dict | None:
+    """The official run's mean over its last ``last`` test games before ``frames`` emulator frames."""
+    from saliency_lib.agents.official import OFFICIAL_GAMES, official_test_log
+
+    if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
+        return None
+    log = official_test_log(game)
+    before = log[log["global_step"] * 4 <= frames]
+    if before.empty:
+        return None
+    s = before["score"].tail(last)
+    return {"mean": float(s.mean()), "std": float(s.std(ddof=0)), "games": int(len(s)), "frames": float(frames)}
+
+
+def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: int = 90):
+    """Learning curves of our A3C / Mask-A3C runs (one colour per variant), with the official run for reference.
+
+    ``runs`` is :func:`actor_critic_runs`; without runs the result is a Note.
+    """
+    from matplotlib.figure import Figure
+
+    from saliency_lib.agents.official import official_test_log
+    from saliency_lib.train.common import read_log
+
+    if runs.empty:
+        return Note(f"Our A3C and Mask-A3C agents for {game} are not trained yet: no run is shipped or in progress, "
+                    "so there is no learning curve to show. The comparison fills in when they exist.",
+                    kind="warning", title="A3C and Mask-A3C not trained yet")
+    fig = Figure(figsize=(8.0, 4.2), layout="constrained")
+    ax = fig.subplots()
+    top = 0.0
+    for r in runs.itertuples():
+        color = _VARIANT_COLORS.get(r.variant)
+        tag = f"{VARIANT_LABELS.get(r.variant, r.variant)}, seed {r.seed}" + ("" if r.shipped else " (in progress)")
+        if not isinstance(r.logs, str):  # shipped without logs
+            continue
+        tr = read_log(Path(r.logs) / "train_log.csv")
+        ep = tr[tr["episode_score"].notna()] if "episode_score" in tr.columns else tr.iloc[:0]
+        if len(ep):
+            ax.plot(ep["frames"] / 1e6, ep["episode_score"].rolling(window, min_periods=1).mean(), color=color, lw=1.4,
+                    ls="-" if r.shipped else "--", label=f"{tag}: training games (mean of {window})")
+            top = max(top, float(ep["frames"].max()))
+        ev = Path(r.logs) / "eval_log.csv"
+        if ev.is_file():
+            e = read_log(ev)
+            if len(e):
+                ax.errorbar(e["frames"] / 1e6, e["eval_mean"], yerr=e["eval_std"], fmt="o", ms=3.5, capsize=2, color=color,
+                            label=f"{tag}: greedy evaluations")
+                top = max(top, float(e["frames"].max()))
+    if top > 0 and official_available(game, logs=True):
+        log = official_test_log(game)
+        log = log[log["global_step"] * 4 <= 1.05 * top]
+        if len(log):
+            ax.plot(log["global_step"] * 4 / 1e6, log["score"].rolling(20, min_periods=1).mean(), color=COLORS["official"],
+                    lw=2, zorder=0, label="official Mask-A3C run: greedy test games (mean of 20)")
+    ax.set_xlabel("emulator frames (millions)")
+    ax.set_ylabel("game score (raw, all lives)")
+    ax.set_title(f"A3C and Mask-A3C on {game}: our runs", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return figure_image(fig, dpi=dpi)
+
+
+def _final_training_mean(logs) -> tuple[float, int]:
+    """Mean score and count of the training games after ``(1 − FINAL_FRACTION) ×`` the frames of the
+    run's last logged game (:data:`FINAL_FRACTION`)."""
+    from saliency_lib.train.common import read_log
+
+    if not isinstance(logs, (str, os.PathLike)) or not (Path(logs) / "train_log.csv").is_file():  # None or NaN: none
+        return float("nan"), 0
+    log = read_log(Path(logs) / "train_log.csv").dropna(subset=["episode_score"])
+    if log.empty:
+        return float("nan"), 0
+    last = log[log["frames"] > (1 - FINAL_FRACTION) * log["frames"].max()]
+    return float(last["episode_score"].mean()), len(last)
+
+
+def a3c_score_table(runs: pd.DataFrame, game: str) -> pd.DataFrame | Note:
+    """Final scores per variant: seeds, frames, mean ± sd over seeds of the agents' evaluation means.
+
+    Only shipped agents have a final score. ``train_final`` is a second, less noisy measure:
+    the mean over seeds of each run's training games (sampled actions) in the last
+    :data:`FINAL_FRACTION` of its frames, from its log (``train_games`` games in all). A last
+    row gives the official Mask-A3C run's level at the same number of frames (its last 20
+    greedy test games before it), when its log is available.
+    """
+    done = runs[runs["shipped"] & runs["mean"].notna()] if len(runs) else runs
+    if done.empty:
+        return Note(f"No final scores yet: no A3C or Mask-A3C agent for {game} is shipped (trained and evaluated).",
+                    title="Not trained yet")
+    rows = []
+    for v in [v for v in VARIANT_ORDER if v in set(done["variant"])]:
+        g = done[done["variant"] == v]
+        final = [_final_training_mean(logs) for logs in g["logs"]]
+        train = [m for m, n in final if n]
+        rows.append({"variant": v, "model": VARIANT_LABELS[v], "seeds": len(g), "frames": float(g["frames"].median()),
+                     "train_final": float(np.mean(train)) if train else np.nan, "train_games": sum(n for _, n in final),
+                     "mean": float(g["mean"].mean()), "sd_seeds": float(g["mean"].std(ddof=1)) if len(g) > 1 else np.nan,
+                     "min": float(g["mean"].min()), "max": float(g["mean"].max()),
+                     "per_seed": ", ".join(f"{x:,.1f}" for x in g["mean"]), "source": "our agents (greedy evaluation)"})
+    ref = _official_reference(game, float(done["frames"].median()))
+    if ref:
+        rows.append({"variant": "official", "model": "official Mask-A3C run at the same frames", "seeds": 1,
+                     "frames": ref["frames"], "train_final": np.nan, "train_games": 0, "mean": ref["mean"],
+                     "sd_seeds": np.nan, "min": np.nan, "max": np.nan,
+                     "per_seed": f"last {ref['games']} test games: sd {ref['std']:,.1f}",
+                     "source": "official test log"})
+    return pd.DataFrame(rows)
+
+
+def style_a3c_scores(table: pd.DataFrame | Note, caption: str):
+    """:func:`a3c_score_table` as a Styler (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    train = f"Training games, last {FINAL_FRACTION:.0%} of frames"
+    t = table[["model", "seeds", "frames", "mean", "sd_seeds", "per_seed", "train_final", "source"]].rename(columns={
+        "model": "Model", "seeds": "Seeds", "frames": "Frames (M)", "mean": "Score (mean over seeds)",
+        "sd_seeds": "sd over seeds", "per_seed": "Per seed", "train_final": train, "source": "From"})
+    t = t.assign(**{"Frames (M)": t["Frames (M)"] / 1e6})
+    fmt = {"Frames (M)": "{:.3g}", "Score (mean over seeds)": "{:,.1f}", "sd over seeds": "{:,.1f}", train: "{:,.1f}"}
+    return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
+
+
+def a3c_sentence(table: pd.DataFrame | Note, game: str):
+    """Markdown: does our Mask-A3C beat our A3C at our budget? Generated from :func:`a3c_score_table`."""
+    from IPython.display import Markdown
+
+    if isinstance(table, Note):
+        return Markdown(f"The paper claims that \"{PAPER_CLAIM}\". Our test of this claim on {game} waits for our "
+                        "agents (see the note above).")
+    t = table.set_index("variant")
+    if not {"none", "double"} <= set(t.index):
+        have = ", ".join(VARIANT_LABELS[v] for v in t.index if v in VARIANT_LABELS)
+        return Markdown(f"The comparison needs both A3C (no mask) and Mask-A3C agents; so far only {have} "
+                        "exist for this game.")
+    a, m = t.loc["none"], t.loc["double"]
+    diff = m["mean"] - a["mean"]
+    verdict = "higher" if diff > 0 else "lower" if diff < 0 else "the same"
+    text = [f"At {m['frames'] / 1e6:.3g} M frames, our Mask-A3C scores {m['mean']:,.1f} on {game} "
+            f"({int(m['seeds'])} seed{'s' if m['seeds'] != 1 else ''}) and our A3C {a['mean']:,.1f} "
+            f"({int(a['seeds'])} seed{'s' if a['seeds'] != 1 else ''}): the masked agent scores {verdict}"
+            + (f", by {abs(diff):,.1f} points." if diff else ".")]
+    if m["seeds"] > 1 and a["seeds"] > 1:
+        overlap = not (m["min"] > a["max"] or a["min"] > m["max"])
+        text.append("The seeds' ranges " + ("overlap, so the difference is within the spread between seeds."
+                                            if overlap else "do not overlap."))
+    else:
+        text.append("With a single seed per variant the difference cannot be told apart from the spread between "
+                    "training runs.")
+    if np.isfinite(m.get("train_final", np.nan)) and np.isfinite(a.get("train_final", np.nan)):
+        tdiff = m["train_final"] - a["train_final"]
+        text.append(f"Over the training games of the last {FINAL_FRACTION:.0%} of frames (sampled actions; "
+                    f"{int(m['train_games'])} and {int(a['train_games'])} games), Mask-A3C averages "
+                    f"{m['train_final']:,.1f} and A3C {a['train_final']:,.1f}"
+                    + (", the same order." if tdiff * diff > 0 else ", the opposite order." if tdiff * diff < 0 else "."))
+    direction = "in the direction of" if diff > 0 else "against" if diff < 0 else "neither for nor against"
+    budget = _official_budget(game)
+    text.append(f"This is {direction} the paper's claim that \"{PAPER_CLAIM}\"" + (
+        f", with {100 * m['frames'] / budget:.2g} % of the official run's {budget / 1e6:,.0f} M training frames."
+        if budget else "."))
+    return Markdown(" ".join(text))
+
+
+def _official_budget(game: str) -> float | None:
+    """Emulator frames of the official run (4 × its last logged global step), if its log is available."""
+    from saliency_lib.agents.official import OFFICIAL_GAMES, official_test_log
+
+    if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
+        return None
+    return 4.0 * float(official_test_log(game)["global_step"].max())
+
+
+_VARIANT_COLORS = {"none": "#555555", "policy": "#21918c", "value": "#de7d2c", "double": "#3b528b"}
+
+
+_RUN_NAME = re.compile(r"^(?P<algo>a3c(?:-sync)?)-(?P<game>[A-Za-z]+)-(?P<variant>[a-z]+)-s(?P<seed>\d+)$")
+
+
+FINAL_FRACTION = 0.1
+"""Share of a run's logged frames, counted back from its last logged game, whose training games
+:func:`a3c_score_table` averages."""

@@ -1,0 +1,309 @@
+"""What several chapters share: notes, the methods and targets they show, the explained agents, figures.
+
+* :class:`Note`: shown instead of a result that cannot be computed (a missing input);
+* the display order of the methods, the named targets and Huber et al.'s HIGHLIGHTS-DIV sizes;
+* :class:`ExplainedAgent` and :func:`chapter_agents`: the agents a chapter explains for its game;
+* :func:`score_table`: the shipped agents' scores next to the published ones;
+* :func:`figure_image`: a matplotlib figure as an inline PNG.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from saliency_lib.experiments.catalog import official_available, shipped_agents, study_agent
+from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR, repo_path
+from saliency_lib.games import published_scores
+
+__all__ = [
+    "Note", "METHODS", "METHOD_LABELS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "HIGHLIGHTS_PARAMS", "BENCHMARK_STEPS",
+    "as_count", "as_methods", "ExplainedAgent", "describe_agents", "chapter_agents", "load", "action_names",
+    "score_table", "here", "figure_image", "method_label", "method_names", "fmt2", "join_words",
+]
+
+
+class Note:
+    """A short message rendered as an admonition in the book (and as text elsewhere).
+
+    Study functions return a ``Note`` instead of a table or figure when an input is
+    missing (no trained agent yet, official checkpoints not fetched), so chapters
+    need no branches and still say clearly what is missing and how to get it.
+    """
+
+    def __init__(self, text: str, *, kind: str = "note", title: str | None = None):
+        if kind not in ("note", "warning", "important", "tip"):
+            raise ValueError(f"kind must be 'note', 'warning', 'important' or 'tip', got {kind!r}")
+        self.text, self.kind, self.title = text, kind, title or kind.capitalize()
+
+    def __bool__(self) -> bool:  # a Note stands for a missing result
+        return False
+
+    def __repr__(self) -> str:
+        return f"{self.title}: {self.text}"
+
+    def _repr_markdown_(self) -> str:
+        # Markdown only (no HTML repr): myst-nb renders it as a MyST admonition.
+        return f"```{{admonition}} {self.title}\n:class: {self.kind}\n\n{self.text}\n```\n"
+
+
+def here(r: dict) -> str:
+    """Where a score evaluated in the chapter comes from, for a table cell."""
+    cap = f", ≤ {r['max_steps']:,} steps" if r.get("max_steps") else ""
+    return f"here ({r['episodes']} game{'s' if r['episodes'] != 1 else ''}{cap})"
+
+
+def _score_columns(df: pd.DataFrame) -> pd.DataFrame:
+    ren = {"our_mean": "mean", "score_mean": "mean", "eval_mean": "mean", "our_std": "std", "score_std": "std", "eval_std": "std"}
+    return df.rename(columns={k: v for k, v in ren.items() if k in df.columns and v not in df.columns})
+
+
+def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = "", *,
+                games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
+    """Shipped agents with their scores, next to random play, the human tester and published DQN.
+
+    Parameters
+    ----------
+    agents_dir : path
+        Checkpoint directories with ``meta.json`` (:func:`shipped_agents`).
+    scores_csv : path or None
+        Evaluation table (default ``<agents_dir>/scores.csv``; None: none) with columns ``agent`` (directory name or path),
+        ``episodes``, ``mean``, ``std`` (``our_mean``/``our_std`` are accepted).
+        Agents it lacks fall back to ``eval_score`` in their ``meta.json``.
+    games : list of str, optional
+        Keep only these games.
+    extra : list of dict, optional
+        Further rows (``agent``, ``algo``, ``game``, ``episodes``, ``mean``, ``std``,
+        ``score_source`` …), e.g. the official Mask-A3C re-evaluation or an agent
+        trained in the chapter. A row whose ``agent`` is already present fills its
+        missing score.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per agent: ``agent, algo, game, frames, episodes, mean, std,
+        score_source, random, human, dqn_nature, dqn_10m, dqn_10m_dopamine, normalised``
+        (references from :func:`~saliency_lib.games.published_scores`) where ``normalised`` is
+        the human-normalised score ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
+    """
+    if scores_csv == "":
+        scores_csv = repo_path(agents_dir) / "scores.csv"
+    agents = shipped_agents(agents_dir)
+    df = agents[["agent", "path", "algo", "game", "variant", "frames"]].copy()
+    df["episodes"], df["mean"], df["std"], df["score_source"] = np.nan, np.nan, np.nan, ""
+    if scores_csv is not None and repo_path(scores_csv).is_file():
+        sc = _score_columns(pd.read_csv(repo_path(scores_csv)))
+        sc = sc[sc["protocol"].fillna("greedy") == "greedy"] if "protocol" in sc.columns else sc  # one row per agent: the greedy one
+        if "agent" not in sc.columns or "mean" not in sc.columns:
+            raise ValueError(f"{scores_csv} must have the columns 'agent' and 'mean' (got {list(sc.columns)})")
+        sc = sc.assign(agent=sc["agent"].astype(str).map(lambda a: Path(a.rstrip("/")).name))
+        for _, s in sc.iterrows():
+            hit = df["agent"] == s["agent"]
+            df.loc[hit, "mean"] = s["mean"]
+            df.loc[hit, "std"] = s.get("std", np.nan)
+            df.loc[hit, "episodes"] = s.get("episodes", np.nan)
+            df.loc[hit, "score_source"] = Path(scores_csv).name
+    for i, row in df[df["mean"].isna()].iterrows():
+        meta = json.loads((repo_path(row["path"]) / "meta.json").read_text())
+        if meta.get("eval_score") is not None:
+            df.loc[i, ["mean", "score_source"]] = [float(meta["eval_score"]), "meta.json (eval_score)"]
+    for row in extra or []:
+        hit = df["agent"] == row.get("agent")
+        if hit.any():
+            for k, v in row.items():
+                if k in df.columns and (pd.isna(df.loc[hit, k]).all() or df.loc[hit, k].eq("").all()):
+                    df.loc[hit, k] = v
+        else:
+            df = pd.concat([df, pd.DataFrame([row])], ignore_index=True)
+    if games is not None:
+        df = df[df["game"].isin(games)]
+    pub = pd.DataFrame([{"game": g, **published_scores(g)} for g in sorted(set(df["game"].dropna()))],
+                       columns=["game", "random", "human", "dqn_nature", "dqn_nature_sd", "dqn_10m", "dqn_10m_dopamine"])
+    df = df.merge(pub, on="game", how="left")
+    df["normalised"] = 100 * (df["mean"] - df["random"]) / (df["human"] - df["random"])
+    cols = ["agent", "algo", "game", "variant", "frames", "episodes", "mean", "std", "score_source",
+            "random", "human", "dqn_nature", "dqn_10m", "dqn_10m_dopamine", "normalised", "path"]
+    return df[cols].reset_index(drop=True)
+
+
+def figure_image(fig, *, dpi: int = 110):
+    """A matplotlib figure as an ``IPython.display.Image`` (PNG), so it displays once, in any kernel."""
+    from IPython.display import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return Image(data=buf.getvalue(), format="png")
+
+
+METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "gradient", "integrated_gradients",
+           "gradcam", "random", "mask_policy", "mask_value")
+"""Registry names the gallery shows, in display order (``mask_*`` only for Mask-A3C agents)."""
+
+
+METHOD_LABELS = MappingProxyType({
+    "occlusion": "Occlusion", "ns_original": "NS original", "ns_chosen": "NS chosen action", "ns_black": "NS black",
+    "sarfa": "SARFA", "rise": "RISE", "lime_slic": "LIME (SLIC)", "lime_quickshift": "LIME (quickshift)",
+    "lime_felzenszwalb": "LIME (Felzenszwalb)", "gradient": "Gradient", "integrated_gradients": "Integrated Gradients",
+    "gradcam": "Grad-CAM", "random": "Random", "mask_policy": "Policy mask", "mask_value": "Value mask",
+})
+"""Display name of each registry name."""
+
+
+TARGET_FREE = frozenset({"random", "mask_policy", "mask_value"})
+"""Methods whose map does not depend on the explained output or action."""
+
+
+TARGETS = ("action", "runner_up", "value")
+"""Named targets: the agent's (greedy) action, the action with the second-highest score, the state value."""
+
+
+TARGET_LABELS = MappingProxyType({"action": "agent's action", "runner_up": "runner-up action", "value": "state value"})
+
+
+HIGHLIGHTS_PARAMS = MappingProxyType({"budget": 5, "context_length": 10, "minimum_gap": 10, "percentile": 3.0})
+"""HIGHLIGHTS-DIV of Huber et al. (reference §2.2): 5 states per game, context 10, gap 10, 3rd percentile."""
+
+
+BENCHMARK_STEPS = 997
+"""Length of Huber et al.'s benchmark trajectory (reference §2.1), the longest trajectory a chapter plays."""
+
+
+def as_count(value, name: str) -> int | None:
+    """A positive integer or None, accepting papermill's strings and whole floats."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    return int(value)
+
+
+def as_methods(value) -> tuple[str, ...] | None:
+    """Registry names from a list or a comma-separated string; None for all."""
+    from saliency_lib.explainers import EXPLAINERS
+
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    unknown = [n for n in names if n not in EXPLAINERS]
+    if unknown or not names:
+        raise ValueError(f"methods must name registered explainers, got {value!r}; valid names are: {', '.join(EXPLAINERS)}")
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class ExplainedAgent:
+    """One agent a chapter explains: its kind, spec (None: missing) and how to name it."""
+
+    kind: str
+    """``"dqn"`` (the study's agent, or the ``agent`` parameter) or ``"mask_a3c"`` (official)."""
+    game: str
+    spec: str | None
+    label: str
+    """Name for text and captions, e.g. "the official Mask-A3C agent"."""
+    missing: str = ""
+    """Why ``spec`` is None and how to provide the agent."""
+
+    def __bool__(self) -> bool:
+        return self.spec is not None
+
+    def note(self) -> Note:
+        """The reason the agent is missing, as a Note."""
+        return Note(self.missing, kind="warning", title=f"No {self.label} for {self.game}")
+
+    def _repr_markdown_(self) -> str:
+        if not self:
+            return self.note()._repr_markdown_()
+        return f"**{self.label[0].upper() + self.label[1:]} for {self.game}:** `{self.spec}`."
+
+
+def describe_agents(agents: list[ExplainedAgent]):
+    """The chapter's agents as Markdown, one line (or one note) each."""
+    from IPython.display import Markdown
+
+    return Markdown("\n\n".join(a._repr_markdown_() for a in agents))
+
+
+def chapter_agents(game: str, agent: str | None = None, *, results_dir: str | os.PathLike = RESULTS_DIR
+                   ) -> list[ExplainedAgent]:
+    """The two agents a chapter explains for ``game``: ``[dqn, mask_a3c]``, each possibly missing.
+
+    ``agent`` (a chapter parameter) replaces the study's DQN agent, or, when it is an
+    ``official:<Game>`` spec, the official Mask-A3C agent.
+    """
+    from saliency_lib.agents.official import OFFICIAL_GAMES
+
+    given_official = bool(agent) and str(agent).startswith("official:")
+    if agent and not given_official:
+        dqn = ExplainedAgent("dqn", game, agent, "agent given as parameter")
+    else:
+        spec = study_agent(game, results_dir=results_dir)
+        dqn = ExplainedAgent("dqn", game, spec, "DQN agent of the study", "" if spec else (
+            f"No DQN agent for {game} yet: none is shipped in `data/agents` and none was trained for the study. "
+            "This section fills in when one exists (chapter 1 trains one with `-p train true`)."))
+    spec = agent if given_official else f"official:{game}"
+    if game not in OFFICIAL_GAMES:
+        mask = ExplainedAgent("mask_a3c", game, None, "official Mask-A3C agent",
+                              f"Itaya et al. released no Mask-A3C checkpoint for {game} (they did for {', '.join(OFFICIAL_GAMES)}).")
+    elif not official_available(spec.partition(":")[2]):
+        mask = ExplainedAgent("mask_a3c", game, None, "official Mask-A3C agent",
+                              "The official Mask-A3C checkpoints are not fetched; run `make fetch-official`.")
+    else:
+        mask = ExplainedAgent("mask_a3c", game, spec, "official Mask-A3C agent")
+    return [dqn, mask]
+
+
+def load(spec: str, device: str = "cpu"):
+    """:func:`saliency_lib.agents.load_agent` on a checkpoint directory (relative to the repository) or a spec."""
+    from saliency_lib.agents import load_agent
+
+    path = repo_path(spec)
+    return load_agent(path if (path / "meta.json").is_file() else spec, device=device)
+
+
+@functools.cache
+def action_names(game: str, preset: str, n_actions: int) -> tuple[str, ...]:
+    """The ALE's names of the agent's actions (``"action k"`` when the counts disagree)."""
+    from saliency_lib.envs import make_env
+
+    env = make_env(game, preset)
+    try:
+        names = tuple(env.unwrapped.get_action_meanings())
+    finally:
+        env.close()
+    return names if len(names) == n_actions else tuple(f"action {k}" for k in range(n_actions))
+
+
+def method_label(method: str) -> str:
+    """Display name of a method (its registry name when it has none)."""
+    return METHOD_LABELS.get(method, method)
+
+
+def method_names(methods) -> str:
+    """Markdown list of methods in bold: "**A**, **B** and **C**" ("none" when empty)."""
+    items = [f"**{method_label(m)}**" for m in methods]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
+
+
+def fmt2(x: float) -> str:
+    """Two decimals with a true minus sign, for prose."""
+    return f"{x:.2f}".replace("-", "−")
+
+
+def join_words(items: list[str]) -> str:
+    """"a, b and c" ("none" when empty)."""
+    items = list(items)
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -1,0 +1,263 @@
+"""Saliency maps for the book's figures: which states, which methods, one map, and a map on a game frame.
+
+Shared by the gallery (chapter 2), the sanity checks (chapter 3) and the explorer (chapter 7).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from saliency_book.common import BENCHMARK_STEPS, as_count, as_methods
+from saliency_lib.experiments.paths import RESULTS_DIR
+from saliency_lib.experiments.profiles import get_profile, profile_settings
+from saliency_lib.experiments.store import cached_file
+from saliency_lib.games import game_info, mask_a3c_crop
+from saliency_lib.results import config_hash
+
+from .common import HIGHLIGHTS_PARAMS, METHODS, TARGET_FREE
+
+__all__ = ["StateSelection", "highlight_states", "applicable_methods", "resolve_action", "saliency_map", "normalise",
+           "on_frame", "overlay_map", "ExampleMapsConfig"]
+
+
+@dataclass(frozen=True)
+class StateSelection:
+    """Which states are explained: HIGHLIGHTS-DIV on one greedy trajectory (reference §2.2)."""
+
+    trajectory: int
+    """States of the greedy trajectory HIGHLIGHTS-DIV chooses from."""
+    budget: int
+    """States to choose (fewer when the trajectory leaves no room for more)."""
+    seed: int = 0
+    """Seed of the trajectory's first game."""
+    context_length: int = HIGHLIGHTS_PARAMS["context_length"]
+    minimum_gap: int = HIGHLIGHTS_PARAMS["minimum_gap"]
+    percentile: float = HIGHLIGHTS_PARAMS["percentile"]
+
+
+def highlight_states(agent, spec: str, selection: StateSelection, *,
+                     results_dir: str | os.PathLike = RESULTS_DIR):
+    """HIGHLIGHTS-DIV states of one greedy trajectory, most important first, with their raw frames.
+
+    Plays ``selection.trajectory`` greedy steps (:func:`saliency_lib.states.collect_states`),
+    chooses ``selection.budget`` states with :func:`saliency_lib.states.select_highlights`
+    and keeps only them. Cached (``.pt``) under ``<results_dir>/_local/media``.
+
+    Returns
+    -------
+    saliency_lib.states.StateSet
+        The chosen states, ordered by decreasing importance. ``meta`` holds ``key``
+        (the cache key of the selection), ``trajectory_index``, ``importance`` and
+        ``threshold`` (the diversity threshold).
+    """
+    import torch
+
+    from saliency_lib.states import StateSet, collect_states, importance, select_highlights
+
+    config = {"what": "highlight_states", "agent": spec, "sha256": agent.meta.get("sha256"), "game": agent.game,
+              "preset": agent.preset, "trajectory": selection.trajectory, "budget": selection.budget,
+              "seed": selection.seed, "context_length": selection.context_length,
+              "minimum_gap": selection.minimum_gap, "percentile": selection.percentile}
+
+    def make(path):
+        torch.set_num_threads(1)
+        run = collect_states(agent, selection.trajectory, seed=selection.seed, frames=True)
+        h = select_highlights(run, budget=selection.budget, context_length=selection.context_length,
+                              minimum_gap=selection.minimum_gap, percentile=selection.percentile)
+        imp = importance(run.outputs.get("q", run.outputs.get("logits")))
+        order = sorted(h.states, key=lambda i: -imp[i])
+        chosen = run.subset(order)
+        chosen.meta.update(key=config_hash(config), trajectory_index=[int(i) for i in order],
+                           importance=[float(imp[i]) for i in order], threshold=float(h.threshold))
+        chosen.save(path)
+
+    return StateSet.load(cached_file("highlight_states", config, ".pt", make, results_dir=results_dir))
+
+
+def applicable_methods(agent, methods=None) -> tuple[str, ...]:
+    """The methods of ``methods`` (default :data:`METHODS`) that can explain ``agent``, in order."""
+    from saliency_lib.explainers import get_explainer
+
+    out = []
+    for m in methods or METHODS:
+        try:
+            get_explainer(m, agent)
+        except (ValueError, TypeError):
+            continue
+        out.append(m)
+    return tuple(out)
+
+
+def resolve_action(states, i: int, target) -> int:
+    """The action index ``target`` names in state ``i``: ``"action"`` (greedy), ``"runner_up"`` or an index."""
+    scores = states.outputs.get("q", states.outputs.get("logits"))
+    if target == "action":
+        return int(states.actions[i])
+    if target == "runner_up":
+        return int(np.argsort(-scores[i].numpy(), kind="stable")[1])
+    if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and 0 <= target < scores.shape[1]:
+        return int(target)
+    raise ValueError(f"target must be 'action', 'runner_up', 'value' or an action index in [0, {scores.shape[1]}), "
+                     f"got {target!r}")
+
+
+def saliency_map(agent, spec: str, states, i: int, method: str, target="action", *, params: dict | None = None,
+                 results_dir: str | os.PathLike = RESULTS_DIR) -> np.ndarray | None:
+    """One saliency map of state ``i`` of ``states``, cached as ``.npy`` under ``<results_dir>/_local/media``.
+
+    Parameters
+    ----------
+    agent : saliency_lib.agents.Agent
+    spec : str
+        The agent's spec (part of the cache key, with its weights hash).
+    states : saliency_lib.states.StateSet
+        From :func:`highlight_states` (its ``meta["key"]`` names the states in the cache key).
+    i : int
+        Index into ``states``.
+    method : str
+        Registry name (:data:`saliency_lib.explainers.EXPLAINERS`).
+    target : {"action", "runner_up", "value"} or int
+        What to explain: the agent's action, the runner-up action, the state value
+        (``output="value"``) or an action index. Methods of :data:`TARGET_FREE` ignore it;
+        a method that explains all actions at once (``ns_original``) ignores the action.
+    params : dict, optional
+        ``{method: {parameter: value}}`` overriding the method's defaults.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        ``(H, W)`` float32 map at the agent's input resolution (not normalised), or
+        None when the method cannot explain this target for this agent (e.g. the value
+        of an agent without one, SARFA on the value).
+    """
+    import torch
+
+    from saliency_lib.explainers import get_explainer
+
+    kw = dict((params or {}).get(method, {}))
+    index = int(states.meta.get("trajectory_index", list(range(len(states))))[i])
+    if method == "random":  # a different random map per state, reproducible
+        kw["seed"] = int(kw.get("seed", 0)) + states.seed + index
+    action = None
+    if target == "value" and method not in TARGET_FREE:
+        kw["output"] = "value"
+    elif method not in TARGET_FREE:
+        action = resolve_action(states, i, target)
+    try:
+        ex = get_explainer(method, agent, **kw)
+    except (ValueError, TypeError):
+        return None
+    if ex.output == "all":  # one map for all actions
+        action = None
+    config = {"what": "saliency_map", "agent": spec, "sha256": agent.meta.get("sha256"), "states": states.meta["key"],
+              "index": index, "explainer": {k: v for k, v in ex.config.items() if k != "batch_size"}, "action": action}
+
+    def make(path):
+        torch.set_num_threads(1)
+        hidden = None if states.hidden is None else tuple(h[i:i + 1].to(agent.device) for h in states.hidden)
+        res = ex.attribute(states.states[i:i + 1].to(agent.device), target=action, hidden=hidden)
+        with open(path, "wb") as f:
+            np.save(f, res.maps[0].detach().cpu().numpy().astype(np.float32))
+
+    return np.load(cached_file("saliency_map", config, ".npy", make, results_dir=results_dir))
+
+
+def normalise(m: np.ndarray) -> np.ndarray:
+    """Min-max normalise a map to [0, 1] for display; a constant map becomes all zeros."""
+    m = np.asarray(m, dtype=np.float32)
+    lo, hi = float(np.nanmin(m)), float(np.nanmax(m))
+    if not np.isfinite(lo) or not np.isfinite(hi) or hi <= lo:
+        return np.zeros_like(m)
+    return (m - lo) / (hi - lo)
+
+
+def on_frame(m: np.ndarray, *, preset: str, game: str, frame_hw: tuple[int, int] = (210, 160)
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """A map at the agent's input resolution, resized onto the raw frame.
+
+    ``dqn`` maps cover the whole frame (:func:`saliency_lib.viz.map84_to_frame`);
+    ``mask_a3c`` maps cover the game's crop and go back through it as in the official
+    visualiser (:func:`saliency_lib.viz.mask_to_frame`). Returns the map on the frame
+    and, for ``mask_a3c``, a boolean array that is True inside the crop (else None).
+    """
+    from saliency_lib.viz import map84_to_frame, mask_to_frame
+
+    if preset == "mask_a3c":
+        return mask_to_frame(m, mask_a3c_crop(game), frame_hw)
+    return map84_to_frame(m, frame_hw), None
+
+
+def overlay_map(frame: np.ndarray, m: np.ndarray, *, preset: str, game: str, alpha: float = 0.7,
+                cmap: str = "inferno") -> np.ndarray:
+    """``m``, min-max normalised, blended onto the raw RGB ``frame`` (:func:`saliency_lib.viz.overlay`)."""
+    from saliency_lib.viz import overlay
+
+    heat, inside = on_frame(normalise(m), preset=preset, game=game, frame_hw=frame.shape[:2])
+    return overlay(frame, heat, alpha=alpha, cmap=cmap, where=inside)
+
+
+@dataclass(frozen=True)
+class ExampleMapsConfig:
+    """Configuration of chapter 2; every field is a parameter of the notebook."""
+
+    game: str = "Breakout"
+    """Atari game of the chapter."""
+    agent: str | None = None
+    """Agent spec; None: the study's DQN agent (:func:`~saliency_book.ch1_agents.study_agent`).
+    An ``official:<Game>`` spec replaces the official Mask-A3C agent instead."""
+    methods: tuple[str, ...] | None = None
+    """Registry names to show (list or comma-separated string); None: every applicable one of :data:`METHODS`."""
+    n_states: int | None = None
+    """HIGHLIGHTS-DIV states per agent; None: the profile's ``n_states``, at most Huber et al.'s budget of 5."""
+    profile: str = "quick"
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_lib.experiments.profiles`)."""
+    seed: int = 0
+    """Seed of the greedy trajectory (and offset of the random maps' seeds)."""
+    device: str = "cpu"
+    """Torch device of the agents."""
+    results_dir: str = RESULTS_DIR
+    """Cache of results (relative paths are under the repository root)."""
+    settings: dict = field(init=False, repr=False, compare=False)
+    """The profile's settings."""
+
+    USED = ("highlight_states", "eval_max_steps")
+    """Profile settings this chapter uses."""
+
+    def __post_init__(self):
+        game_info(self.game)
+        if self.agent in ("", "None"):
+            object.__setattr__(self, "agent", None)
+        object.__setattr__(self, "methods", as_methods(self.methods))
+        object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
+        if isinstance(self.seed, str) and self.seed.strip().isdigit():
+            object.__setattr__(self, "seed", int(self.seed))
+        object.__setattr__(self, "settings", profile_settings(self.profile))
+
+    @property
+    def trajectory(self) -> int:
+        """States of the greedy trajectory: :data:`BENCHMARK_STEPS`, capped at the profile's ``eval_max_steps``."""
+        cap = self.settings["eval_max_steps"]
+        return min(BENCHMARK_STEPS, cap) if cap else BENCHMARK_STEPS
+
+    @property
+    def selection(self) -> StateSelection:
+        """The explained states (the ``n_states`` parameter is the HIGHLIGHTS-DIV budget)."""
+        budget = self.n_states or self.settings["highlight_states"]
+        return StateSelection(trajectory=self.trajectory, budget=budget, seed=self.seed)
+
+    @property
+    def explainer_params(self) -> dict:
+        """Method parameters of the profile's example maps (:attr:`~saliency_lib.experiments.profiles.Profile.example_params`)."""
+        return {k: dict(v) for k, v in get_profile(self.profile).example_params.items()}
+
+    def _repr_markdown_(self) -> str:
+        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "settings")
+        sel = self.selection
+        used = ", ".join(f"`{k}={self.settings[k]!r}`" for k in self.USED)
+        coarse = ("; **coarse method parameters** (few perturbations, CI only): "
+                  + ", ".join(f"`{m}: {p}`" for m, p in self.explainer_params.items())) if self.explainer_params else ""
+        return (f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** {used}: up to {sel.budget} "
+                f"HIGHLIGHTS-DIV states of a {sel.trajectory}-state greedy trajectory{coarse}.\n")

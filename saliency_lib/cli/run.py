@@ -1,0 +1,79 @@
+"""``saliency-study run``: the study's sweep (a profile) or a custom one, under any executor."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+from ..experiments.catalog import STUDY_METHODS
+from ..experiments.executors import EXECUTORS, run_sweep
+from ..experiments.paths import RESULTS_DIR
+from ..experiments.profiles import PROFILE_NAMES, sweep_sizes
+from ..experiments.study import profile_specs
+from ..experiments.units import EXPERIMENTS, SUBSTRATES, SweepSpec
+from ..games import HUBER_GAMES
+
+__all__ = ["add_run_parser"]
+
+
+def add_run_parser(subparsers) -> None:
+    """``saliency-study run``: the study's sweep (profile) or a custom one, under any executor."""
+    p = subparsers.add_parser("run", help="run the study's sweep (sanity checks, insertion, deletion) under an executor")
+    p.add_argument("--profile", choices=PROFILE_NAMES, default="quick", help="sizes of the study (default quick)")
+    p.add_argument("--games", nargs="+", default=None, help="games (default: Breakout for tiny/quick, the four for full)")
+    p.add_argument("--agents", nargs="+", default=None, help="agent specs (default: the study's agents of each game)")
+    p.add_argument("--methods", nargs="+", default=None, help="with --agents: explainers (default: the study's)")
+    p.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, default=list(EXPERIMENTS))
+    p.add_argument("--substrates", nargs="+", choices=SUBSTRATES, default=list(SUBSTRATES))
+    p.add_argument("--n-states", type=int, default=None, help="with --agents: states per agent")
+    p.add_argument("--chunk", type=int, default=None, help="with --agents: states per unit")
+    p.add_argument("--params", default="{}", help="with --agents: JSON of explainer parameters per method")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--ray-address", default=None, help="existing Ray cluster (default: $RAY_ADDRESS, else a local Ray)")
+    p.add_argument("--workers", type=int, default=None, help="worker processes / CPUs of a local Ray")
+    p.add_argument("--results-dir", default=str(RESULTS_DIR))
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--status", action="store_true",
+                   help="print one JSON object: units done and total, states and stored bytes per agent and game; computes nothing")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args) -> int:
+    progress = not args.no_progress
+
+    def report(done, total, eta):
+        if progress:
+            print(f"units {done}/{total}, ETA {eta:.0f} s", file=sys.stderr, flush=True)
+
+    if args.status:
+        from ..experiments.study import study_status
+
+        games = args.games or (["Breakout"] if args.profile != "full" else list(HUBER_GAMES))
+        print(json.dumps(study_status(args.profile, games, agents=args.agents, seed=args.seed,
+                                      results_dir=args.results_dir)))
+        return 0
+    custom = args.methods is not None or args.n_states is not None or args.chunk is not None
+    if custom and args.agents is None:
+        raise SystemExit("--methods, --n-states and --chunk describe a custom sweep and need --agents")
+    if custom:
+        dqn = sweep_sizes(args.profile, "dqn")
+        specs = [SweepSpec(agents=tuple(args.agents), methods=tuple(args.methods or STUDY_METHODS),
+                           experiments=tuple(args.experiments), substrates=tuple(args.substrates),
+                           n_states=args.n_states or dqn[0], chunk=args.chunk or dqn[1], seed=args.seed,
+                           params=json.loads(args.params))]
+    else:
+        games = args.games or (["Breakout"] if args.profile != "full" else list(HUBER_GAMES))
+        specs = [dataclasses.replace(s, experiments=tuple(args.experiments), substrates=tuple(args.substrates))
+                 for g in games for s in profile_specs(args.profile, g, agents=args.agents, seed=args.seed,
+                                                       results_dir=args.results_dir)]
+    total = computed = 0
+    for spec in specs:
+        rep = run_sweep(spec, executor=args.executor, results_dir=args.results_dir, workers=args.workers,
+                        ray_address=args.ray_address, progress=progress, on_unit=report)
+        total, computed = total + rep.total, computed + rep.computed
+        print(json.dumps({"agents": list(spec.agents), "units": rep.total, "computed": rep.computed,
+                          "rows": len(rep.table), "seconds": round(rep.seconds, 1)}), flush=True)
+    print(f"units: {computed} computed, {total - computed} skipped of {total}", flush=True)
+    return 0

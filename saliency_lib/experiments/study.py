@@ -1,0 +1,64 @@
+"""The study's sweeps: which units each profile and game plan, and the table the chapters read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from .catalog import STUDY_METHODS, study_agents
+from .executors import run_sweep
+from .paths import RESULTS_DIR
+from .profiles import get_profile
+from .store import unit_path
+from .units import SweepSpec, plan_units
+
+__all__ = ["profile_specs", "study_results", "study_status"]
+
+
+def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = None, seed: int = 0,
+                  results_dir=RESULTS_DIR) -> list[SweepSpec]:
+    """The sweeps of one game in ``profile``: one spec per agent (sizes differ by agent kind)."""
+    from ..agents import load_agent
+
+    prof = get_profile(profile)
+    specs = []
+    for a in (study_agents(game, results_dir=results_dir) if agents is None else agents):
+        n, chunk, params = prof.sweep_size(load_agent(a).preset)
+        specs.append(SweepSpec(agents=(a,), methods=STUDY_METHODS, n_states=n, chunk=chunk, seed=seed,
+                               params={m: dict(p) for m, p in params.items()}))
+    return specs
+
+
+def study_results(profile: str, games: str | Sequence[str], *, executor: str = "local", results_dir=RESULTS_DIR,
+                  agents: Sequence[str] | None = None, seed: int = 0, progress: bool = False, **kw) -> pd.DataFrame:
+    """The study's result table for ``games`` in ``profile``: computes only what is not stored.
+
+    This is what ``saliency-study run`` and the book's build run, and what the chapters read;
+    all three plan the same units, so a chapter after a run finds everything stored.
+    """
+    games = [games] if isinstance(games, str) else list(games)
+    tables = [run_sweep(spec, executor=executor, results_dir=results_dir, progress=progress, **kw).table
+              for g in games for spec in profile_specs(profile, g, agents=agents, seed=seed, results_dir=results_dir)]
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
+                 results_dir=RESULTS_DIR) -> dict:
+    """How far the study of ``profile`` is, per agent and game, computing nothing.
+
+    Returns ``{"profile", "results_dir", "agents": [{"agent", "game", "n_states", "units_done",
+    "units_total", "bytes"}...], "units_done", "units_total", "bytes"}``; ``bytes`` is the size
+    of the stored unit files.
+    """
+    rows = []
+    for game in games:
+        for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir):
+            units, _ = plan_units(spec, results_dir=results_dir, states=False)
+            paths = [unit_path(u, results_dir) for u in units]
+            done = [p for p in paths if p.exists()]
+            rows.append({"agent": spec.agents[0], "game": game, "n_states": spec.n_states, "units_done": len(done),
+                         "units_total": len(units), "bytes": sum(p.stat().st_size for p in done)})
+    return {"profile": profile, "results_dir": str(results_dir), "agents": rows,
+            "units_done": sum(r["units_done"] for r in rows), "units_total": sum(r["units_total"] for r in rows),
+            "bytes": sum(r["bytes"] for r in rows)}

@@ -1,0 +1,285 @@
+"""Units of work: what one unit of the study computes.
+
+A **unit** is (agent, game, method, experiment, substrate, chunk of states): it
+explains those states with the method and scores the maps with the experiment's
+metric, giving rows of the tidy results table (:mod:`saliency_lib.results`).
+Everything a unit computes is determined by the unit itself: its state ids, the
+metric's seed (per-state random streams are keyed by the state id) and a torch
+seed derived from the unit's key. No result depends on which worker runs a unit
+or in which order, so every executor (:mod:`.executors`) gives bit-identical tables.
+
+Every unit runs with one torch thread: the same reductions in every executor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..results import canonical_json, config_hash
+from .paths import RESULTS_DIR
+from .store import states_dir
+
+__all__ = [
+    "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "Unit", "SweepSpec", "applicable",
+    "state_config", "study_states", "one_thread", "plan_units", "compute_unit", "describe_params", "maybe_fault",
+]
+
+
+EXPERIMENTS = ("sanity", "insertion", "deletion")
+
+
+SUBSTRATES = ("black", "random", "blur")
+
+
+RANDOM_BASELINE = "random"
+"""Method name of the uniform-random map baseline (insertion/deletion only)."""
+
+
+SANITY_SIMILARITIES = ("spearman", "ssim", "ssim_2d", "hog_pearson")
+METRIC_OPTIONS = {
+    # sanity: Huber et al.'s cascading randomisation with Glorot-uniform weights (reference §5), every layer group
+    "order": "cascading", "init": "glorot", "similarities": list(SANITY_SIMILARITIES), "levels": None,
+    # insertion / deletion (reference §6): one row of pixels per step, blur substrate σ = 5 px
+    "pixels_per_step": 84, "blur_sigma": 5.0,
+}
+"""The study's metric options. A sweep may change them (``SweepSpec.metric``); a unit records only what differs."""
+_OPTIONS_OF = {"sanity": ("order", "init", "similarities", "levels"), "degradation": ("pixels_per_step", "blur_sigma")}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work; its :attr:`key` names its result file."""
+
+    experiment: str
+    """``"sanity"`` or ``"degradation"`` (insertion and/or deletion on each substrate, one map per state)."""
+    agent: str
+    game: str
+    method: str
+    degradation: tuple[tuple[str, str], ...]
+    """(mode, substrate) pairs of a degradation unit, e.g. ``(("insertion", "black"),)``; empty for sanity."""
+    states: tuple[int, ...]
+    state_config: str
+    """Canonical JSON of the state set: agent, weights hash, n, seed."""
+    params: str
+    """Canonical JSON of the explainer's parameters (defaults: ``{}``)."""
+    seed: int
+    batch_size: int = 256
+    metric: str = ""
+    """Canonical JSON of the metric's options that differ from the study's (see :data:`METRIC_OPTIONS`);
+    empty for the study's own units."""
+
+    @property
+    def key(self) -> str:
+        d = asdict(self)
+        d.pop("batch_size")  # changes speed, not numbers
+        if not d["metric"]:  # the study's metric: the keys of the units stored before the option existed
+            d.pop("metric")
+        return config_hash(d)
+
+    @property
+    def torch_seed(self) -> int:
+        return int(self.key, 16) % (2**31 - 1)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep covers: every (agent, method, experiment, substrate) on ``n_states`` states."""
+
+    agents: tuple[str, ...]
+    methods: tuple[str, ...]
+    experiments: tuple[str, ...] = EXPERIMENTS
+    substrates: tuple[str, ...] = SUBSTRATES
+    n_states: int = 20
+    chunk: int = 10
+    seed: int = 0
+    state_seed: int = 0
+    params: dict = field(default_factory=dict)
+    """Explainer parameters per method, e.g. ``{"rise": {"n_masks": 1000}}``."""
+    batch_size: int = 256
+    metric: dict = field(default_factory=dict)
+    """Metric options that differ from the study's (keys of :data:`METRIC_OPTIONS`), e.g. ``{"levels": 2}``."""
+    random_baseline: bool = True
+    """Add the uniform-random map to the degradation units (the paper's ``rnd_baseline``)."""
+
+    def __post_init__(self):
+        bad = sorted(set(self.experiments) - set(EXPERIMENTS))
+        if bad:
+            raise ValueError(f"unknown experiments {bad}; valid experiments are: {', '.join(EXPERIMENTS)}")
+        bad = sorted(set(self.substrates) - set(SUBSTRATES))
+        if bad:
+            raise ValueError(f"unknown substrates {bad}; valid substrates are: {', '.join(SUBSTRATES)}")
+        from ..explainers import EXPLAINERS
+
+        bad = sorted(set(self.methods) - set(EXPLAINERS))
+        if bad:
+            raise ValueError(f"unknown methods {bad}; valid methods are: {', '.join(EXPLAINERS)}")
+        for name in ("n_states", "chunk", "batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not self.agents:
+            raise ValueError("a sweep needs at least one agent")
+        bad = sorted(set(self.metric) - set(METRIC_OPTIONS))
+        if bad:
+            raise ValueError(f"unknown metric options {bad}; valid options are: {', '.join(METRIC_OPTIONS)}")
+
+
+def applicable(method: str, agent) -> bool:
+    """Whether ``method`` can explain ``agent`` (mask attention needs a Mask-A3C agent with masks)."""
+    if method.startswith("mask_"):
+        return getattr(agent.net, "config", None) is not None and getattr(agent.net.config, "variant", "none") in (
+            ("policy", "double") if method == "mask_policy" else ("value", "double"))
+    return True
+
+
+def state_config(agent_spec: str, agent, n: int, seed: int) -> dict:
+    return {"agent": str(agent_spec), "weights": agent.meta.get("sha256"), "n": int(n), "seed": int(seed)}
+
+
+def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir=RESULTS_DIR, agent=None, progress: bool = False):
+    """The first ``n`` states of the agent's greedy game from the fixed start (cached).
+
+    Returns ``(StateSet, state_config)``. The set holds the raw frames too, for figures.
+    """
+    from ..agents import load_agent
+    from ..states import StateSet, collect_states
+
+    agent = agent if agent is not None else load_agent(agent_spec)
+    cfg = state_config(agent_spec, agent, n, seed)
+    path = states_dir(results_dir) / f"states-{config_hash(cfg)}.pt"
+    if path.exists():
+        return StateSet.load(path), cfg
+    with one_thread():
+        states = collect_states(agent, n, seed=seed, frames=True, progress=progress)
+    states.save(path)
+    return states, cfg
+
+
+class one_thread:
+    """Run a block with one torch thread and one BLAS/OpenMP thread: the same floating-point
+    reductions in every executor (Ray workers default to one BLAS thread, a local process not)."""
+
+    def __enter__(self):
+        from threadpoolctl import threadpool_limits
+
+        self.n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        self.limits = threadpool_limits(1)
+
+    def __exit__(self, *exc):
+        self.limits.restore_original_limits()
+        torch.set_num_threads(self.n)
+
+
+def plan_units(spec: SweepSpec, *, results_dir=RESULTS_DIR, progress: bool = False,
+               states: bool = True) -> tuple[list[Unit], dict]:
+    """The units of ``spec`` and a context ``{state_config_json: (agent_spec, agent, states)}``.
+
+    With ``states=False`` the states are neither collected nor loaded (the context holds
+    ``None`` for them): a unit's key needs only the state set's configuration, so planning
+    alone computes nothing (``saliency-study run --status``).
+    """
+    from ..agents import load_agent
+
+    units, context = [], {}
+    for spec_agent in spec.agents:
+        agent = load_agent(spec_agent)
+        if states:
+            sset, scfg = study_states(spec_agent, spec.n_states, seed=spec.state_seed, results_dir=results_dir,
+                                      agent=agent, progress=progress)
+        else:
+            sset, scfg = None, state_config(spec_agent, agent, spec.n_states, spec.state_seed)
+        skey = canonical_json(scfg)
+        context[skey] = (spec_agent, agent, sset)
+        chunks = [tuple(range(i, min(i + spec.chunk, spec.n_states))) for i in range(0, spec.n_states, spec.chunk)]
+        methods = [m for m in spec.methods if applicable(m, agent)]
+        # one degradation unit per method and chunk: its maps are computed once for every (mode, substrate)
+        degradation = tuple((m, s) for m in ("insertion", "deletion") if m in spec.experiments for s in spec.substrates)
+        # the random map is a method of the sanity units only when asked for; the degradation units add it
+        kinds = [("sanity", (), methods)] if "sanity" in spec.experiments else []
+        if degradation:
+            kinds.append(("degradation", degradation,
+                          list(dict.fromkeys([*methods, RANDOM_BASELINE] if spec.random_baseline else methods))))
+        metric = {k: v for k, v in json.loads(canonical_json(spec.metric)).items() if METRIC_OPTIONS[k] != v}
+        for experiment, pairs, names in kinds:
+            for method in names:
+                params = canonical_json(spec.params.get(method, {}))
+                for ch in chunks:
+                    options = {k: v for k, v in metric.items() if k in _OPTIONS_OF[experiment]}
+                    units.append(Unit(experiment, spec_agent, agent.game, method, pairs, ch, skey, params,
+                                      spec.seed, spec.batch_size, canonical_json(options) if options else ""))
+    return units, context
+
+
+def _hidden(states, ids):
+    if states.hidden is None:
+        return None
+    idx = torch.as_tensor(ids)
+    return tuple(h[idx] for h in states.hidden)
+
+
+def compute_unit(unit: Unit, agent, states, *, _fault: str | None = None) -> pd.DataFrame:
+    """The rows of ``unit`` for the loaded ``agent`` and its full ``states`` set."""
+    from ..explainers import get_explainer
+    from ..metrics import Deletion, Insertion, RandomisationTest
+    from ..metrics.insertion_deletion import random_saliency
+
+    ids = list(unit.states)
+    x, hid, tgt = states.states[ids], _hidden(states, ids), states.actions[ids]
+    params = dict(json.loads(unit.params))
+    options = {**METRIC_OPTIONS, **(json.loads(unit.metric) if unit.metric else {})}
+    with one_thread():
+        torch.manual_seed(unit.torch_seed)
+        if unit.experiment == "sanity":
+            params.setdefault("batch_size", unit.batch_size)
+            explainer = get_explainer(unit.method, agent, **params)
+            test = RandomisationTest(order=options["order"], init=options["init"], similarities=tuple(options["similarities"]),
+                                    levels=options["levels"], seed=unit.seed)
+            maybe_fault(unit, _fault)
+            rows = test.evaluate(agent, x, explainer=explainer, hidden=hid, target=tgt, state_ids=ids,
+                                 method=unit.method, agent_name=unit.agent)
+        else:
+            if unit.method == RANDOM_BASELINE:
+                maps = random_saliency(len(ids), tuple(x.shape[2:]), seed=unit.seed, state_ids=ids)
+            else:
+                params.setdefault("batch_size", unit.batch_size)
+                maps = get_explainer(unit.method, agent, **params).attribute(x, target=tgt, hidden=hid).maps
+            maybe_fault(unit, _fault)  # test hook: a worker dies between the maps and the metric
+            parts = []
+            for mode, substrate in unit.degradation:
+                metric = (Insertion if mode == "insertion" else Deletion)(
+                    substrate=substrate, batch_size=unit.batch_size, seed=unit.seed,
+                    pixels_per_step=options["pixels_per_step"], blur_sigma=options["blur_sigma"])
+                parts.append(metric.evaluate(agent, x, saliency=maps, hidden=hid, target=tgt, state_ids=ids,
+                                             method=unit.method, agent_name=unit.agent))
+            rows = pd.concat(parts, ignore_index=True)
+    return rows.assign(config_hash=unit.key)
+
+
+def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str = " = ") -> str:
+    """Explainer parameters as text for the chapters, e.g. ``"Occlusion patch = 4, RISE n_masks = 500"``."""
+    return ", ".join(f"{label(m)} {', '.join(f'{k}{sep}{v}' for k, v in kw.items())}" for m, kw in params.items())
+
+
+def maybe_fault(unit: Unit, fault: str | None) -> None:
+    """Test hook: the first unit to get here kills its own worker process (once per ``fault`` directory)."""
+    if fault is None:
+        return
+    Path(fault).mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(Path(fault) / "killed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.write(fd, f"{unit.key} {os.getpid()}".encode())
+    os.close(fd)
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)

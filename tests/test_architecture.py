@@ -1,0 +1,182 @@
+"""The house rules of the code, checked by walking every module's imports.
+
+* No import circles inside the library, counting imports inside functions too.
+* No import upward: the library never imports the book's package, and each layer
+  (envs → agents → explainers → metrics → experiments → cli) imports only layers below it.
+* Private names stay private: no module imports an ``_underscore`` name from another module.
+* Every library module stays small (about 600 lines) unless a note in it says why.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LIB, BOOK = "saliency_lib", "saliency_book"
+
+# Layer of each top-level part of the library; a module may import only its own layer or lower ones.
+LAYERS = {
+    "_io": 0, "games": 0, "results": 0, "versions": 0, "viz": 0, "__init__": 9, "__main__": 9,
+    "envs": 1,
+    "agents": 2, "states": 2, "play": 2,
+    "explainers": 3, "train": 3,
+    "metrics": 4,
+    "experiments": 5,
+    "cli": 6,
+}
+
+
+def _modules(package: str) -> dict[str, Path]:
+    out = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path) -> list[tuple[str, list[str], int]]:
+    """(imported module, imported names, line) of every import in ``path``, relative ones resolved."""
+    is_pkg = path.name == "__init__.py"
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}  # annotations only: not run, not a circle
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(a.name, [], node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                pkg = base[: len(base) - node.level + 1]
+                mod = ".".join(pkg + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.append((mod, [a.name for a in node.names], node.lineno))
+    return found
+
+
+def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    graph = {m: set() for m in modules}
+    for m, path in modules.items():
+        for mod, names, _ in _imports(m, path):
+            # `from pkg import sub` imports the submodule pkg.sub when it is one
+            targets = [f"{mod}.{n}" for n in names if f"{mod}.{n}" in modules] or [mod]
+            for t in targets:
+                while t and t not in modules:  # `import saliency_lib.agents.dqn` resolves to the module
+                    t = t.rpartition(".")[0]
+                if t and t != m:
+                    graph[m].add(t)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _package_parent(m: str) -> set[str]:
+    """A package's __init__ may import its own submodules, and a submodule its package: not a circle."""
+    return {m.rpartition(".")[0]} if "." in m else set()
+
+
+def test_no_import_circles_in_the_library():
+    graph = _graph(_modules(LIB))
+    # a package __init__ re-exporting its submodules, which import each other through it, is the usual
+    # Python idiom; what must not happen is a circle between two modules that are not packages
+    packages = {m for m, p in _modules(LIB).items() if p.name == "__init__.py"}
+    pruned = {m: {t for t in ts if t not in packages} for m, ts in graph.items() if m not in packages}
+    assert _cycles(pruned) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _layer(module: str) -> int:
+    part = module.split(".")[1] if "." in module else "__init__"
+    return LAYERS[part]
+
+
+def test_no_import_upward():
+    modules = _modules(LIB)
+    bad = []
+    for m, path in modules.items():
+        for mod, _, line in _imports(m, path):
+            if mod == BOOK or mod.startswith(BOOK + "."):
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports the book ({mod})")
+            elif mod.startswith(LIB + ".") and _layer(mod) > _layer(m):
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {mod} from a higher layer")
+    assert bad == []
+
+
+def test_every_library_part_has_a_layer():
+    parts = {m.split(".")[1] for m in _modules(LIB) if "." in m}
+    assert parts <= set(LAYERS), f"new top-level parts need a layer: {sorted(parts - set(LAYERS))}"
+
+
+@pytest.mark.parametrize("package", [LIB, BOOK])
+def test_private_names_stay_private(package):
+    modules = _modules(package)
+    bad = []
+    for m, path in modules.items():
+        for mod, names, line in _imports(m, path):
+            if not (mod.startswith(LIB) or mod.startswith(BOOK)) or mod == m:
+                continue
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {private} from {mod}")
+    assert bad == []
+
+
+def test_chapters_never_import_each_other():
+    modules = _modules(BOOK)
+    bad = []
+    for m, path in modules.items():
+        if not m.split(".")[-1].startswith("ch"):
+            continue
+        chapter = m.split(".")[-1].split("_")[0]  # ch3_sanity and ch3_tied_blocks are one chapter
+        for mod, _, line in _imports(m, path):
+            last = mod.split(".")[-1]
+            if mod.startswith(BOOK + ".ch") and last.split("_")[0] != chapter:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports chapter {mod}")
+    assert bad == []
+
+
+def test_library_modules_are_small():
+    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in (ROOT / LIB).rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 650 and "module-size:" not in p.read_text()]
+    assert long == []
