@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import (
-    METHOD_LABELS,
     ExplainedAgent,
     Note,
     action_names,
@@ -48,6 +47,7 @@ from saliency_book.maps import (
     overlay_map,
     saliency_map,
 )
+from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import HUBER_GAMES
 
 __all__ = [ "GalleryChapter", "Gallery", "compute_gallery", "state_figure", "gallery_figure", "gallery_tabs",

@@ -22,8 +22,9 @@ from saliency_book.ch3_sanity import (
     level_labels,
     ordered,
 )
-from saliency_book.common import Note, figure_image, method_label
+from saliency_book.common import Note, figure_image
 from saliency_book.maps import overlay_map
+from saliency_lib.explainers import method_label
 
 __all__ = ["curves_figure", "ns_figure", "ns_example_figure", "style_verdicts", "style_layer_groups", "style_paper"]
 

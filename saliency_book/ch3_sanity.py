@@ -41,12 +41,12 @@ from saliency_book.common import (
     Note,
     chapter_agents,
     load,
-    method_label,
     method_names,
 )
 from saliency_lib.experiments.paths import RESULTS_DIR
 from saliency_lib.experiments.profiles import profile_settings
 from saliency_lib.experiments.store import cached_file
+from saliency_lib.explainers import method_label
 from saliency_lib.games import game_info
 from saliency_lib.results import config_hash
 

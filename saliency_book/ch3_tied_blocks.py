@@ -31,8 +31,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from saliency_book.common import ExplainedAgent, Note, load, method_label, method_names
+from saliency_book.common import ExplainedAgent, Note, load, method_names
 from saliency_lib.experiments.store import cached_table
+from saliency_lib.explainers import method_label
 from saliency_lib.results import config_hash
 
 __all__ = ["largest_tie", "tie_floor", "tied_blocks", "tied_block_summary", "style_tied_blocks",

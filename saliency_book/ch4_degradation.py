@@ -39,7 +39,7 @@ from saliency_lib.games import game_info
 
 __all__ = [
     "DegradationChapter", "PAPER_AUC", "PAPER_GAMES", "PAPER_METHODS", "PAPER_SUBSTRATES", "MEASURE_ROLE",
-    "MEASURE_LABELS", "PAPER_ANALOGUE", "METHOD_LABELS", "agent_label", "method_label", "chapter_agents",
+    "MEASURE_LABELS", "PAPER_ANALOGUE", "SHORT_LABELS", "agent_label", "short_label", "chapter_agents",
     "degradation_results", "sweep_note", "auc_rows", "measures_of", "auc_summary", "pick_agent", "paper_layout_table", "our_auc_table", "rankings", "ranking_detail", "significance_summary", "side_by_side",
     "rank_agreement", "comparison_summary", "factors_summary", "paper_factors_summary",
 ]
@@ -59,7 +59,7 @@ PAPER_METHODS = ("occlusion", "ns_original", "sarfa", "rise", "lime_felzenszwalb
 LIME-Felz, LIME-Quick, LIME-SLIC, Rnd). Their NS is ``noise_3_1``, the original score with blur: our
 ``ns_original``."""
 
-METHOD_LABELS = MappingProxyType({
+SHORT_LABELS = MappingProxyType({
     "occlusion": "Occl", "ns_original": "NS", "ns_chosen": "NS chosen", "ns_black": "NS black", "sarfa": "SARFA",
     "rise": "RISE", "lime_felzenszwalb": "LIME-Felz", "lime_quickshift": "LIME-Quick", "lime_slic": "LIME-SLIC",
     "gradient": "Gradient", "integrated_gradients": "IG", "gradcam": "Grad-CAM", "mask_policy": "Mask policy",
@@ -138,9 +138,9 @@ tables is present, so the table has no NA. Columns: ``game`` (our name, :data:`P
 """
 
 
-def method_label(name: str) -> str:
-    """Short label of a registry method (the name itself when unknown)."""
-    return METHOD_LABELS.get(name, name)
+def short_label(name: str) -> str:
+    """Short column label of a registry method (the name itself when unknown)."""
+    return SHORT_LABELS.get(name, name)
 
 
 def measure_label(measure: str) -> str:
@@ -316,7 +316,7 @@ def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
         states = results.loc[results["agent"] == spec, "state"].nunique()
         text = f"**{agent_label(spec)}**: {states} states"
         if params:
-            coarse = describe_params(params, label=method_label, sep="=")
+            coarse = describe_params(params, label=short_label, sep="=")
             text += (f", explainers with coarser parameters than the library's defaults, Huber et al.'s final "
                      f"parameters (profile `{cfg.profile}`: {coarse}); its numbers are therefore not those of the "
                      "final methods")
@@ -391,7 +391,7 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
     ours = summary[(summary["experiment"] == "insertion") & (summary["substrate"] == substrate)
                    & (summary["measure"].map(PAPER_ANALOGUE) == paper_measure)]
     extra = [m for m in dict.fromkeys(ours["method"]) if m not in PAPER_METHODS]
-    cols = list(PAPER_METHODS) + sorted(extra, key=lambda m: list(METHOD_LABELS).index(m) if m in METHOD_LABELS else 99)
+    cols = list(PAPER_METHODS) + sorted(extra, key=lambda m: list(SHORT_LABELS).index(m) if m in SHORT_LABELS else 99)
     paper = PAPER_AUC[(PAPER_AUC["substrate"] == substrate) & (PAPER_AUC["measure"] == paper_measure)]
     rows, best, index = [], {}, []
     for game, label in PAPER_GAMES.items():
@@ -405,8 +405,8 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
         suffix = "" if measure == paper_measure else f", {measure_label(measure)}"
         index.append(f"Ours: {agent_label(agent)}{suffix}")
         best[index[-1]] = _best_non_random(g["mean"])
-    out = pd.DataFrame(rows, index=pd.Index(index), columns=[method_label(m) for m in cols])
-    out.attrs["best"] = {k: (method_label(v) if v else None) for k, v in best.items()}
+    out = pd.DataFrame(rows, index=pd.Index(index), columns=[short_label(m) for m in cols])
+    out.attrs["best"] = {k: (short_label(v) if v else None) for k, v in best.items()}
     return out
 
 
@@ -421,7 +421,7 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
     if agent is None:
         return no_agent(preset, "AUC table")
     s = summary[summary["agent"] == agent]
-    methods = [m for m in METHOD_LABELS if m in set(s["method"])] + sorted(set(s["method"]) - set(METHOD_LABELS))
+    methods = [m for m in SHORT_LABELS if m in set(s["method"])] + sorted(set(s["method"]) - set(SHORT_LABELS))
     rows, index, best = [], [], {}
     subs = {"black": 0, "random": 1, "blur": 2}
     keys = sorted(s.groupby(["experiment", "substrate", "measure"]).groups,
@@ -432,9 +432,9 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
         index.append(label)
         rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in methods])
         b = _best_non_random(g["mean"], bool(g["higher_is_better"].iloc[0]))
-        best[label] = method_label(b) if b else None
+        best[label] = short_label(b) if b else None
     out = pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(index, names=["Experiment", "Substrate", "Measure"]),
-                       columns=[method_label(m) for m in methods])
+                       columns=[short_label(m) for m in methods])
     out.attrs["best"] = best
     return out
 
@@ -495,9 +495,9 @@ def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertio
                     if MEASURE_ROLE.get(m) == role), None)
     r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == experiment) & (ranks["substrate"] == substrate)
               & (ranks["measure"] == measure)]
-    lab = lambda s: ", ".join(method_label(m) for m in s.split(", ")) if s else ""  # noqa: E731
+    lab = lambda s: ", ".join(short_label(m) for m in s.split(", ")) if s else ""  # noqa: E731
     out = pd.DataFrame({
-        "Rank": r["rank"], "Method": r["method"].map(method_label), "States": r["n"], "Mean": r["mean"],
+        "Rank": r["rank"], "Method": r["method"].map(short_label), "States": r["n"], "Mean": r["mean"],
         "Std": r["std"], "CI low": r["ci_low"], "CI high": r["ci_high"],
         "Significantly better than": r["better_than"].map(lab), "Significantly worse than": r["worse_than"].map(lab),
     }).reset_index(drop=True)
@@ -623,7 +623,7 @@ def comparison_summary(agreement: pd.DataFrame | Note, game: str):
         sig = a[(a["spearman_p"] < 0.05) & (a["spearman"] > 0)]
         text += f"; the agreement is significant at 5 % in {len(sig)} of them."
         if len(same_best):
-            settings = [f"{r.substrate} insertion with the {measure_label(r.our_measure)} ({method_label(r.our_best)})"
+            settings = [f"{r.substrate} insertion with the {measure_label(r.our_measure)} ({short_label(r.our_best)})"
                         for r in same_best.itertuples()]
             text += f" The best non-random common method is the same as in the paper for {join_words(settings)}."
         else:
@@ -686,7 +686,7 @@ def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
             differ += wv != wa
             rho = _order_corr(summary, agent, ("insertion", s, vm), ("insertion", s, am))
             rho_t = f", ρ = {fmt2(rho)}" if np.isfinite(rho) else ""
-            parts.append(f"{s}: {method_label(wv)} vs {method_label(wa)}{rho_t}")
+            parts.append(f"{s}: {short_label(wv)} vs {short_label(wa)}{rho_t}")
         f1 = (f"**{agent_label(agent)}, what is explained.** The best non-random method under the "
               f"{measure_label(vm)} and under the {measure_label(am)} differs on {differ} of {len(subs)} substrates "
               f"({'; '.join(parts)}; ρ: Spearman correlation of the method means under the two measures).")
@@ -696,7 +696,7 @@ def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
             changes += len(set(wins.values())) > 1
             rho = _order_corr(summary, agent, ("insertion", "black", m), ("insertion", "random", m))
             rho_t = f"; black vs random ρ = {fmt2(rho)}" if np.isfinite(rho) else ""
-            parts.append(f"{measure_label(m)}: " + ", ".join(f"{method_label(w)} on {s}" for s, w in wins.items()) + rho_t)
+            parts.append(f"{measure_label(m)}: " + ", ".join(f"{short_label(w)} on {s}" for s, w in wins.items()) + rho_t)
         f2 = (f"**{agent_label(agent)}, the substrate.** The best non-random method changes with the substrate for "
               f"{changes} of 2 measures ({'; '.join(parts)}).")
         r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == "insertion")]
@@ -705,7 +705,7 @@ def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
             f3 = "No method is significantly better than another in any insertion setting (Holm-corrected paired Wilcoxon)."
         else:
             tops = [f"{s}/{measure_label(m)}: " + (f"all {len(g)} methods" if len(_top_group(g)) == len(g)
-                                                    else join_words([method_label(x) for x in _top_group(g)]))
+                                                    else join_words([short_label(x) for x in _top_group(g)]))
                     for (s, m), g in groups]
             f3 = "Top groups (no method significantly better, Holm-corrected paired Wilcoxon): " + "; ".join(tops) + "."
         out.append(" ".join([f1, f2, f3]))

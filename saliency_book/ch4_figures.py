@@ -11,19 +11,19 @@ import pandas as pd
 from saliency_book.ch4_degradation import (
     EXPERIMENTS,
     MEASURE_LABELS,
-    METHOD_LABELS,
     PAPER_METHODS,
     PAPER_SUBSTRATES,
+    SHORT_LABELS,
     SHORT_MEASURES,
     SMALL,
     DegradationChapter,
     agent_label,
     measure_label,
     measures_of,
-    method_label,
     no_agent,
     notes_pass,
     pick_agent,
+    short_label,
     vs_random,
 )
 from saliency_book.common import Note, figure_image, fmt2
@@ -138,7 +138,7 @@ def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *,
         return Note(f"No {experiment} curves for {agent}.", title="No curves")
     substrates = [s for s in ("black", "random", "blur") if s in set(t["substrate"].unique())]
     present = set(t["method"].unique())
-    methods = [m for m in METHOD_LABELS if m in present] + sorted(present - set(METHOD_LABELS))
+    methods = [m for m in SHORT_LABELS if m in present] + sorted(present - set(SHORT_LABELS))
     colours = _colours(methods)
     fig, axes = plt.subplots(len(measures), len(substrates), figsize=(4.0 * len(substrates), 3.1 * len(measures)),
                              squeeze=False)
@@ -152,7 +152,7 @@ def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *,
             mean, lo, hi = curve_bands(wide.loc[m].to_numpy(), confidence=confidence, n_resamples=n_resamples,
                                        seed=seed)
             ls, lw = ("--", 1.6) if m == "random" else ("-", 1.1)
-            ax.plot(x, mean, ls=ls, lw=lw, color=colours[m], label=method_label(m))
+            ax.plot(x, mean, ls=ls, lw=lw, color=colours[m], label=short_label(m))
             ax.fill_between(x, lo, hi, color=colours[m], alpha=0.12, lw=0)
         ax.set_title(f"{sub} substrate, {measure_label(meas)}", fontsize=10)
         ax.grid(alpha=0.3)
@@ -200,7 +200,7 @@ def style_rankings(ranks: pd.DataFrame, preset: str, experiment: str, caption: s
     css = np.where(top.eq(True).to_numpy(), "font-weight: bold", "").astype(object)
     colour = np.select([vs.eq(1).to_numpy(), vs.eq(-1).to_numpy()], ["background-color: #d9f2d9", "background-color: #f8d7d7"], "")
     css = pd.DataFrame([["; ".join(x for x in (a, b) if x) for a, b in zip(ra, rb)] for ra, rb in zip(css, colour)],
-                       index=[method_label(m) for m in cells.index], columns=cols)
+                       index=[short_label(m) for m in cells.index], columns=cols)
     cells.index = css.index
     cells.index.name = "Method"
     cells.columns.name = "substrate, measure: rank (mean AUC)"
@@ -235,14 +235,14 @@ def style_side_by_side(side: pd.DataFrame | Note, caption: str):
     for a, g in side.groupby("agent", sort=False):
         own = [SHORT_MEASURES.get(m, m) for m in dict.fromkeys(g.loc[g["our_measure"] != g["paper_measure"], "our_measure"])]
         labels[a] = agent_label(a) + (f", ours: {' / '.join(own)}" if own else "")
-    t = side.assign(Agent=side["agent"].map(labels), Method=side["method"].map(method_label),
+    t = side.assign(Agent=side["agent"].map(labels), Method=side["method"].map(short_label),
                     setting=side["substrate"] + ", " + side["paper_measure"].map(measure_label))
     cell = lambda mean, rank: "NA" if pd.isna(mean) else f"{mean:.3f} ({int(rank)})".replace("-", "−")  # noqa: E731
     t["Huber et al."] = [cell(m, r) for m, r in zip(t["paper_mean"], t["paper_rank"])]
     t["ours"] = [cell(m, r) for m, r in zip(t["our_mean"], t["our_rank"])]
     settings = [f"{sub}, {measure_label(pm)}" for sub in PAPER_SUBSTRATES for pm in ("q_ratio", "advantage")
                 if f"{sub}, {measure_label(pm)}" in set(t["setting"])]
-    methods = [method_label(m) for m in PAPER_METHODS if method_label(m) in set(t["Method"])]
+    methods = [short_label(m) for m in PAPER_METHODS if short_label(m) in set(t["Method"])]
     wide = t.pivot_table(index=["Agent", "Method"], columns="setting", values=["Huber et al.", "ours"], aggfunc="first",
                          sort=False)
     wide = wide.swaplevel(0, 1, axis=1).reindex(columns=pd.MultiIndex.from_product([settings, ["Huber et al.", "ours"]]))
@@ -261,7 +261,7 @@ def style_agreement(agreement: pd.DataFrame | Note, caption: str):
         return "NA" if pd.isna(r) else f"{fmt2(r)} (p = {p:.2f})"
 
     def pair(x, y):
-        return " / ".join(method_label(m) if isinstance(m, str) else {True: "yes", False: "no"}.get(m, "NA")
+        return " / ".join(short_label(m) if isinstance(m, str) else {True: "yes", False: "no"}.get(m, "NA")
                           for m in (x, y))
 
     t = pd.DataFrame({
@@ -378,7 +378,7 @@ def degradation_figure(cfg: DegradationChapter, agent: str | None, *, method: st
             if r == 0:
                 axes[r][c].set_title(f"{int(round(100 * f))} %", fontsize=8)
     axes[0][0].imshow(sal, cmap="inferno")
-    axes[0][0].set_title(f"{method_label(method)} map", fontsize=8)
+    axes[0][0].set_title(f"{short_label(method)} map", fontsize=8)
     axes[1][0].imshow(x[-1].numpy(), cmap="gray", vmin=lo, vmax=hi)
     axes[1][0].set_title("clean state", fontsize=8)
     for ax in axes.flat:

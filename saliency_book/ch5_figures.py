@@ -161,7 +161,7 @@ def style_our_rankings(rankings: dict[str, pd.DataFrame] | Note, caption: str):
 
 def style_ranking(ranking: pd.DataFrame, caption: str):
     """:func:`ranking_display` as a Styler with the two masks in bold (a Note passes through)."""
-    from saliency_book.common import METHOD_LABELS
+    from saliency_lib.explainers import METHOD_LABELS
 
     if isinstance(ranking, Note):
         return ranking

@@ -572,7 +572,7 @@ def chapter_ranking(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
 
 def ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
     """The ranking as a compact table: one row per method, one ``mean [CI] #rank`` cell per criterion."""
-    from saliency_book.common import METHOD_LABELS
+    from saliency_lib.explainers import METHOD_LABELS
 
     cells = {}
     for r in ranking.itertuples():
@@ -586,7 +586,7 @@ def ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
 
 
 def _list(names: str) -> str:
-    from saliency_book.common import METHOD_LABELS
+    from saliency_lib.explainers import METHOD_LABELS
 
     items = [METHOD_LABELS.get(n.strip(), n.strip()) for n in names.split(",") if n.strip()]
     return ", ".join(items)
@@ -607,7 +607,7 @@ def ranking_sentence(ranking: pd.DataFrame | Note):
     """Markdown sentences on where the two masks rank, generated from :func:`method_ranking` (None for a Note)."""
     from IPython.display import Markdown
 
-    from saliency_book.common import METHOD_LABELS
+    from saliency_lib.explainers import METHOD_LABELS
 
     if isinstance(ranking, Note):
         return None

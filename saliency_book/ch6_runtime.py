@@ -44,11 +44,12 @@ from saliency_lib.experiments.catalog import official_available, rel_path, study
 from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
 from saliency_lib.experiments.profiles import get_profile, profile_settings
 from saliency_lib.experiments.store import cached_json
+from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import game_info
 
 __all__ = [
     "RuntimeChapter", "Benchmarks", "BENCHMARKS_DIR", "PAPER_SECONDS", "PAPER_SOURCE", "CAPTUM_EQUIVALENT",
-    "load_benchmarks", "method_label", "method_family", "explainer_table", "cost_summary", "comparison_table", "bf16_table", "training_table",
+    "load_benchmarks", "method_family", "explainer_table", "cost_summary", "comparison_table", "bf16_table", "training_table",
     "envs_table", "machine_table", "regenerate_commands", "spot_check",
     "hardware_note", "paper_summary", "comparison_summary", "bf16_summary", "training_summary", "envs_summary",
     "spot_summary",
@@ -82,21 +83,10 @@ CAPTUM_EQUIVALENT = MappingProxyType({
 _SKIP_STATES = 50
 """The spot check times states from agent step ``_SKIP_STATES`` on, so the screen is in play."""
 
-_LABELS = {
-    "occlusion": "Occlusion", "ns_original": "NS original", "ns_chosen": "NS chosen action", "ns_black": "NS black",
-    "sarfa": "SARFA", "rise": "RISE", "lime_slic": "LIME-SLIC", "lime_quickshift": "LIME-Quickshift",
-    "lime_felzenszwalb": "LIME-Felzenszwalb", "mask_policy": "Mask policy", "mask_value": "Mask value",
-    "gradient": "Gradient", "integrated_gradients": "Integrated Gradients", "gradcam": "Grad-CAM", "random": "Random",
-}
 _FAMILY = {"mask_policy": "attention mask", "mask_value": "attention mask", "gradient": "gradient",
            "integrated_gradients": "gradient", "gradcam": "gradient", "random": "chance reference"}
 FAMILY_COLOURS = {"perturbation": "tab:blue", "gradient": "tab:green", "attention mask": "tab:purple",
                    "chance reference": "0.6"}
-
-
-def method_label(name: str) -> str:
-    """Display name of a registry method (the registry name itself when unknown)."""
-    return _LABELS.get(name, name)
 
 
 def method_family(name: str) -> str:
@@ -207,7 +197,7 @@ def explainer_table(b: Benchmarks) -> pd.DataFrame | Note:
         cap = comps.get(CAPTUM_EQUIVALENT.get(name, ""))
         paper = PAPER_SECONDS.get(name)
         rows.append({
-            "method": name, "label": method_label(name), "family": method_family(name),
+            "method": name, "label": METHOD_LABELS.get(name, name), "family": method_family(name),
             "forward_passes": int(r["forward_passes"]), "ms": float(r["ms"]), "chunk": r.get("chunk"),
             "floor_ms": r.get("floor_ms", np.nan), "overhead": r.get("overhead_ratio", np.nan),
             "overhead_target": r.get("target_overhead", np.nan), "ms_per_pass": float(r["ms"]) / int(r["forward_passes"]),
@@ -300,7 +290,7 @@ def comparison_table(b: Benchmarks) -> pd.DataFrame | Note:
         r = b.explainers["methods"].get(ours)
         if r is None:
             continue
-        rows.append({"key": key, "theirs": theirs, "short": short, "ours": method_label(ours), "their_ms": c["ms"], "setting": _setting(c),
+        rows.append({"key": key, "theirs": theirs, "short": short, "ours": METHOD_LABELS.get(ours, ours), "their_ms": c["ms"], "setting": _setting(c),
                      "our_ms": r["ms"], "ratio": c["ms"] / r["ms"],
                      "floor_bound": c["ms"] / r["floor_ms"] if r.get("floor_ms") else np.nan})
     if not rows:
@@ -339,7 +329,7 @@ def bf16_table(b: Benchmarks) -> pd.DataFrame | Note:
         if "bf16_speedup" not in r:
             continue
         a = agree.get(name, {})
-        rows.append({"method": name, "label": method_label(name), "bf16_speedup": r["bf16_speedup"],
+        rows.append({"method": name, "label": METHOD_LABELS.get(name, name), "bf16_speedup": r["bf16_speedup"],
                      "spearman_random": r.get("bf16_spearman_random_dqn", np.nan),
                      "min_spearman_trained": a.get("min_spearman", np.nan),
                      "keeps": ("yes" if a["keeps_0.99"] else "no") if a else None,
@@ -579,7 +569,7 @@ def spot_check(cfg: RuntimeChapter, b: Benchmarks) -> pd.DataFrame | Note:
         v = cached_json("runtime_spot", config, lambda spec=spec: _time_methods(spec, methods, cfg.spot["states"], cfg.seed),
                         results_dir=cfg.results_dir)
         for r in v["rows"]:
-            parts.append({"agent": spec, "method": r["method"], "label": method_label(r["method"]),
+            parts.append({"agent": spec, "method": r["method"], "label": METHOD_LABELS.get(r["method"], r["method"]),
                           "input_shape": "×".join(map(str, v["input_shape"])), "forward_passes": r["forward_passes"],
                           "ms": r["ms"], "ms_per_pass": r["ms"] / r["forward_passes"],
                           "benchmark_ms": bench.get(r["method"], {}).get("ms", np.nan),

@@ -27,7 +27,6 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from saliency_book.common import (
-    METHOD_LABELS,
     METHODS,
     TARGET_FREE,
     TARGET_LABELS,
@@ -46,6 +45,7 @@ from saliency_book.maps import (
     overlay_map,
     saliency_map,
 )
+from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import valid_games
 
 __all__ = ["ALPHAS", "STATIC_STATES", "ExplorerChapter", "Explorer", "explorer", "explorer_summary", "explorer_games",

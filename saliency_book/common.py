@@ -22,12 +22,13 @@ import pandas as pd
 
 from saliency_lib.experiments.catalog import official_available, shipped_agents, study_agent
 from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR, repo_path
+from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import published_scores
 
 __all__ = [
-    "Note", "METHODS", "METHOD_LABELS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "HIGHLIGHTS_PARAMS", "BENCHMARK_STEPS",
+    "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "HIGHLIGHTS_PARAMS", "BENCHMARK_STEPS",
     "as_count", "as_methods", "ExplainedAgent", "describe_agents", "chapter_agents", "load", "action_names",
-    "score_table", "here", "figure_image", "method_label", "method_names", "fmt2", "join_words",
+    "score_table", "here", "figure_image", "method_names", "fmt2", "join_words",
 ]
 
 
@@ -146,15 +147,6 @@ def figure_image(fig, *, dpi: int = 110):
 METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "gradient", "integrated_gradients",
            "gradcam", "random", "mask_policy", "mask_value")
 """Registry names the gallery shows, in display order (``mask_*`` only for Mask-A3C agents)."""
-
-
-METHOD_LABELS = MappingProxyType({
-    "occlusion": "Occlusion", "ns_original": "NS original", "ns_chosen": "NS chosen action", "ns_black": "NS black",
-    "sarfa": "SARFA", "rise": "RISE", "lime_slic": "LIME (SLIC)", "lime_quickshift": "LIME (quickshift)",
-    "lime_felzenszwalb": "LIME (Felzenszwalb)", "gradient": "Gradient", "integrated_gradients": "Integrated Gradients",
-    "gradcam": "Grad-CAM", "random": "Random", "mask_policy": "Policy mask", "mask_value": "Value mask",
-})
-"""Display name of each registry name."""
 
 
 TARGET_FREE = frozenset({"random", "mask_policy", "mask_value"})
@@ -285,14 +277,9 @@ def action_names(game: str, preset: str, n_actions: int) -> tuple[str, ...]:
     return names if len(names) == n_actions else tuple(f"action {k}" for k in range(n_actions))
 
 
-def method_label(method: str) -> str:
-    """Display name of a method (its registry name when it has none)."""
-    return METHOD_LABELS.get(method, method)
-
-
 def method_names(methods) -> str:
     """Markdown list of methods in bold: "**A**, **B** and **C**" ("none" when empty)."""
-    items = [f"**{method_label(m)}**" for m in methods]
+    items = [f"**{METHOD_LABELS.get(m, m)}**" for m in methods]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
 
 
