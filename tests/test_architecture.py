@@ -19,7 +19,7 @@ LIB, BOOK = "saliency_lib", "saliency_book"
 
 # Layer of each top-level part of the library; a module may import only its own layer or lower ones.
 LAYERS = {
-    "_io": 0, "games": 0, "results": 0, "versions": 0, "viz": 0, "__init__": 9, "__main__": 9,
+    "_io": 0, "games": 0, "results": 0, "validation": 0, "versions": 0, "viz": 0, "__init__": 9, "__main__": 9,
     "envs": 1,
     "agents": 2, "states": 2, "play": 2,
     "explainers": 3, "train": 3,

@@ -120,9 +120,9 @@ def test_recurrent_actor_critic_with_fixed_hidden():
 
 def test_bad_inputs(patch_agent, states):
     m = _orderings()["random"]
-    with pytest.raises(ValueError, match="unknown substrate 'gray'; valid values are: black, random, blur"):
+    with pytest.raises(ValueError, match="unknown substrate 'gray'; valid values are: 'black', 'random', 'blur'"):
         Insertion(substrate="gray")
-    with pytest.raises(ValueError, match="pixels_per_step must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="pixels_per_step must be an integer >= 1, got 0"):
         Insertion(pixels_per_step=0)
     with pytest.raises(ValueError, match="blur_sigma must be a positive number"):
         Insertion(blur_sigma=-1.0)

@@ -162,9 +162,9 @@ def test_constant_maps_are_flagged(agent):
 
 def test_bad_inputs(agent):
     x = random_states(2)
-    with pytest.raises(ValueError, match="unknown order 'reverse'; valid values are: cascading, independent"):
+    with pytest.raises(ValueError, match="unknown order 'reverse'; valid values are: 'cascading', 'independent'"):
         RandomisationTest(order="reverse")
-    with pytest.raises(ValueError, match="unknown init 'he'; valid values are: glorot, default"):
+    with pytest.raises(ValueError, match="unknown init 'he'; valid values are: 'glorot', 'default'"):
         RandomisationTest(init="he")
     with pytest.raises(ValueError, match="unknown similarity 'pearson'"):
         RandomisationTest(similarities=("pearson",))

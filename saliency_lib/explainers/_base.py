@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..agents.base import Agent
-from ._validation import check_choice, check_int
+from ..validation import check_choice, check_int
 
 __all__ = ["Attribution", "ExplainResult", "Explainer", "PerturbationExplainer", "explainable_outputs", "OUTPUTS", "PRECISIONS"]
 

@@ -12,7 +12,7 @@ from torch import nn
 from ..agents.base import Agent
 from ._base import Explainer, ExplainResult
 from ._masks import bilinear_resize
-from ._validation import check_choice, check_float, check_int
+from ..validation import check_choice, check_float, check_int
 
 __all__ = ["Gradient", "IntegratedGradients", "GradCAM", "CHANNEL_REDUCTIONS"]
 

@@ -9,7 +9,7 @@ import torch
 from ..agents.base import Agent
 from ._base import Explainer, ExplainResult
 from ._masks import bilinear_resize
-from ._validation import check_choice
+from ..validation import check_choice
 
 __all__ = ["MaskAttention", "BRANCHES", "DISPLAYS"]
 

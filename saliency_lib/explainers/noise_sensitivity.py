@@ -9,7 +9,7 @@ import torch
 from ..agents.base import Agent
 from ._base import PerturbationExplainer, ExplainResult
 from ._masks import bilinear_resize, blurred_point_window, disk_indices, gaussian_blur, grid_positions
-from ._validation import check_bool, check_choice, check_float, check_int
+from ..validation import check_bool, check_choice, check_float, check_int
 
 __all__ = ["NoiseSensitivity", "NS_VARIANTS", "PERTURBATIONS", "PointPerturbation", "upsample_rescale"]
 

@@ -9,7 +9,7 @@ import torch
 from ..agents.base import Agent
 from ._base import PerturbationExplainer, ExplainResult
 from ._masks import bilinear_resize, box_indices, grid_positions
-from ._validation import check_float, check_int
+from ..validation import check_float, check_int
 
 __all__ = ["Occlusion"]
 

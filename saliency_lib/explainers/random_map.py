@@ -6,7 +6,7 @@ import torch
 
 from ..agents.base import Agent
 from ._base import Explainer, ExplainResult
-from ._validation import check_int
+from ..validation import check_int
 
 __all__ = ["RandomMap"]
 

@@ -7,7 +7,7 @@ import torch
 from ..agents.base import Agent
 from ._base import PerturbationExplainer, ExplainResult
 from ._masks import rise_masks
-from ._validation import check_float, check_int
+from ..validation import check_float, check_int
 
 __all__ = ["RISE"]
 

@@ -6,7 +6,7 @@ import torch
 
 from ..agents.base import Agent
 from ._base import ExplainResult
-from ._validation import check_choice
+from ..validation import check_choice
 from .noise_sensitivity import PERTURBATIONS, PointPerturbation, upsample_rescale
 
 __all__ = ["SARFA", "sarfa_score"]

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 import torch
 
 from ..agents.base import Agent
 
-__all__ = ["check_choice", "check_positive_int", "as_states", "as_maps", "as_state_ids", "as_targets", "state_rng", "explain"]
-
-
-def check_choice(name: str, value: Any, allowed: Sequence[str]) -> None:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"unknown {name} {value!r}; valid values are: {', '.join(map(str, allowed))}")
-
-
-def check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+__all__ = ["as_states", "as_maps", "as_state_ids", "as_targets", "state_rng", "explain"]
 
 
 def as_states(agent: Agent, states) -> torch.Tensor:

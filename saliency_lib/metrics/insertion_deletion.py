@@ -49,7 +49,8 @@ import pandas as pd
 import torch
 
 from ..agents.base import Agent
-from ._common import as_maps, as_state_ids, as_states, as_targets, check_choice, check_positive_int, explain, state_rng
+from ..validation import check_choice, check_int
+from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 
 __all__ = ["SUBSTRATES", "MEASURES", "Insertion", "Deletion", "make_substrate", "random_saliency", "auc"]
 
@@ -149,7 +150,7 @@ class _CausalMetric:
     ):
         check_choice("substrate", substrate, SUBSTRATES)
         self.substrate = substrate
-        self.pixels_per_step = check_positive_int("pixels_per_step", pixels_per_step)
+        self.pixels_per_step = check_int("pixels_per_step", pixels_per_step, minimum=1)
         if not (isinstance(blur_sigma, (int, float)) and not isinstance(blur_sigma, bool) and blur_sigma > 0):
             raise ValueError(f"blur_sigma must be a positive number of pixels, got {blur_sigma!r}")
         self.blur_sigma = float(blur_sigma)
@@ -160,7 +161,7 @@ class _CausalMetric:
             for m in measures:
                 check_choice("measure", m, tuple(MEASURES))
         self.measures = measures
-        self.batch_size = check_positive_int("batch_size", batch_size)
+        self.batch_size = check_int("batch_size", batch_size, minimum=1)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
         self.seed = int(seed)

@@ -51,7 +51,8 @@ import torch
 from torch import nn
 
 from ..agents.base import Agent
-from ._common import as_maps, as_state_ids, as_states, as_targets, check_choice, explain, state_rng
+from ..validation import check_choice
+from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 from .similarity import SIMILARITIES, ConstantMapWarning, is_constant
 
 __all__ = ["INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS", "randomise_modules", "randomised_models", "rebuild_explainer", "RandomisationTest"]

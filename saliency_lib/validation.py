@@ -1,4 +1,4 @@
-"""Argument checks shared by the explainers.
+"""Argument checks shared by the explainers, the metrics and the experiments.
 
 Every check raises :class:`ValueError` (or :class:`TypeError` for a wrong type)
 with a message that names the parameter, the value received and what is allowed.
