@@ -44,7 +44,7 @@ __all__ = [
     "rank_agreement", "comparison_summary", "factors_summary", "paper_factors_summary",
 ]
 
-EXPERIMENTS = ("insertion", "deletion")
+DEGRADATION_EXPERIMENTS = ("insertion", "deletion")
 PAPER_SUBSTRATES = ("black", "random")
 """Substrates of Huber et al.'s insertion metric; ``blur`` and deletion are this study's additions."""
 
@@ -295,10 +295,10 @@ def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> p
         return Note(f"No agent to evaluate for {cfg.game}: no study DQN agent exists yet and the official Mask-A3C "
                     "checkpoint is not fetched (`make fetch-official`).", kind="warning", title="No agent")
     specs = profile_specs(cfg.profile, cfg.game, agents=agents, seed=cfg.seed, results_dir=cfg.results_dir)
-    tables = [run_sweep(dataclasses.replace(s, experiments=EXPERIMENTS), executor=cfg.executor,
+    tables = [run_sweep(dataclasses.replace(s, experiments=DEGRADATION_EXPERIMENTS), executor=cfg.executor,
                         results_dir=cfg.results_dir, progress=progress).table for s in specs]
     df = pd.concat(tables, ignore_index=True)
-    return df[df["experiment"].isin(EXPERIMENTS)].reset_index(drop=True)
+    return df[df["experiment"].isin(DEGRADATION_EXPERIMENTS)].reset_index(drop=True)
 
 
 def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
@@ -425,7 +425,7 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
     rows, index, best = [], [], {}
     subs = {"black": 0, "random": 1, "blur": 2}
     keys = sorted(s.groupby(["experiment", "substrate", "measure"]).groups,
-                  key=lambda k: (EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
+                  key=lambda k: (DEGRADATION_EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
     for exp, sub, meas in keys:
         g = s[(s["experiment"] == exp) & (s["substrate"] == sub) & (s["measure"] == meas)].set_index("method")
         label = (exp, sub, SHORT_MEASURES.get(meas, meas))

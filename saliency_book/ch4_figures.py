@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.ch4_degradation import (
-    EXPERIMENTS,
+    DEGRADATION_EXPERIMENTS,
     MEASURE_LABELS,
     PAPER_METHODS,
     PAPER_SUBSTRATES,
@@ -302,8 +302,8 @@ def degraded_images(state, saliency, *, substrate: str, fractions, mode: str = "
 
     from saliency_lib.metrics import make_substrate
 
-    if mode not in EXPERIMENTS:
-        raise ValueError(f"mode must be one of {EXPERIMENTS}, got {mode!r}")
+    if mode not in DEGRADATION_EXPERIMENTS:
+        raise ValueError(f"mode must be one of {DEGRADATION_EXPERIMENTS}, got {mode!r}")
     x = torch.as_tensor(state)
     if x.ndim != 3:
         raise ValueError(f"state must have shape (C, H, W), got {tuple(x.shape)}")
@@ -367,7 +367,7 @@ def degradation_figure(cfg: DegradationChapter, agent: str | None, *, method: st
     sal = np.load(cached_file("degradation_map", config, ".npy", make, results_dir=cfg.results_dir))
     x = states.states[i].cpu()
     lo, hi = float(x[-1].min()), float(x[-1].max())
-    rows = [(mode, s) for mode in EXPERIMENTS for s in SUBSTRATES]
+    rows = [(mode, s) for mode in DEGRADATION_EXPERIMENTS for s in SUBSTRATES]
     fig, axes = plt.subplots(len(rows), len(fractions) + 1, figsize=(1.55 * (len(fractions) + 1), 1.65 * len(rows)),
                              squeeze=False)
     for r, (mode, s) in enumerate(rows):

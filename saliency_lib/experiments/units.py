@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..results import canonical_json, config_hash
+from ..metrics.insertion_deletion import SUBSTRATES
+from ..results import EXPERIMENTS, canonical_json, config_hash
 from .paths import RESULTS_DIR
 from .store import states_dir
 
@@ -32,17 +33,8 @@ __all__ = [
     "state_config", "study_states", "one_thread", "plan_units", "compute_unit", "describe_params", "maybe_fault",
 ]
 
-
-EXPERIMENTS = ("sanity", "insertion", "deletion")
-
-
-SUBSTRATES = ("black", "random", "blur")
-
-
 RANDOM_BASELINE = "random"
 """Method name of the uniform-random map baseline (insertion/deletion only)."""
-
-
 SANITY_SIMILARITIES = ("spearman", "ssim", "ssim_2d", "hog_pearson")
 METRIC_OPTIONS = {
     # sanity: Huber et al.'s cascading randomisation with Glorot-uniform weights (reference §5), every layer group
