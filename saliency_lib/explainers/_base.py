@@ -320,6 +320,58 @@ class Explainer:
         with self._autocast(rows.device):
             return self.agent(rows, hidden)
 
+    # -- several agents at once -----------------------------------------------------
+    def attribute_many(
+        self,
+        agents,
+        states: torch.Tensor,
+        *,
+        target: int | torch.Tensor | None = None,
+        hidden: tuple[torch.Tensor, ...] | None = None,
+        batch_size: int | None = None,
+    ) -> list[Attribution]:
+        """The maps of this method on several agents: ``[for_agent(a).attribute(states, …) for a in agents]``.
+
+        Perturbation methods share the work when the agents are copies of one
+        network that differ only in their upper layers (the randomisation cascade):
+        the perturbed inputs are built once, and each chunk runs through the layers
+        the agents share once (see :mod:`saliency_lib.explainers._cascade`); with
+        incremental inference (Occlusion, Noise Sensitivity, SARFA on a
+        :class:`~saliency_lib.agents.DQNNet`) the window deltas below each agent's
+        randomised layers are shared too. The maps are those of separate calls, up
+        to float rounding. Other methods, and agents of different architectures,
+        are explained one after the other.
+
+        Parameters
+        ----------
+        agents : sequence of Agent
+            The agents; an agent that is this explainer's own uses this explainer.
+        states, target, hidden, batch_size
+            As :meth:`attribute`; ``target=None`` explains each agent's own greedy actions.
+
+        Returns
+        -------
+        list of Attribution
+            One per agent, in order.
+        """
+        agents = list(agents)
+        exps = [self if a is self.agent else self.for_agent(a) for a in agents]
+        shared = self._shared_readouts(exps)
+        try:
+            for e in exps:
+                e._shared = shared
+            return [e.attribute(states, target=target, hidden=hidden, batch_size=batch_size) for e in exps]
+        finally:
+            for e in exps:
+                e._shared = None
+
+    #: Joint readout computation of :meth:`attribute_many` (``None``: this explainer alone).
+    _shared = None
+
+    def _shared_readouts(self, exps):
+        """The joint computation for :meth:`attribute_many`, or ``None`` to explain one after the other."""
+        return None
+
     def _readout(self, out: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """The explained output as float32 ``(rows, K)``: action scores, probabilities or ``value`` (K = 1)."""
         name = self.output
@@ -406,7 +458,82 @@ class PerturbationExplainer(Explainer):
 
     The chunk buffer (``batch_size × C × H × W`` values) is kept between calls,
     so repeated calls do not pay for fresh memory pages.
+
+    **Incremental inference.** On a :class:`~saliency_lib.agents.DQNNet` in
+    float32, local perturbations are evaluated by recomputing only the changed
+    windows of each layer (:mod:`saliency_lib.explainers._incremental`); the maps
+    equal those of full forward passes up to float rounding. Other networks, and
+    ``precision="bf16"``, use full forward passes (an unsupported network is
+    reported once per process in the log). ``naive=True`` (an attribute, or the
+    constructor argument of Occlusion, Noise Sensitivity and SARFA) forces full
+    passes, e.g. to compare the two.
     """
+
+    #: Force full forward passes (no incremental inference).
+    naive: bool = False
+
+    def _set_naive(self, naive: bool) -> None:
+        """Record the ``naive`` switch (kept by :meth:`for_agent`, not part of :attr:`config`:
+        it changes the arithmetic, not the maps)."""
+        from ..validation import check_bool
+
+        self.naive = check_bool("naive", naive)
+        self._init_kwargs["naive"] = self.naive
+
+    def _shared_readouts(self, exps):
+        from ._cascade import SharedReadouts
+
+        if len(exps) < 2 or len({type(e) for e in exps}) != 1:
+            return None
+        return SharedReadouts(exps)
+
+    def _agents(self) -> list[Agent]:
+        """The agents whose readouts one call computes: this explainer's, or all of a shared computation."""
+        return [self.agent] if self._shared is None else self._shared.agents
+
+    def _staged(self, agents):
+        """A :class:`~saliency_lib.explainers._cascade.StagedForward` for several agents, or ``None``."""
+        if len(agents) < 2:
+            return None
+        from ._cascade import StagedForward, staged_support
+
+        if any(staged_support(a) is not None for a in agents):
+            return None
+        try:
+            return StagedForward(agents)
+        except ValueError:
+            return None
+
+    def _forward_all(self, staged, agents, rows, hidden) -> list[dict[str, torch.Tensor]]:
+        from ._cascade import forward_all
+
+        if len(agents) == 1:
+            return [self._forward(rows, hidden)]
+        with self._autocast(rows.device):
+            return forward_all(agents, staged, rows, hidden)
+
+    def _incremental_engine(self, agents, hidden):
+        """The incremental engine for ``agents``, or ``None`` (then full forward passes)."""
+        if self.naive or self.precision != "fp32" or hidden is not None:
+            return None
+        from ._incremental import IncrementalDQN, incremental_support, notice_once
+
+        for a in agents:
+            why = incremental_support(a)
+            if why is not None:
+                notice_once(f"{type(self).__name__}:{type(a).__name__}:{type(a.net).__name__}",
+                            f"{type(self).__name__}: incremental inference does not support this network ({why}); using full forward passes")
+                return None
+        key = tuple(id(a) for a in agents)
+        cache = self.__dict__.setdefault("_engines", {})
+        eng = cache.get(key)
+        if eng is None or any(x is not y for x, y in zip(eng.agents, agents)):
+            cache.clear()
+            try:
+                eng = cache[key] = IncrementalDQN(agents)
+            except ValueError:  # agents of different architectures
+                return None
+        return eng
 
     def _chunk_buffer(self, rows: int, x: torch.Tensor) -> torch.Tensor:
         """A reusable ``(rows, C, H·W)`` buffer (contents undefined)."""
@@ -448,9 +575,17 @@ class PerturbationExplainer(Explainer):
         one chunk into ``out`` (a reused ``(B, C, H, W)`` buffer: no fresh
         allocation per chunk) and return it.
         """
+        if self._shared is not None:
+            return self._shared.get(self, lambda: self._perturbed_readouts_all(x, hidden, n_perturbations, make_rows, batch_size))
+        return self._perturbed_readouts_all(x, hidden, n_perturbations, make_rows, batch_size)[0]
+
+    def _perturbed_readouts_all(self, x, hidden, n_perturbations, make_rows, batch_size) -> list[torch.Tensor]:
+        """:meth:`_perturbed_readouts` for every agent of :meth:`_agents`, sharing the inputs and common layers."""
+        agents = self._agents()
+        staged = self._staged(agents)
         n = x.shape[0]
         total = n * n_perturbations
-        out: torch.Tensor | None = None
+        outs: list[torch.Tensor | None] = [None] * len(agents)
         buf = self._chunk_buffer(min(batch_size, total), x).view(-1, *x.shape[1:])
         with torch.no_grad():
             for start in range(0, total, batch_size):
@@ -459,11 +594,12 @@ class PerturbationExplainer(Explainer):
                 state_idx = torch.div(flat, n_perturbations, rounding_mode="floor")
                 pert_idx = flat - state_idx * n_perturbations
                 rows = make_rows(state_idx, pert_idx, buf[: stop - start])
-                vec = self._readout(self._forward(rows, Agent.index_hidden(hidden, state_idx)))
-                if out is None:
-                    out = torch.empty((total, vec.shape[1]), dtype=torch.float32, device=x.device)
-                out[start:stop] = vec
-        return out.view(n, n_perturbations, -1)
+                for a, res in enumerate(self._forward_all(staged, agents, rows, Agent.index_hidden(hidden, state_idx))):
+                    vec = self._readout(res)
+                    if outs[a] is None:
+                        outs[a] = torch.empty((total, vec.shape[1]), dtype=torch.float32, device=x.device)
+                    outs[a][start:stop] = vec
+        return [o.view(n, n_perturbations, -1) for o in outs]
 
     def _local_perturbed_readouts(
         self,
@@ -472,6 +608,8 @@ class PerturbationExplainer(Explainer):
         index: torch.Tensor,
         values: Callable[[int, torch.Tensor], torch.Tensor | float],
         batch_size: int,
+        *,
+        delta: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """Readouts ``(N, P, K)`` for perturbations that change only some pixels of a state.
 
@@ -479,14 +617,31 @@ class PerturbationExplainer(Explainer):
         perturbation, the same in every channel; an index may repeat if every copy
         gets the same value. ``values(i, clean)`` gives the perturbed values
         ``(P, C, K)`` of state ``i`` (or one float for all) from its clean values
-        ``clean`` ``(P, C, K)``.
+        ``clean`` ``(P, C, K)``. ``delta(state, pert, clean)``, optional, gives the
+        change ``I′ − I`` ``(B, K, C)`` of perturbations ``pert`` ``(B,)`` of states
+        ``state`` ``(B,)`` from their clean values ``(B, K, C)``, for the incremental
+        path (default: derived from ``values``, slower).
 
-        States are processed one after the other; the chunk buffer holds copies of
-        the current state and is rewritten only where needed: before each forward
-        pass the perturbed pixels are written, afterwards their clean values are
-        put back. The cost per row is thus proportional to the perturbed area, not
-        to the image size.
+        With a supported network (see the class notes) the incremental engine
+        evaluates only the changed windows. Otherwise states are processed one after
+        the other; the chunk buffer holds copies of the current state and is
+        rewritten only where needed: before each forward pass the perturbed pixels
+        are written, afterwards their clean values are put back. The input cost per
+        row is thus proportional to the perturbed area, not to the image size.
         """
+        if self._shared is not None:
+            return self._shared.get(self, lambda: self._local_readouts_all(x, hidden, index, values, batch_size, delta))
+        return self._local_readouts_all(x, hidden, index, values, batch_size, delta)[0]
+
+    def _local_readouts_all(self, x, hidden, index, values, batch_size, delta) -> list[torch.Tensor]:
+        """:meth:`_local_perturbed_readouts` for every agent of :meth:`_agents`."""
+        agents = self._agents()
+        engine = self._incremental_engine(agents, hidden)
+        if engine is not None:
+            if delta is None:
+                delta = self._delta_from_values(values, index.shape[0])
+            return engine.readouts(x, index, delta, self._readout, batch_size)
+        staged = self._staged(agents)
         n, c = x.shape[:2]
         hw = x.shape[2] * x.shape[3]
         p = index.shape[0]
@@ -494,7 +649,7 @@ class PerturbationExplainer(Explainer):
         buf = self._chunk_buffer(rows, x)
         flat_buf = buf.view(-1)
         where_buf = self._local_table(index, rows, c, hw)
-        out: torch.Tensor | None = None
+        outs: list[torch.Tensor | None] = [None] * len(agents)
         with torch.no_grad():
             for i in range(n):  # per state: chunks never straddle two states
                 clean = x[i].reshape(c, hw).index_select(1, index.view(-1)).view(c, p, -1).transpose(0, 1).contiguous()  # (P, C, K)
@@ -509,12 +664,29 @@ class PerturbationExplainer(Explainer):
                     else:
                         flat_buf.index_fill_(0, at, new)
                     k = stop - start
-                    vec = self._readout(self._forward(buf[:k].view(k, *x.shape[1:]), Agent.index_hidden(h_i, slice(0, k))))
+                    res = self._forward_all(staged, agents, buf[:k].view(k, *x.shape[1:]), Agent.index_hidden(h_i, slice(0, k)))
                     flat_buf.index_copy_(0, at, clean[start:stop].reshape(-1))  # back to the clean state
-                    if out is None:
-                        out = torch.empty((n, p, vec.shape[1]), dtype=torch.float32, device=x.device)
-                    out[i, start:stop] = vec
-        return out
+                    for a, r in enumerate(res):
+                        vec = self._readout(r)
+                        if outs[a] is None:
+                            outs[a] = torch.empty((n, p, vec.shape[1]), dtype=torch.float32, device=x.device)
+                        outs[a][i, start:stop] = vec
+        return outs
+
+    @staticmethod
+    def _delta_from_values(values, p: int):
+        """A ``delta(state, pert, clean)`` for the incremental engine built from ``values(i, clean)``."""
+        def delta(state, pert, clean):
+            out = torch.empty_like(clean)
+            for i in torch.unique(state).tolist():
+                rows = (state == i).nonzero()[:, 0]
+                full = torch.zeros((p, *clean.shape[1:]), dtype=clean.dtype, device=clean.device)
+                full[pert[rows]] = clean[rows]
+                new = values(i, full.transpose(1, 2))  # (P, C, K)
+                new = new.transpose(1, 2)[pert[rows]] if isinstance(new, torch.Tensor) else float(new)
+                out[rows] = new - clean[rows]
+            return out
+        return delta
 
     def _local_table(self, index: torch.Tensor, rows: int, c: int, hw: int) -> torch.Tensor:
         """Flat indices ``(P, C, K)`` of every perturbed value in the chunk buffer of

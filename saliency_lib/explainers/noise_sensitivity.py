@@ -7,9 +7,10 @@ from types import MappingProxyType
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, ExplainResult
-from ._masks import bilinear_resize, blurred_point_window, disk_indices, gaussian_blur, grid_positions
 from ..validation import check_bool, check_choice, check_float, check_int
+from ._base import ExplainResult, PerturbationExplainer
+from ._incremental import gather_rows
+from ._masks import bilinear_resize, blurred_point_window, disk_indices, gaussian_blur, grid_positions
 
 __all__ = ["NoiseSensitivity", "NS_VARIANTS", "PERTURBATIONS", "PointPerturbation", "upsample_rescale"]
 
@@ -88,7 +89,7 @@ class PointPerturbation(PerturbationExplainer):
         """Readouts ``(N, P, K)`` for every centre of the grid."""
         index, weight = self._masks(x.device)
         if self.perturbation == "black":
-            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size)
+            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size, delta=lambda state, pert, clean: -clean)
         # I' = I + M·(G(I) − I) on each mask's support window
         n, c = x.shape[:2]
         diff = (self.blurred(x) - x).reshape(n, c, -1)
@@ -99,7 +100,16 @@ class PointPerturbation(PerturbationExplainer):
             d = diff[i].index_select(1, flat_index).view(c, *index.shape).transpose(0, 1)  # (P, C, K), strided
             return torch.addcmul(clean, d, wt)
 
-        return self._local_perturbed_readouts(x, hidden, index, values, batch_size)
+        diff_cl = {}
+
+        def delta(state, pert, clean):  # M·(G(I) − I) in the channels-last layout (B, K, C)
+            if "all" not in diff_cl:
+                diff_cl["all"] = diff.transpose(1, 2).reshape(-1, c)  # (N·H·W, C)
+            at = (index.index_select(0, pert) + (state * diff.shape[2])[:, None]).view(-1)
+            d = gather_rows(diff_cl["all"], at).view(len(pert), -1, c)
+            return d.mul_(weight.index_select(0, pert).to(d.dtype)[:, :, None])
+
+        return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta)
 
 
 class NoiseSensitivity(PointPerturbation):
@@ -155,6 +165,10 @@ class NoiseSensitivity(PointPerturbation):
     batch_size, precision
         See :class:`~saliency_lib.explainers.Explainer`; ``"bf16"`` only with the
         black disk (blurred perturbations change the output too little for bf16).
+    naive : bool, optional
+        Force full forward passes instead of incremental inference (default
+        False; the maps agree to float rounding, see
+        :class:`~saliency_lib.explainers.PerturbationExplainer`).
 
     Notes
     -----
@@ -195,6 +209,7 @@ class NoiseSensitivity(PointPerturbation):
         output: str | None = None,
         batch_size: int = 256,
         precision: str = "fp32",
+        naive: bool = False,
     ):
         variant = check_choice("variant", variant, tuple(NS_VARIANTS))
         default_pert, default_out = NS_VARIANTS[variant]
@@ -202,6 +217,7 @@ class NoiseSensitivity(PointPerturbation):
         self.default_output = default_out  # instance-level default for _resolve_output
         self.perturbation = check_choice("perturbation", default_pert if perturbation is None else perturbation, PERTURBATIONS)
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
+        self._set_naive(naive)
         self._remember(variant=variant)
         self._init_perturbation(radius, stride, self.perturbation, blur_sigma, blur_frames)
         self._init_kwargs["perturbation"] = perturbation

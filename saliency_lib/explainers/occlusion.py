@@ -7,9 +7,9 @@ import math
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, ExplainResult
-from ._masks import bilinear_resize, box_indices, grid_positions
 from ..validation import check_float, check_int
+from ._base import ExplainResult, PerturbationExplainer
+from ._masks import bilinear_resize, box_indices, grid_positions
 
 __all__ = ["Occlusion"]
 
@@ -48,6 +48,10 @@ class Occlusion(PerturbationExplainer):
         paper's "softmax" option).
     batch_size, precision
         See :class:`~saliency_lib.explainers.Explainer`.
+    naive : bool, optional
+        Force full forward passes instead of incremental inference (default
+        False; the maps agree to float rounding, see
+        :class:`~saliency_lib.explainers.PerturbationExplainer`).
 
     Notes
     -----
@@ -87,8 +91,10 @@ class Occlusion(PerturbationExplainer):
         output: str | None = None,
         batch_size: int = 256,
         precision: str = "fp32",
+        naive: bool = False,
     ):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
+        self._set_naive(naive)
         h, w = self._hw
         patch = check_int("patch", patch, minimum=1, maximum=min(h, w), hint=f"; the patch must fit the {h}×{w} input")
         stride = patch if stride is None else check_int("stride", stride, minimum=1, maximum=min(h, w), hint=f"; the stride must fit the {h}×{w} input")
@@ -118,6 +124,7 @@ class Occlusion(PerturbationExplainer):
         h, w = self._hw
         gh, gw = self.grid_shape
         colour = self.colour
-        vec = self._local_perturbed_readouts(x, hidden, self._index(x.device), lambda i, clean: colour, batch_size)
+        vec = self._local_perturbed_readouts(x, hidden, self._index(x.device), lambda i, clean: colour, batch_size,
+                                             delta=lambda state, pert, clean: colour - clean)
         coarse = self._drop_score(self._readout(clean), vec, actions).view(-1, gh, gw)
         return ExplainResult(bilinear_resize(coarse, (h, w)), gh * gw, coarse=coarse)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ..agents.base import Agent
-from ._base import ExplainResult
 from ..validation import check_choice
+from ._base import ExplainResult
 from .noise_sensitivity import PERTURBATIONS, PointPerturbation, upsample_rescale
 
 __all__ = ["SARFA", "sarfa_score"]
@@ -85,6 +85,10 @@ class SARFA(PointPerturbation):
     batch_size, precision
         See :class:`~saliency_lib.explainers.Explainer` (float32 only: SARFA's
         thresholded ΔP did not keep rank agreement in bf16).
+    naive : bool, optional
+        Force full forward passes instead of incremental inference (default
+        False; the maps agree to float rounding, see
+        :class:`~saliency_lib.explainers.PerturbationExplainer`).
 
     Notes
     -----
@@ -129,9 +133,11 @@ class SARFA(PointPerturbation):
         output: str | None = None,
         batch_size: int = 256,
         precision: str = "fp32",
+        naive: bool = False,
     ):
         self.perturbation = check_choice("perturbation", perturbation, PERTURBATIONS)
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
+        self._set_naive(naive)
         self._init_perturbation(radius, stride, perturbation, blur_sigma, blur_frames)
 
     def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
