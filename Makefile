@@ -19,7 +19,7 @@ UV := $(VENV)/bin/uv
 BOOK_HTML := book/_build/html
 export MASK_A3C_OFFICIAL_DIR ?= $(CURDIR)/data/external/mask_a3c_official
 
-.PHONY: env lock test book book-assets publish demo fetch-official lint clean
+.PHONY: env lock test book book-assets pdf publish demo fetch-official lint clean
 
 env: $(STAMP)
 
@@ -69,6 +69,17 @@ book: $(STAMP)
 ## book-assets: fetch the book's offline JavaScript (npm pack, once) into book/_offline
 book-assets: $(STAMP)
 	$(PY) -m saliency_lib book --assets-only
+
+## pdf: the book as one PDF, book/_build/book.pdf: Jupyter Book's single-page HTML of the executed
+## chapters, printed by headless Chromium (Debian's chromium; installed when missing and root)
+pdf: book
+	$(VENV)/bin/jupyter-book build book --builder singlehtml --keep-going --quiet $(if $(or $(GAMES),$(filter full,$(PROFILE))),--toc book/_build/_toc.games.yml)
+	profile=$$(mktemp -d) && \
+	  "$$($(PY) -c 'from saliency_book.build.browser import ensure_chromium; print(ensure_chromium())')" \
+	  --headless --no-sandbox --disable-gpu --user-data-dir="$$profile" --no-pdf-header-footer \
+	  --virtual-time-budget=60000 --print-to-pdf=book/_build/book.pdf "file://$(CURDIR)/book/_build/singlehtml/intro.html" && \
+	  rm -rf "$$profile"
+	@echo "wrote book/_build/book.pdf"
 
 ## publish: build the book, then commit its HTML onto the local gh-pages branch with ghp-import (never pushes)
 publish: book

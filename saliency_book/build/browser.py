@@ -8,7 +8,9 @@ port), loads every page in a fresh headless Chromium and reports, per page:
 * ``<img>`` elements that did not load (``naturalWidth == 0``), widget images included;
 * Python tracebacks shown on the page;
 * widget views that did not render, and mathematics that MathJax did not typeset;
-* JavaScript exceptions.
+* JavaScript exceptions;
+* on every chapter page, the Binder and Colab launch buttons, and that their links carry
+  the chapter's notebook path (:func:`saliency_book.build.launch.launch_problems`).
 
 It can save screenshots. The protocol runs over the browser's websocket
 (``websocket-client``), with one flattened session per page; no chromedriver is needed.
@@ -32,6 +34,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from saliency_book.build.launch import launch_problems
+from saliency_lib.experiments.paths import REPO_ROOT
 
 __all__ = ["find_chromium", "ensure_chromium", "ChromiumMissing", "Chromium", "serve", "PageReport", "check_book",
            "expected_outputs", "CHROMIUM_FLAGS"]
@@ -317,6 +322,7 @@ _PROBE = r"""(() => {
     math: document.querySelectorAll('div.math, span.math').length,
     mathjax: document.querySelectorAll('mjx-container').length,
     text_length: (main.innerText || '').length,
+    launch: [...document.querySelectorAll('.dropdown-launch-buttons a[href]')].map(a => ({text: (a.textContent || '').trim(), href: a.href})),
   };
 })()"""
 
@@ -336,6 +342,7 @@ class PageReport:
     failed: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     js_errors: list[str] = field(default_factory=list)
+    launch_problems: list[str] = field(default_factory=list)
     screenshot: str | None = None
 
     @property
@@ -350,6 +357,7 @@ class PageReport:
         if self.probe["math"] and not self.probe["mathjax"]:
             p.append(f"{self.probe['math']} math elements but MathJax typeset none")
         p += [f"JavaScript error: {e}" for e in self.js_errors]
+        p += [f"launch buttons: {e}" for e in self.launch_problems]
         return p
 
 
@@ -412,6 +420,7 @@ def check_book(html_dir: str | os.PathLike, *, pages: list[str] | None = None, s
             events = page.navigate(base + rel, ready=_READY, timeout=timeout)
             rep = _summarise(rel, events, base)
             rep.probe = page.evaluate(_PROBE)
+            rep.launch_problems = launch_problems(rel, rep.probe["launch"], html_dir, REPO_ROOT)
             if rel in screenshots and screenshots_dir is not None:
                 name = screenshots[rel]
                 full = name.startswith("full:")
