@@ -27,6 +27,7 @@ env: $(STAMP)
 $(STAMP): $(LOCK) pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c 'import sys; sys.version_info[:2] == (3, 11) or print("warning: $(LOCK) is for Python 3.11, $(PY) is", sys.version.split()[0])'
+	@$(PY) scripts/lock.py --check > /dev/null 2>&1 || echo "warning: pyproject.toml's dependencies changed since $(LOCK) was made; installing the old lock (run: make lock)"
 	@if [ "$(USE_UV)" != 0 ] && { test -x $(UV) || $(PY) -m pip install --quiet "$$(grep -m1 '^uv==' $(LOCK))"; }; then \
 	  set -x; \
 	  $(UV) pip sync --quiet --python $(PY) $(FIND_LINKS) $(LOCK) && \
