@@ -205,9 +205,9 @@ def test_unsupported_network_falls_back_once(states, caplog, make):
 def test_bf16_and_naive_use_full_passes(states):
     agent = dqn_agent()
     exp = Occlusion(agent, patch=6, precision="bf16")
-    assert exp._incremental_engine([agent], None) is None
-    assert Occlusion(agent, naive=True)._incremental_engine([agent], None) is None
-    assert Occlusion(agent)._incremental_engine([agent], None) is not None
+    assert inc.engine_for(exp, [agent], None) is None
+    assert inc.engine_for(Occlusion(agent, naive=True), [agent], None) is None
+    assert inc.engine_for(Occlusion(agent), [agent], None) is not None
     twin = Occlusion(agent, patch=6, naive=True).for_agent(dqn_agent(seed=1))
     assert twin.naive and "naive" not in twin.config
     with pytest.raises(ValueError, match="naive"):

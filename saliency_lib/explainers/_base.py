@@ -321,15 +321,8 @@ class Explainer:
             return self.agent(rows, hidden)
 
     # -- several agents at once -----------------------------------------------------
-    def attribute_many(
-        self,
-        agents,
-        states: torch.Tensor,
-        *,
-        target: int | torch.Tensor | None = None,
-        hidden: tuple[torch.Tensor, ...] | None = None,
-        batch_size: int | None = None,
-    ) -> list[Attribution]:
+    def attribute_many(self, agents, states: torch.Tensor, *, target: int | torch.Tensor | None = None,
+                       hidden: tuple[torch.Tensor, ...] | None = None, batch_size: int | None = None) -> list[Attribution]:
         """The maps of this method on several agents: ``[for_agent(a).attribute(states, …) for a in agents]``.
 
         Perturbation methods share the work when the agents are copies of one
@@ -354,7 +347,6 @@ class Explainer:
         list of Attribution
             One per agent, in order.
         """
-        agents = list(agents)
         exps = [self if a is self.agent else self.for_agent(a) for a in agents]
         shared = self._shared_readouts(exps)
         try:
@@ -491,49 +483,14 @@ class PerturbationExplainer(Explainer):
         """The agents whose readouts one call computes: this explainer's, or all of a shared computation."""
         return [self.agent] if self._shared is None else self._shared.agents
 
-    def _staged(self, agents):
-        """A :class:`~saliency_lib.explainers._cascade.StagedForward` for several agents, or ``None``."""
-        if len(agents) < 2:
-            return None
-        from ._cascade import StagedForward, staged_support
-
-        if any(staged_support(a) is not None for a in agents):
-            return None
-        try:
-            return StagedForward(agents)
-        except ValueError:
-            return None
-
     def _forward_all(self, staged, agents, rows, hidden) -> list[dict[str, torch.Tensor]]:
+        """Outputs of every agent on ``rows`` (through ``staged`` when several agents share layers)."""
         from ._cascade import forward_all
 
         if len(agents) == 1:
             return [self._forward(rows, hidden)]
         with self._autocast(rows.device):
             return forward_all(agents, staged, rows, hidden)
-
-    def _incremental_engine(self, agents, hidden):
-        """The incremental engine for ``agents``, or ``None`` (then full forward passes)."""
-        if self.naive or self.precision != "fp32" or hidden is not None:
-            return None
-        from ._incremental import IncrementalDQN, incremental_support, notice_once
-
-        for a in agents:
-            why = incremental_support(a)
-            if why is not None:
-                notice_once(f"{type(self).__name__}:{type(a).__name__}:{type(a.net).__name__}",
-                            f"{type(self).__name__}: incremental inference does not support this network ({why}); using full forward passes")
-                return None
-        key = tuple(id(a) for a in agents)
-        cache = self.__dict__.setdefault("_engines", {})
-        eng = cache.get(key)
-        if eng is None or any(x is not y for x, y in zip(eng.agents, agents)):
-            cache.clear()
-            try:
-                eng = cache[key] = IncrementalDQN(agents)
-            except ValueError:  # agents of different architectures
-                return None
-        return eng
 
     def _chunk_buffer(self, rows: int, x: torch.Tensor) -> torch.Tensor:
         """A reusable ``(rows, C, H·W)`` buffer (contents undefined)."""
@@ -581,8 +538,10 @@ class PerturbationExplainer(Explainer):
 
     def _perturbed_readouts_all(self, x, hidden, n_perturbations, make_rows, batch_size) -> list[torch.Tensor]:
         """:meth:`_perturbed_readouts` for every agent of :meth:`_agents`, sharing the inputs and common layers."""
+        from ._cascade import staged_forward
+
         agents = self._agents()
-        staged = self._staged(agents)
+        staged = staged_forward(agents)
         n = x.shape[0]
         total = n * n_perturbations
         outs: list[torch.Tensor | None] = [None] * len(agents)
@@ -635,13 +594,15 @@ class PerturbationExplainer(Explainer):
 
     def _local_readouts_all(self, x, hidden, index, values, batch_size, delta) -> list[torch.Tensor]:
         """:meth:`_local_perturbed_readouts` for every agent of :meth:`_agents`."""
+        from ._cascade import staged_forward
+        from ._incremental import delta_from_values, engine_for
+
         agents = self._agents()
-        engine = self._incremental_engine(agents, hidden)
+        engine = engine_for(self, agents, hidden)
         if engine is not None:
-            if delta is None:
-                delta = self._delta_from_values(values, index.shape[0])
+            delta = delta_from_values(values, index.shape[0]) if delta is None else delta
             return engine.readouts(x, index, delta, self._readout, batch_size)
-        staged = self._staged(agents)
+        staged = staged_forward(agents)
         n, c = x.shape[:2]
         hw = x.shape[2] * x.shape[3]
         p = index.shape[0]
@@ -672,21 +633,6 @@ class PerturbationExplainer(Explainer):
                             outs[a] = torch.empty((n, p, vec.shape[1]), dtype=torch.float32, device=x.device)
                         outs[a][i, start:stop] = vec
         return outs
-
-    @staticmethod
-    def _delta_from_values(values, p: int):
-        """A ``delta(state, pert, clean)`` for the incremental engine built from ``values(i, clean)``."""
-        def delta(state, pert, clean):
-            out = torch.empty_like(clean)
-            for i in torch.unique(state).tolist():
-                rows = (state == i).nonzero()[:, 0]
-                full = torch.zeros((p, *clean.shape[1:]), dtype=clean.dtype, device=clean.device)
-                full[pert[rows]] = clean[rows]
-                new = values(i, full.transpose(1, 2))  # (P, C, K)
-                new = new.transpose(1, 2)[pert[rows]] if isinstance(new, torch.Tensor) else float(new)
-                out[rows] = new - clean[rows]
-            return out
-        return delta
 
     def _local_table(self, index: torch.Tensor, rows: int, c: int, hw: int) -> torch.Tensor:
         """Flat indices ``(P, C, K)`` of every perturbed value in the chunk buffer of

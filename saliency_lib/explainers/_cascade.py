@@ -35,7 +35,7 @@ from ..agents.base import ActorCriticAgent, Agent, QAgent
 from ..agents.dqn import AdvantageStream, DQNNet
 from ..agents.mask_a3c import MaskA3CNet
 
-__all__ = ["StagedForward", "SharedReadouts", "staged_support"]
+__all__ = ["StagedForward", "SharedReadouts", "staged_support", "staged_forward", "forward_all"]
 
 Stage = tuple[list[torch.Tensor], Callable]
 
@@ -195,6 +195,16 @@ class StagedForward:
                 h = fn(h, hidden)
             outs.append(h)
         return outs
+
+
+def staged_forward(agents: Sequence[Agent]) -> StagedForward | None:
+    """A :class:`StagedForward` for several agents of one supported architecture, else ``None``."""
+    if len(agents) < 2 or any(staged_support(a) is not None for a in agents):
+        return None
+    try:
+        return StagedForward(agents)
+    except ValueError:  # different architectures
+        return None
 
 
 def forward_all(agents: Sequence[Agent], staged: StagedForward | None, rows: torch.Tensor, hidden) -> list[dict[str, torch.Tensor]]:

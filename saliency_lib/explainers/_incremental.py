@@ -62,7 +62,7 @@ from torch import nn
 from ..agents.base import Agent, QAgent
 from ..agents.dqn import AdvantageStream, DQNNet
 
-__all__ = ["IncrementalDQN", "incremental_support", "notice_once"]
+__all__ = ["IncrementalDQN", "incremental_support", "notice_once", "engine_for", "delta_from_values", "gather_rows"]
 
 _log = logging.getLogger(__name__)
 _NOTICES: set[str] = set()
@@ -111,6 +111,47 @@ def incremental_support(agent: Agent) -> str | None:
     """``None`` if :class:`IncrementalDQN` supports ``agent``, else the reason it does not."""
     got = _core_and_head(agent)
     return got if isinstance(got, str) else None
+
+
+def engine_for(explainer, agents: Sequence[Agent], hidden) -> IncrementalDQN | None:
+    """The incremental engine of ``explainer`` for ``agents`` (cached on the explainer), or ``None``
+    for full forward passes: ``naive``, ``bf16``, a recurrent state or an unsupported network
+    (logged once per network type)."""
+    if explainer.naive or explainer.precision != "fp32" or hidden is not None:
+        return None
+    name = type(explainer).__name__
+    for a in agents:
+        why = incremental_support(a)
+        if why is not None:
+            notice_once(f"{name}:{type(a).__name__}:{type(a.net).__name__}",
+                        f"{name}: incremental inference does not support this network ({why}); using full forward passes")
+            return None
+    cache = explainer.__dict__.setdefault("_engines", {})
+    key = tuple(id(a) for a in agents)
+    eng = cache.get(key)
+    if eng is None or any(x is not y for x, y in zip(eng.agents, agents)):
+        cache.clear()
+        try:
+            eng = cache[key] = IncrementalDQN(agents)
+        except ValueError:  # agents of different architectures
+            return None
+    return eng
+
+
+def delta_from_values(values: Callable, p: int) -> Callable:
+    """A ``delta(state, pert, clean)`` for :meth:`IncrementalDQN.readouts` from an explainer's
+    ``values(i, clean)`` (perturbed values ``(P, C, K)`` of state ``i``, or one float)."""
+    def delta(state, pert, clean):
+        out = torch.empty_like(clean)
+        for i in torch.unique(state).tolist():
+            rows = (state == i).nonzero()[:, 0]
+            full = torch.zeros((p, *clean.shape[1:]), dtype=clean.dtype, device=clean.device)
+            full[pert[rows]] = clean[rows]
+            new = values(i, full.transpose(1, 2))  # (P, C, K)
+            new = new.transpose(1, 2)[pert[rows]] if isinstance(new, torch.Tensor) else float(new)
+            out[rows] = new - clean[rows]
+        return out
+    return delta
 
 
 # -- geometry ------------------------------------------------------------------------
