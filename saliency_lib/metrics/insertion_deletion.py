@@ -28,8 +28,20 @@ Stages (reference §6), per state ``x`` of shape ``(C, H, W)`` with saliency map
    is the trapezoid rule over the fraction of changed pixels (x from 0 to 1).
 
 All ``N·(T+1)`` perturbed inputs are built lazily in chunks of ``batch_size``
-and evaluated batch-wise; there is no per-step Python loop over forward passes.
-Recurrent agents get the ``hidden`` state of each explained state, held fixed.
+and evaluated batch-wise, the steps of all states together; there is no
+per-step Python loop over forward passes. Recurrent agents get the ``hidden``
+state of each explained state, held fixed.
+
+**Shared endpoints.** Step 0 and step ``T`` do not depend on the map: they are
+the substrate and the clean state (in the order of the mode). Their outputs, the
+substrate images and the clean outputs that define the default target are kept
+in a small process-wide cache (:func:`endpoint_outputs`, the last
+``ENDPOINT_CACHE_ENTRIES`` calls; keyed by the network's identity and parameter
+versions, the states, the recurrent state and the substrate), so insertion and
+deletion, every substrate pass and every method evaluated on the same states
+compute them once. Only the ``T − 1`` inner steps are evaluated per map.
+``reuse_endpoints=False`` evaluates all ``T + 1`` steps (the results agree to
+float rounding).
 
 References
 ----------
@@ -41,8 +53,11 @@ References
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
@@ -52,7 +67,75 @@ from ..agents.base import Agent
 from ..validation import check_choice, check_int
 from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 
-__all__ = ["SUBSTRATES", "MEASURES", "Insertion", "Deletion", "make_substrate", "random_saliency", "auc"]
+__all__ = ["SUBSTRATES", "MEASURES", "Insertion", "Deletion", "make_substrate", "random_saliency", "auc", "endpoint_outputs",
+           "ENDPOINT_CACHE_ENTRIES"]
+
+#: Calls whose endpoint outputs :func:`endpoint_outputs` keeps (each: the substrate images and a few numbers per state).
+ENDPOINT_CACHE_ENTRIES = 8
+_ENDPOINTS: OrderedDict = OrderedDict()
+
+
+def _digest(*tensors) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for t in tensors:
+        if t is None:
+            h.update(b"none")
+            continue
+        a = t.detach().cpu().contiguous().numpy()
+        h.update(str((a.dtype, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _outputs(agent: Agent, x: torch.Tensor, hidden, batch_size: int) -> dict[str, torch.Tensor]:
+    """``scores`` ``(N, A)`` (and ``value`` ``(N,)`` for actor-critic agents) as float32 on the CPU."""
+    key = agent.default_output
+    want_value = getattr(agent, "kind", "") != "q"
+    parts: dict[str, list] = {"scores": [], "value": []}
+    for s0 in range(0, x.shape[0], batch_size):
+        idx = torch.arange(s0, min(s0 + batch_size, x.shape[0]), device=x.device)
+        out = agent(x[idx], agent.index_hidden(hidden, idx) if hidden is not None else None)
+        parts["scores"].append(out[key].float().cpu())
+        if want_value:
+            parts["value"].append(out["value"].float().cpu())
+    return {k: torch.cat(v) for k, v in parts.items() if v}
+
+
+@torch.no_grad()
+def endpoint_outputs(agent: Agent, x: torch.Tensor, hidden=None, *, substrate: str | None = None, seed: int = 0,
+                     state_ids=None, blur_sigma: float = 5.0, batch_size: int = 256) -> dict:
+    """The clean outputs of ``x`` and, with ``substrate``, the substrate images and their outputs; cached.
+
+    Returns a dict with ``"clean"`` (``{"scores": (N, A), "value": (N,)}``, float32 CPU) and, if
+    ``substrate`` is given, ``"substrate"`` (same layout) and ``"images"`` (the substrate
+    images, as :func:`make_substrate`). Entries are reused while the network object is alive
+    and its parameters are unchanged (identity and in-place version counters).
+    """
+    net = agent.net
+    params = tuple((p.data_ptr(), p._version) for p in net.parameters())
+    base = (id(net), params, _digest(x, *(hidden or ())), agent.default_output)
+    ids = as_state_ids(state_ids, x.shape[0])
+
+    def lookup(key, make):
+        entry = _ENDPOINTS.get(key)
+        if entry is not None and entry[0]() is net:
+            _ENDPOINTS.move_to_end(key)
+            return entry[1]
+        value = make()
+        _ENDPOINTS[key] = (weakref.ref(net), value)
+        while len(_ENDPOINTS) > 2 * ENDPOINT_CACHE_ENTRIES:
+            _ENDPOINTS.popitem(last=False)
+        return value
+
+    res = {"clean": lookup(("clean", *base), lambda: _outputs(agent, x, hidden, batch_size))}
+    if substrate is not None:
+        def make():
+            images = make_substrate(x, substrate, seed=seed, state_ids=ids, blur_sigma=blur_sigma)
+            return images, _outputs(agent, images, hidden, batch_size)
+
+        key = ("substrate", *base, substrate, int(seed), ids.tobytes(), float(blur_sigma) if substrate == "blur" else None)
+        res["images"], res["substrate"] = lookup(key, make)
+    return res
 
 SUBSTRATES = ("black", "random", "blur")
 #: Measure name → whether a higher value means a more faithful insertion curve.
@@ -147,6 +230,7 @@ class _CausalMetric:
         batch_size: int = 256,
         seed: int = 0,
         store_outputs: bool = True,
+        reuse_endpoints: bool = True,
     ):
         check_choice("substrate", substrate, SUBSTRATES)
         self.substrate = substrate
@@ -166,6 +250,7 @@ class _CausalMetric:
             raise ValueError(f"seed must be an integer, got {seed!r}")
         self.seed = int(seed)
         self.store_outputs = bool(store_outputs)
+        self.reuse_endpoints = bool(reuse_endpoints)
 
     @property
     def config(self) -> dict:
@@ -220,26 +305,40 @@ class _CausalMetric:
         rank = torch.empty_like(order)
         rank.scatter_(1, order, torch.arange(n_pix).expand(n, n_pix).contiguous())
         rank = rank.to(x.device)
-        sub = make_substrate(x, self.substrate, seed=self.seed, state_ids=ids, blur_sigma=self.blur_sigma)
-
+        insertion = self.mode == "insertion"
         want_value = getattr(agent, "kind", "") != "q"
         key = agent.default_output
-        scores = torch.empty(n * t_count, agent.n_actions)
-        values = torch.empty(n * t_count) if want_value else None
-        insertion = self.mode == "insertion"
-        total = n * t_count
+        scores = torch.empty(n, t_count, agent.n_actions)
+        values = torch.empty(n, t_count) if want_value else None
+        if self.reuse_endpoints:  # steps 0 and T from the shared cache, the inner steps here
+            ends = endpoint_outputs(agent, x, hidden, substrate=self.substrate, seed=self.seed, state_ids=ids,
+                                    blur_sigma=self.blur_sigma, batch_size=self.batch_size)
+            sub = ends["images"]
+            first, last = (ends["substrate"], ends["clean"]) if insertion else (ends["clean"], ends["substrate"])
+            scores[:, 0], scores[:, -1] = first["scores"], last["scores"]
+            if want_value:
+                values[:, 0], values[:, -1] = first["value"], last["value"]
+            steps = torch.arange(1, t_count - 1, device=x.device)
+        else:
+            sub = make_substrate(x, self.substrate, seed=self.seed, state_ids=ids, blur_sigma=self.blur_sigma)
+            steps = torch.arange(t_count, device=x.device)
+        flat_scores = scores.view(n * t_count, -1)
+        flat_values = None if values is None else values.view(-1)
+        k = len(steps)
+        total = n * k
         for start in range(0, total, self.batch_size):
             j = torch.arange(start, min(start + self.batch_size, total), device=x.device)
-            si, ti = j // t_count, j % t_count
+            si, ti = j // k, steps[j % k]
             changed = (rank[si] < thresholds[ti][:, None]).view(-1, 1, h, w)
             img = torch.where(changed, x[si], sub[si]) if insertion else torch.where(changed, sub[si], x[si])
             out = agent(img, agent.index_hidden(hidden, si) if hidden is not None else None)
-            scores[start : start + len(j)] = out[key].float().cpu()
+            at = (si * t_count + ti).cpu()
+            flat_scores[at] = out[key].float().cpu()
             if want_value:
-                values[start : start + len(j)] = out["value"].float().cpu()
-        res = {"scores": scores.view(n, t_count, -1).numpy().astype(np.float64), "fractions": (thresholds.cpu().numpy() / n_pix)}
+                flat_values[at] = out["value"].float().cpu()
+        res = {"scores": scores.numpy().astype(np.float64), "fractions": (thresholds.cpu().numpy() / n_pix)}
         if want_value:
-            res["value"] = values.view(n, t_count).numpy().astype(np.float64)
+            res["value"] = values.numpy().astype(np.float64)
         return res
 
     def evaluate(
@@ -294,11 +393,14 @@ class _CausalMetric:
             raise ValueError("pass exactly one of saliency (precomputed maps) and explainer")
         ids = as_state_ids(state_ids, n)
         measures = self.measures_for(agent)
-        with torch.no_grad():
-            clean = agent(x, hidden)
         tgt = as_targets(target, n, agent.n_actions)
         if tgt is None:
-            tgt = clean[agent.default_output].argmax(1).cpu().numpy()
+            if self.reuse_endpoints:
+                clean_scores = endpoint_outputs(agent, x, hidden, batch_size=self.batch_size)["clean"]["scores"]
+            else:
+                with torch.no_grad():
+                    clean_scores = agent(x, hidden)[agent.default_output]
+            tgt = clean_scores.argmax(1).cpu().numpy()
         if explainer is not None:
             saliency = explain(explainer, x, target=torch.as_tensor(tgt), hidden=hidden)
         res = self.curves(agent, x, saliency, hidden=hidden, state_ids=ids)
@@ -373,6 +475,11 @@ class Insertion(_CausalMetric):
         Seed of the random substrate (default 0).
     store_outputs : bool, optional
         Also store the full output vector of every step (default True).
+    reuse_endpoints : bool, optional
+        Take steps 0 and ``T`` (the substrate and the clean state) and the clean
+        outputs from the process-wide cache shared by all metrics and maps on the
+        same states (default True; see the module notes). Not part of
+        :attr:`config`: the results agree to float rounding.
 
     Notes
     -----
