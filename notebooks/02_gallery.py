@@ -57,8 +57,7 @@ from saliency_book.ch2_gallery import (
     games_tabs,
     states_figure,
 )
-from saliency_book.ch4_degradation import chapter_agents
-from saliency_book.common import describe_agents
+from saliency_book.common import chapter_agents, describe_agents
 
 cfg = GalleryChapter(game=game, agent=agent, methods=methods, n_states=n_states, profile=profile,
                      seed=seed, device=device, results_dir=results_dir)
