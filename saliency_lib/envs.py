@@ -4,6 +4,15 @@
 defined. Both presets sit on gymnasium + ale-py with ``NoFrameskip-v4``
 semantics (``frameskip=1``, ``repeat_action_probability=0``, minimal action set).
 
+Sticky actions (Machado et al. 2018) are ALE's own ``repeat_action_probability``
+(``make_env(..., repeat_action_probability=0.25)``): at every raw frame the emulator
+keeps the previous action with that probability, drawn from ALE's RNG, which
+``reset(seed=...)`` seeds. Every wrapper below reaches the emulator through
+``ale.act`` one raw frame at a time (frame skip, NOOP starts, FIRE presses and the
+fixed start included), so none of them bypasses the stickiness: the FIRE that a
+wrapper presses after a reset or a life loss is sticky too, and with p = 0.25 it is
+lost on all 4 frames of its agent step with probability 0.25⁴ ≈ 0.4 %.
+
 Preset ``"dqn"`` (Huber et al. 2021, §1.2), innermost first:
 
 1. reset: ``reset_noop_frames`` raw NOOPs (250 for Pac-Man and Frostbite in
@@ -313,6 +322,7 @@ def make_env(
     clip_rewards: bool = False,
     max_episode_frames: int | None = None,
     render_mode: str | None = None,
+    repeat_action_probability: float = 0.0,
 ) -> gym.Env:
     """Build the wrapped Atari environment of one preset.
 
@@ -335,6 +345,10 @@ def make_env(
         game's minimum reward.
     max_episode_frames : int, optional
         Raw-frame cap. Default 108 000 (``dqn``) or 40 000 (``mask_a3c``).
+    repeat_action_probability : float, optional
+        Sticky actions: ALE's probability of repeating the previous action at each raw
+        frame (0.25 in Machado et al. 2018). Default 0: the deterministic emulator of
+        both papers.
 
     Returns
     -------
@@ -351,11 +365,13 @@ def make_env(
     _check_choice("mode", mode, MODES)
     if fixed_start and preset != "dqn":
         raise ValueError("fixed_start is Huber's protocol and exists for preset='dqn' only")
+    if not 0.0 <= repeat_action_probability < 1.0:
+        raise ValueError(f"repeat_action_probability must be in [0, 1), got {repeat_action_probability}")
     frames = max_episode_frames or (108_000 if preset == "dqn" else 40_000)
     env = gym.make(
         f"{game}NoFrameskip-v4",
         max_num_frames_per_episode=frames,
-        repeat_action_probability=0.0,
+        repeat_action_probability=float(repeat_action_probability),
         frameskip=1,
         render_mode=render_mode,
     )

@@ -136,3 +136,26 @@ def test_vector_env_frames_equal_the_preset():
 def test_bad_inputs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_env(**kwargs)
+
+
+@pytest.mark.parametrize("preset", ["dqn", "mask_a3c"])
+def test_sticky_actions_reach_the_emulator_through_the_wrappers(preset):
+    """Sticky actions are ALE's own (per raw frame), seeded by reset(seed), and change the game."""
+    def run(p, seed=5):
+        kw = dict(fixed_start=True) if preset == "dqn" else {}
+        env = make_env("Breakout", preset, mode="eval", repeat_action_probability=p, **kw)
+        assert env.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(p)
+        obs, _ = env.reset(seed=seed)
+        out = [obs]
+        for t in range(120):  # alternate LEFT and RIGHT every step: a sticky frame keeps the other one
+            obs, *_ = env.step(2 + t % 2)
+            out.append(obs)
+        return np.stack(out)
+
+    greedy, sticky = run(0.0), run(0.25)
+    np.testing.assert_array_equal(sticky, run(0.25))  # the same seed plays the same sticky game
+    np.testing.assert_array_equal(greedy, run(0.0))
+    assert not np.array_equal(greedy, sticky)
+    assert not np.array_equal(sticky, run(0.25, seed=6))  # another seed, other sticky frames
+    with pytest.raises(ValueError, match="repeat_action_probability"):
+        make_env("Breakout", preset, repeat_action_probability=1.0)

@@ -285,14 +285,17 @@ def test_ship_agent_copies_scores_and_plots(tmp_path):
     save_agent(agent, run / "agent", frames=1000)
     (run / "train_log.csv").write_text("step,frames,time,episode_score,loss,q_mean,epsilon,fps\n10,40,1,2.0,,,1,\n20,80,2,3.0,,,1,\n")
     (run / "eval_log.csv").write_text("step,frames,eval_mean,eval_std,eval_scores\n20,80,1.0,0.0,[1.0]\n")
-    row = ship_agent(run, tmp_path / "agents" / "dqn-Breakout-s0", episodes=1)
+    row = ship_agent(run, tmp_path / "agents" / "dqn-Breakout-s0", episodes=1, sticky_episodes=2, progress=False)
     dest = tmp_path / "agents" / "dqn-Breakout-s0"
     assert (dest / "model.safetensors").exists() and (dest / "learning_curve.png").stat().st_size > 1000
     table = pd.read_csv(tmp_path / "agents" / "scores.csv")
-    assert list(table["agent"]) == ["dqn-Breakout-s0"] and table["random_score"][0] == 1.7
-    assert row["episodes"] == 1 and load_agent(dest).meta["eval_episodes"] == 1
+    # one row per protocol: the papers' greedy games and the sticky-action games
+    assert list(zip(table["agent"], table["protocol"], table["episodes"])) == [("dqn-Breakout-s0", "sticky", 2), ("dqn-Breakout-s0", "greedy", 1)]
+    assert (table["random_score"] == 1.7).all() and table["distinct_games"][1] == 1 and 1 <= table["distinct_games"][0] <= 2
+    assert row["episodes"] == 1 and row["protocol"] == "greedy" and load_agent(dest).meta["eval_episodes"] == 1
     # a DQN agent is set beside Nature DQN at 10 M frames unless a score is given
-    assert table["published"][0] == 36.8 and "Pritzel et al. (2017)" in table["published_source"][0]
-    ship_agent(run, dest, episodes=1, published=12.5, published_source="a test")
+    assert (table["published"] == 36.8).all() and "Pritzel et al. (2017)" in table["published_source"][1]
+    ship_agent(run, dest, episodes=1, sticky_episodes=0, published=12.5, published_source="a test", progress=False)
     table = pd.read_csv(tmp_path / "agents" / "scores.csv")
-    assert len(table) == 1 and table["published"][0] == 12.5 and table["published_source"][0] == "a test"
+    greedy = table[table["protocol"] == "greedy"].iloc[0]
+    assert len(table) == 2 and greedy["published"] == 12.5 and greedy["published_source"] == "a test"

@@ -1,30 +1,26 @@
 """Turn a finished training run into a shipped agent under ``data/agents/``.
 
 ``ship_agent`` copies the final weights and metadata, the training and evaluation
-logs, draws the learning curve, evaluates the agent over ``episodes`` greedy games of
-the evaluation protocol and updates ``data/agents/scores.csv`` next to random play and,
+logs, draws the learning curve, evaluates the agent under both evaluation protocols
+(:data:`saliency_lib.play.PROTOCOLS`: ``episodes`` greedy games as in the papers, and
+``sticky_episodes`` games with sticky actions) and writes one row per protocol to
+``data/agents/scores.csv`` (:mod:`saliency_lib.train.scores`) next to random play and,
 for DQN agents without an explicit ``published`` score, Nature DQN at 10 M frames
 (Pritzel et al. 2017).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from .._io import atomic_write
 from ..agents import load_agent, save_agent
-from ..games import game_info
 from .common import read_log
+from .scores import SCORES_COLUMNS, evaluate_protocols, scores_row, update_scores  # noqa: F401 (SCORES_COLUMNS: its old home)
 
 __all__ = ["plot_learning_curve", "ship_agent", "update_scores"]
-
-SCORES_COLUMNS = ["agent", "algo", "game", "variant", "seed", "frames", "episodes", "mean", "std", "scores", "random_score", "ratio_to_random", "published", "published_source"]
 
 
 def plot_learning_curve(run_dir: str | os.PathLike, path: str | os.PathLike, *, title: str | None = None, window: int = 50) -> Path:
@@ -56,26 +52,40 @@ def plot_learning_curve(run_dir: str | os.PathLike, path: str | os.PathLike, *, 
     return Path(path)
 
 
-def update_scores(csv_path: str | os.PathLike, row: dict) -> pd.DataFrame:
-    """Insert or replace the row of one agent in the scores table (atomic write)."""
-    csv_path = Path(csv_path)
-    df = pd.read_csv(csv_path) if csv_path.exists() else pd.DataFrame(columns=SCORES_COLUMNS)
-    df = df[df["agent"] != row["agent"]]
-    df = pd.concat([df, pd.DataFrame([row])[SCORES_COLUMNS]], ignore_index=True).sort_values("agent")
-    atomic_write(csv_path, lambda tmp: df.to_csv(tmp, index=False))
-    return df
+def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes: int = 10, seed: int = 0, sticky_episodes: int = 30,
+               published: float | None = None, published_source: str = "", scores_csv: str | os.PathLike | None = None,
+               progress: bool = True) -> dict:
+    """Copy a run's final agent and logs to ``dest``, evaluate it under both protocols and record its scores.
 
-
-def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes: int = 10, seed: int = 0,
-               published: float | None = None, published_source: str = "", scores_csv: str | os.PathLike | None = None) -> dict:
-    """Copy a run's final agent and logs to ``dest``, evaluate it and record its scores."""
-    from ..play import evaluate
-
+    ``episodes`` greedy games (the papers' protocol; their mean goes to ``meta.json`` as
+    ``eval_score``, as before) and ``sticky_episodes`` games with sticky actions (0: none).
+    Each evaluation's row is written to the scores table as soon as it ends. Returns the
+    greedy row.
+    """
     run_dir, dest = Path(run_dir), Path(dest)
+    if episodes < 1 or sticky_episodes < 0:
+        raise ValueError(f"episodes must be >= 1 and sticky_episodes >= 0, got {episodes} and {sticky_episodes}")
     if not (run_dir / "agent" / "meta.json").exists():
         raise FileNotFoundError(f"{run_dir} has no final agent (agent/meta.json); finish or resume the training first")
     agent = load_agent(run_dir / "agent")
-    result = evaluate(agent, episodes, seed)
+    csv = Path(scores_csv) if scores_csv else dest.parent / "scores.csv"
+    if published is None and agent.meta.get("algo") == "dqn":
+        from ..games import DQN_10M_NEC, DQN_10M_SOURCE
+
+        published, published_source = DQN_10M_NEC.get(agent.game), DQN_10M_SOURCE if agent.game in DQN_10M_NEC else ""
+    rows = {}
+
+    def record(protocol: str, result: dict) -> None:
+        rows[protocol] = scores_row(dest.name, agent.meta, agent.game, result, published=published, published_source=published_source)
+        if protocol == "greedy":  # the agent's files first, so that a row never names an agent that is not there
+            _copy_run(run_dir, dest, agent, result, episodes)
+        update_scores(csv, rows[protocol])
+
+    evaluate_protocols(agent, {"greedy": episodes, "sticky": sticky_episodes}, seed=seed, progress=progress, on_result=record)
+    return rows["greedy"]
+
+
+def _copy_run(run_dir: Path, dest: Path, agent, result: dict, episodes: int) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     save_agent(agent, dest, eval_score=result["mean"], eval_std=result["std"], eval_episodes=episodes, eval_scores=result["scores"])
     for name in ("train_log.csv", "eval_log.csv"):  # without the rows that a resume played again
@@ -85,14 +95,3 @@ def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes:
     if (run_dir / "args.json").exists():
         shutil.copyfile(run_dir / "args.json", dest / "args.json")
     plot_learning_curve(run_dir, dest / "learning_curve.png", title=f"{agent.meta.get('algo', '')} {agent.game} seed {agent.meta.get('seed', '')}")
-    if published is None and agent.meta.get("algo") == "dqn":
-        from ..games import DQN_10M_NEC, DQN_10M_SOURCE
-
-        published, published_source = DQN_10M_NEC.get(agent.game), DQN_10M_SOURCE if agent.game in DQN_10M_NEC else ""
-    rnd = game_info(agent.game).random_score
-    row = {"agent": dest.name, "algo": agent.meta.get("algo", ""), "game": agent.game, "variant": agent.meta.get("variant", ""),
-           "seed": agent.meta.get("seed", ""), "frames": agent.meta.get("frames", ""), "episodes": episodes,
-           "mean": result["mean"], "std": result["std"], "scores": json.dumps(result["scores"]), "random_score": rnd,
-           "ratio_to_random": result["mean"] / rnd if rnd else np.nan, "published": published, "published_source": published_source}
-    update_scores(Path(scores_csv) if scores_csv else dest.parent / "scores.csv", row)
-    return row
