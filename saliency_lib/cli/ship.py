@@ -10,7 +10,8 @@ __all__ = ["add_ship_parser"]
 def _cmd_ship(args) -> int:
     from ..train.ship import ship_agent
 
-    row = ship_agent(args.run, args.dest, episodes=args.episodes, seed=args.seed, published=args.published, published_source=args.published_source)
+    row = ship_agent(args.run, args.dest, episodes=args.episodes, seed=args.seed, sticky_episodes=args.sticky_episodes,
+                     published=args.published, published_source=args.published_source)
     print(json.dumps(row))
     return 0
 
@@ -19,7 +20,8 @@ def add_ship_parser(sub) -> None:
     s = sub.add_parser("ship", help="copy a finished run's agent, logs and learning curve to data/agents and score it")
     s.add_argument("run", help="training run directory (with agent/)")
     s.add_argument("--dest", required=True, help="e.g. data/agents/dqn-Breakout-s0")
-    s.add_argument("--episodes", type=int, default=10)
+    s.add_argument("--episodes", type=int, default=10, help="greedy games (the papers' protocol)")
+    s.add_argument("--sticky-episodes", type=int, default=30, help="games with sticky actions (repeat_action_probability 0.25); 0: none")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--published", type=float, default=None, help="a published score at a similar budget")
     s.add_argument("--published-source", default="")
