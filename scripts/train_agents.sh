@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Train (or resume) the study's agents in two background queues, one per core, under nice.
 # Each run lives in runs/<name>/ (git-ignored) and resumes from its atomic checkpoint; a
-# finished run is shipped to data/agents/<name>/ (weights, metadata, logs, curve, scores).
+# finished run is shipped to data/agents/<name>/ (weights, metadata, logs, curve, scores under both
+# evaluation protocols; scripts/evaluate_agents.sh re-evaluates agents shipped before the sticky protocol).
 #   bash scripts/train_agents.sh            # start or resume both queues
 #   tail -f runs/queue-a.log runs/queue-b.log
 # Shipped agents are skipped, so the script can be started again after any interruption.
@@ -20,7 +21,8 @@ run() {  # run <name> <seed> <train args...>
     OMP_NUM_THREADS=1 nice -n 10 "$PY" -m saliency_lib train "$@" --frames "$FRAMES" --seed "$seed" --out "runs/$name" --no-progress "${resume[@]}" || return 1
   fi
   echo "[$name] shipping ($(date -u +%FT%TZ))"
-  OMP_NUM_THREADS=1 nice -n 10 "$PY" -m saliency_lib ship "runs/$name" --dest "data/agents/$name" --episodes 10 --seed 0
+  # two rows in data/agents/scores.csv: 10 greedy games (the papers' protocol) and 30 with sticky actions
+  OMP_NUM_THREADS=1 nice -n 10 "$PY" -m saliency_lib ship "runs/$name" --dest "data/agents/$name" --episodes 10 --sticky-episodes 30 --seed 0
 }
 
 # The actor-critic runs take the arguments of the lr pilot (data/benchmarks/a2c_lr_pilot): the same
