@@ -20,14 +20,17 @@ activations are reproduced bit for bit and the rounding error scales with the
 *change*, not with the activations: the maps agree with full forward passes to
 float rounding (tests: ≤ 1e-4 after min-max normalisation, in practice ~1e-6).
 
-Windows have one size per layer (the largest any perturbation needs, clipped to
-the map; a window near a border is shifted inwards, not shrunk), so the
-perturbations of a chunk form dense batches: windows are gathered with index
-tables built once per geometry and evaluated with ``conv2d`` on
-``(B, C, h, w)`` crops in channels-last layout. The fc delta needs the weight
-columns of the conv3 window; perturbations are therefore grouped by the
-position of that window (9 positions for 2×2 patches) and each group is one
-matrix product with a precomputed ``(window·C₃, hidden)`` slice of the weight.
+Perturbations are grouped so that a chunk is a dense batch: within a group every
+layer's window has one size (each image axis is split into classes of similar
+windows by a small dynamic programme that trades multiply-adds against the
+per-chunk overhead; a group is a pair of classes, so windows near a border are
+smaller than in the middle), inner windows are shifted inwards at the borders,
+and the conv3 window is the same for the whole group. Windows are gathered with
+index tables built once per geometry (cached by content) and evaluated with
+``conv2d`` on ``(B, C, h, w)`` crops in channels-last layout; rows of all states
+of a call share a group. The fc delta takes the weight columns of the group's
+conv3 window, one contiguous block of a channels-last copy of the weight per
+window row, so no weight is copied per group.
 
 The engine also evaluates several networks that share their lower layers at
 once (the randomisation cascade): each network's delta is computed only from
@@ -402,19 +405,29 @@ class _Net:
         m[-1] += self.convs[-1].out_channels * self.core.fc.out_features
         return m
 
-    def fc_slice(self, last: tuple[int, int, int, int], grid: tuple[int, int]) -> torch.Tensor:
-        """``(rows·cols·C₃, hidden)``: the fc weight columns of the conv3 window ``last``,
-        in the (y, x, c) order of the channels-last window."""
+    def fc_rows(self, grid: tuple[int, int]) -> torch.Tensor:
+        """The fc weight as ``(h₃·w₃·C₃, hidden)`` rows in (y, x, c) order (channels-last), cached
+        per weight version: the columns of a window row are one contiguous block of rows."""
         w = self.core.fc.weight
-        key = (last, w.data_ptr(), w._version)
-        got = self._wsub.get(key)
-        if got is None:
-            if any(k[1:] != key[1:] for k in self._wsub):
-                self._wsub.clear()
-            r, c, h, wd = last
-            w4 = w.detach().view(w.shape[0], self.convs[-1].out_channels, *grid)
-            got = self._wsub[key] = w4[:, :, r:r + h, c:c + wd].permute(2, 3, 1, 0).reshape(-1, w.shape[0]).contiguous()
-        return got
+        key = (w.data_ptr(), w._version)
+        if self._wsub.get("key") != key:
+            c3 = self.convs[-1].out_channels
+            self._wsub = {"key": key, "rows": w.detach().view(w.shape[0], c3, grid[0] * grid[1]).permute(2, 1, 0).reshape(-1, w.shape[0]).contiguous()}
+        return self._wsub["rows"]
+
+    def fc_delta(self, z: torch.Tensor, dh: torch.Tensor, last: tuple[int, int, int, int], grid: tuple[int, int]) -> torch.Tensor:
+        """``z += W[:, window] · Δh₃`` in place, one matrix product per window row (no weight copies).
+
+        ``dh`` ``(B, rows·cols, C₃)`` (a view) holds the conv3 window at ``last`` = (row, col, rows, cols).
+        """
+        r0, c0, h, w = last
+        c3 = dh.shape[-1]
+        rows = self.fc_rows(grid)
+        by_row = dh.reshape(dh.shape[0], h, w * c3)
+        for y in range(h):
+            start = ((r0 + y) * grid[1] + c0) * c3
+            z.addmm_(by_row[:, y], rows[start:start + w * c3])
+        return z
 
 
 def _stage_cut(base: list[list[torch.Tensor]], other: list[list[torch.Tensor]]) -> int:
@@ -440,9 +453,8 @@ class IncrementalDQN:
     Memory, besides the readouts: the clean pre-activations of the states of a
     call for every agent (about 22 k values per state for the valid layout:
     12 800 + 5 184 + 3 136 + 512); a channels-last copy of the states; the index
-    tables (a few hundred values per perturbation); per agent, the fc weight
-    columns of each group's conv3 window (at most ``groups × 49 × 64 × 512``
-    values; about 10–30 MB for the reference parameters); and per chunk of
+    tables (a few hundred values per perturbation); per agent, a channels-last
+    copy of the conv and fc weights (1.7 M values, 7 MB); and per chunk of
     ``B`` rows the windows (``B ×`` a few thousand values), far less than the
     ``B × 4 × 84 × 84`` input of a full pass.
     """
@@ -557,7 +569,7 @@ class IncrementalDQN:
             if a and cuts[a] > len(g.layers):
                 continue
             src = deltas.get(a, deltas[0])[:, :-1]
-            z = zfc[a].index_select(0, state).addmm_(src.reshape(b, -1), net.fc_slice(g.last, grid3))
+            z = net.fc_delta(zfc[a].index_select(0, state), src, g.last, grid3)
             hid[a] = z.clamp_(min=0)
         res = []
         for a, net in enumerate(nets):

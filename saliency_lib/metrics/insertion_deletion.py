@@ -326,12 +326,18 @@ class _CausalMetric:
         flat_values = None if values is None else values.view(-1)
         k = len(steps)
         total = n * k
+        img = torch.empty((min(self.batch_size, total), c, h, w), dtype=x.dtype, device=x.device)
         for start in range(0, total, self.batch_size):
             j = torch.arange(start, min(start + self.batch_size, total), device=x.device)
             si, ti = j // k, steps[j % k]
             changed = (rank[si] < thresholds[ti][:, None]).view(-1, 1, h, w)
-            img = torch.where(changed, x[si], sub[si]) if insertion else torch.where(changed, sub[si], x[si])
-            out = agent(img, agent.index_hidden(hidden, si) if hidden is not None else None)
+            states, counts = torch.unique_consecutive(si, return_counts=True)
+            r0 = 0
+            for i, cnt in zip(states.tolist(), counts.tolist()):  # rows of one state: broadcast it, no per-row copies
+                a, b = (x[i], sub[i]) if insertion else (sub[i], x[i])
+                torch.where(changed[r0:r0 + cnt], a, b, out=img[r0:r0 + cnt])
+                r0 += cnt
+            out = agent(img[: len(j)], agent.index_hidden(hidden, si) if hidden is not None else None)
             at = (si * t_count + ti).cpu()
             flat_scores[at] = out[key].float().cpu()
             if want_value:

@@ -54,8 +54,8 @@ parameters per level, ~7 MB per DQN copy); the activation cache holds only the
 current chunk: ``batch_size ×`` (every stage's activation of the first model),
 about 22 k values per row for the DQN (~22 MB at 256 rows) and 110 k for
 Mask-A3C; incremental inference instead keeps, per model, the clean activations
-of the call's states (~22 k values per state) and its fc weight slices (≤ 30 MB
-per model for the paper's parameters). Nothing is kept between chunks or calls.
+of the call's states (~22 k values per state) and a channels-last copy of its
+weights (7 MB). Nothing is kept between chunks or calls.
 
 References
 ----------
