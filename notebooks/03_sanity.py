@@ -49,7 +49,7 @@ threshold = 0.5  # a method passes when its Spearman CI after full randomisation
 # states the sweep explains and with which explainer parameters.
 
 # %%
-from saliency_book.common import describe_agents
+from saliency_book.common import describe_agents, versions_note
 from saliency_book.ch3_sanity import (
     SanityChapter,
     chapter_results,
@@ -125,6 +125,12 @@ style_layer_groups(layer_groups_table(list(res.agents.values()), cfg.device), ca
 
 # %%
 sweep_note(cfg, list(res.agents.values()))
+
+# %% [markdown]
+# The package versions that made the stored results, against the ones running now:
+
+# %%
+versions_note(cfg.profile, cfg.game, results_dir=cfg.results_dir)
 
 # %% [markdown]
 # ## The study's DQN agent

@@ -70,6 +70,7 @@ from saliency_book.ch4_degradation import (
     significance_summary,
     sweep_note,
 )
+from saliency_book.common import versions_note
 from saliency_book.ch4_figures import (
     curves_figure,
     degradation_figure,
@@ -125,6 +126,12 @@ cfg
 results = degradation_results(cfg)
 dqn, mask_a3c = pick_agent(results, "dqn"), pick_agent(results, "mask_a3c")
 sweep_note(cfg, results)
+
+# %% [markdown]
+# The package versions that made the stored results, against the ones running now:
+
+# %%
+versions_note(cfg.profile, cfg.game, results_dir=cfg.results_dir)
 
 # %% [markdown]
 # A forward pass of the Mask-A3C network costs many times that of the DQN network, so

@@ -28,7 +28,7 @@ from saliency_lib.games import published_scores
 __all__ = [
     "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "HIGHLIGHTS_PARAMS", "BENCHMARK_STEPS",
     "as_count", "as_methods", "ExplainedAgent", "describe_agents", "chapter_agents", "load", "action_names",
-    "score_table", "here", "figure_image", "method_names", "fmt2", "join_words",
+    "score_table", "here", "figure_image", "versions_note", "method_names", "fmt2", "join_words",
 ]
 
 
@@ -294,3 +294,29 @@ def join_words(items: list[str]) -> str:
     if not items:
         return "none"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):
+    """Say whether the stored results this chapter reads were made with the running package versions.
+
+    A warning that names each differing package (recorded versions → running version), and
+    how many units predate the recording of versions; a one-line note when all agree.
+    """
+    from saliency_lib.experiments.study import study_versions
+
+    games = [games] if isinstance(games, str) else list(games)
+    v = study_versions(profile, games, agents=agents, results_dir=results_dir)
+    if not v["units"]:
+        return Note("No stored results yet: this chapter computes them with the running versions.", title="Versions")
+    parts = []
+    if v["differences"]:
+        parts.append("Some stored results were made with other package versions than the running ones: " + "; ".join(
+            f"**{name}** {', '.join(was)} (running: {now})" for name, (was, now) in v["differences"].items())
+            + ". A number may differ if the chapter is recomputed with the running versions.")
+    if v["unrecorded"]:
+        parts.append(f"{v['unrecorded']} of the {v['units']} stored units were made before the study recorded package "
+                     "versions, so their versions are unknown.")
+    if not parts:
+        return Note(f"All {v['units']} stored units of this chapter were made with the running package versions.",
+                    title="Versions")
+    return Note(" ".join(parts), kind="warning", title="Versions of the stored results")

@@ -63,6 +63,7 @@ __all__ = [
     "empty_table",
     "config_hash",
     "write_table",
+    "read_table_metadata",
     "read_table",
 ]
 
@@ -248,20 +249,42 @@ def _atomic_write(path: Path, write: Callable[[str], None]) -> Path:
     return atomic_write(path, write)
 
 
-def write_table(df: pd.DataFrame, path: str | os.PathLike, *, validate: bool = True) -> Path:
+def write_table(df: pd.DataFrame, path: str | os.PathLike, *, validate: bool = True,
+                metadata: Mapping[str, str] | None = None) -> Path:
     """Write a tidy table atomically as Parquet (pyarrow) or CSV, chosen by the suffix.
 
     The table is written to a temporary file in the same directory, flushed to
     disk and moved over ``path`` with ``os.replace``: readers see either the old
-    or the new file, never a partial one.
+    or the new file, never a partial one. ``metadata`` (Parquet only) goes into the
+    file's key-value metadata, beside the table (:func:`read_table_metadata`); the
+    study records the package versions there (:mod:`saliency_lib.versions`).
     """
     path = Path(path)
     fmt = _fmt(path)
     if validate:
         df = validate_table(df)
     if fmt == ".parquet":
-        return _atomic_write(path, lambda p: df.to_parquet(p, engine="pyarrow", index=False))
+        if not metadata:
+            return _atomic_write(path, lambda p: df.to_parquet(p, engine="pyarrow", index=False))
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        extra = {f"saliency_lib.{k}".encode(): str(v).encode() for k, v in metadata.items()}
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+        return _atomic_write(path, lambda p: pq.write_table(table, p))
+    if metadata:
+        raise ValueError("metadata can only be stored in Parquet tables")
     return _atomic_write(path, lambda p: df.to_csv(p, index=False))
+
+
+def read_table_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The key-value metadata that :func:`write_table` stored with a Parquet table (``{}`` if none)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    prefix = b"saliency_lib."
+    return {k[len(prefix):].decode(): v.decode() for k, v in meta.items() if k.startswith(prefix)}
 
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-import saliency_book.ch6_runtime as rt
 import saliency_book.ch6_figures as fg
+import saliency_book.ch6_runtime as rt
 from saliency_book.common import Note
 
 
@@ -102,7 +102,7 @@ def test_explainer_table_ratios_captum_and_paper_columns(bench_dir):
     assert t.loc["gradient", "family"] == "gradient" and t.loc["random", "family"] == "chance reference"
     html = fg.style_explainer_table(t.reset_index(), "My caption").to_html()
     assert "My caption" in html and "NA" in html and "2.50×" in html
-    assert "Captum equivalents: captum.attr.Occlusion for Occlusion and captum.attr.Lime for LIME-SLIC." in html
+    assert "Captum equivalents: captum.attr.Occlusion for Occlusion and captum.attr.Lime for LIME (SLIC)." in html
 
 
 def test_paper_seconds_are_the_reference_values():
@@ -118,15 +118,15 @@ def test_cost_summary_is_formatted_from_the_numbers(bench_dir):
     assert "The cheap methods are Random (1.0 ms) and Gradient (4.0 ms)" in text
     assert "100 to 400 ms per map" in text and "500 to 2,000 forward passes" in text
     assert "1.11 to 1.25 times" in text  # overhead of the perturbation methods
-    assert "LIME-SLIC, costs 100 times as much as the cheapest real explanation, Gradient" in text
+    assert "LIME (SLIC), costs 100 times as much as the cheapest real explanation, Gradient" in text
     t2 = t.assign(ms=t["ms"].where(t["method"] != "lime_slic", 4000.0))
-    assert "LIME-SLIC, costs 1,000 times" in rt.cost_summary(t2)
+    assert "LIME (SLIC), costs 1,000 times" in rt.cost_summary(t2)
 
 
 def test_paper_summary_names_the_range_and_the_methods_without_a_time(bench_dir):
     t = rt.explainer_table(rt.load_benchmarks(bench_dir))
     text = rt.paper_summary(t).data
-    assert "5.2 (LIME-SLIC) to 14.0 (Occlusion)" in text
+    assert "5.2 (LIME (SLIC)) to 14.0 (Occlusion)" in text
     assert "no time for NS chosen action, Gradient and Random" in text
 
 
@@ -136,7 +136,7 @@ def test_cost_figure_is_an_image(bench_dir):
     assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
     fig = fg.plot_cost(rt.explainer_table(b), title="t")
     ax = fig.axes[0]
-    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_yticklabels()][-1] == "LIME-SLIC"
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_yticklabels()][-1] == "LIME (SLIC)"
 
 
 def test_comparisons_and_their_summary(bench_dir):
@@ -159,7 +159,7 @@ def test_bf16_table_checks_the_library_offer(bench_dir):
     assert t.loc["occlusion", "offered"] == "yes" and t.loc["ns_chosen", "offered"] == "no"
     assert t.loc["ns_chosen", "keeps"] == "no"
     text = rt.bf16_summary(t.reset_index()).data
-    assert "0.80 to 1.50 times as fast" in text and "LIME-SLIC became slower" in text
+    assert "0.80 to 1.50 times as fast" in text and "LIME (SLIC) became slower" in text
     assert "exactly for the methods that kept it" in text
     flipped = t.reset_index().assign(keeps=["no", "yes", "no"])
     assert "differs from the measurement for Occlusion" in rt.bf16_summary(flipped).data

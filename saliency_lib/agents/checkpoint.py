@@ -22,6 +22,7 @@ from safetensors.torch import load_file, save_file
 
 from .. import __version__
 from .._io import atomic_write
+from ..versions import environment_versions
 from ._weights import load_state_strict, sha256_file
 from .base import ActorCriticAgent, Agent, QAgent
 from .dqn import AdvantageStream, DQNConfig, DQNNet
@@ -73,6 +74,7 @@ def save_agent(agent: Agent, directory: str | os.PathLike, **meta) -> Path:
         arch=arch,
         config=asdict(net.config),
         library_version=__version__,
+        versions=environment_versions(),
         sha256=digest,
         saved=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     )

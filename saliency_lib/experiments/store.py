@@ -34,13 +34,14 @@ import pandas as pd
 
 from .._io import atomic_write
 from ..results import KEY, canonical_json, config_hash, empty_table, read_table, write_table
+from ..versions import environment_versions, version_differences
 from .paths import RESULTS_DIR, repo_path
 
 if TYPE_CHECKING:  # units import the store, not the other way round
     from .units import Unit
 
 __all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA", "states_dir", "unit_path",
-           "store_unit", "load_units"]
+           "store_unit", "load_units", "unit_versions", "stored_versions"]
 
 LOCAL = "_local"
 """Machine-local, uncommitted part of a results directory."""
@@ -124,7 +125,8 @@ def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
     got = set(rows["state"].astype(int)) if len(rows) else set()
     if got != set(unit.states):
         raise RuntimeError(f"unit {unit.key} returned rows for states {sorted(got)}, expected {list(unit.states)}")
-    write_table(rows, unit_path(unit, results_dir))  # atomic: temporary file, fsync, rename
+    # atomic (temporary file, fsync, rename); the package versions that made it travel with it
+    write_table(rows, unit_path(unit, results_dir), metadata={"versions": json.dumps(environment_versions(), sort_keys=True)})
 
 
 def load_units(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> pd.DataFrame:
@@ -134,3 +136,35 @@ def load_units(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> pd.DataFram
         return empty_table()
     df = pd.concat(parts, ignore_index=True)
     return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+
+
+def unit_versions(path: str | os.PathLike) -> dict[str, str] | None:
+    """The package versions recorded with a stored unit, or None for a unit stored before they were recorded."""
+    from ..results import read_table_metadata
+
+    raw = read_table_metadata(path).get("versions")
+    return json.loads(raw) if raw else None
+
+
+def stored_versions(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> dict:
+    """What versions made the stored ``units``, against the running environment.
+
+    Returns ``{"units", "unrecorded", "differences"}``: the number of stored units, how
+    many of them record no versions, and ``{package: (recorded versions, running version)}``
+    for every package whose recorded version differs from the running one in some unit.
+    """
+    n = unrecorded = 0
+    diff: dict[str, tuple[set, str]] = {}
+    for u in units:
+        path = unit_path(u, results_dir)
+        if not path.exists():
+            continue
+        n += 1
+        rec = unit_versions(path)
+        if rec is None:
+            unrecorded += 1
+            continue
+        for name, (was, now) in version_differences(rec).items():
+            diff.setdefault(name, (set(), now))[0].add(was)
+    return {"units": n, "unrecorded": unrecorded,
+            "differences": {k: (sorted(v[0]), v[1]) for k, v in sorted(diff.items())}}

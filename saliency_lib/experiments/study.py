@@ -10,10 +10,10 @@ from .catalog import STUDY_METHODS, study_agents
 from .executors import run_sweep
 from .paths import RESULTS_DIR
 from .profiles import get_profile
-from .store import unit_path
+from .store import stored_versions, unit_path
 from .units import SweepSpec, plan_units
 
-__all__ = ["profile_specs", "study_results", "study_status"]
+__all__ = ["profile_specs", "study_results", "study_status", "study_versions"]
 
 
 def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = None, seed: int = 0,
@@ -62,3 +62,12 @@ def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | 
     return {"profile": profile, "results_dir": str(results_dir), "agents": rows,
             "units_done": sum(r["units_done"] for r in rows), "units_total": sum(r["units_total"] for r in rows),
             "bytes": sum(r["bytes"] for r in rows)}
+
+
+def study_versions(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
+                   results_dir=RESULTS_DIR) -> dict:
+    """Which package versions made the stored units of ``profile`` (:func:`~.store.stored_versions`), computing nothing."""
+    units = [u for game in games
+             for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir)
+             for u in plan_units(spec, results_dir=results_dir, states=False)[0]]
+    return stored_versions(units, results_dir=results_dir)
