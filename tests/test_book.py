@@ -20,8 +20,8 @@ import pytest
 
 import saliency_book.build.builder as bk
 from saliency_book.ch1_agents import AgentsChapter
-from saliency_lib.experiments.catalog import record_study_agent, study_agent
 from saliency_book.common import score_table
+from saliency_lib.experiments.catalog import record_study_agent, study_agent
 from saliency_lib.experiments.paths import REPO_ROOT
 from saliency_lib.experiments.profiles import PROFILES, profile_settings
 from saliency_lib.experiments.store import cached_json, cached_table
@@ -101,7 +101,9 @@ def test_results_are_cached_by_config(tmp_path):
     b = cached_table("t", {"n": 2}, compute, results_dir=tmp_path)
     c = cached_table("t", {"n": 3}, compute, results_dir=tmp_path)
     assert len(calls) == 2 and a.equals(b) and b.attrs["cached"] and not c.attrs["cached"]
-    assert json.loads((Path(a.attrs["cache"]) / "config.json").read_text()) == {"n": 2}
+    from saliency_lib.versions import environment_versions
+
+    assert json.loads((Path(a.attrs["cache"]) / "config.json").read_text()) == {"n": 2, "_versions": environment_versions()}
     value = {"scores": [1.0, 2.0], "mean": 1.5}
     assert cached_json("e", {"k": 1}, lambda: value, results_dir=tmp_path) == value
     assert cached_json("e", {"k": 1}, lambda: 1 / 0, results_dir=tmp_path) == value

@@ -60,7 +60,9 @@ def cache_dir(name: str, config: Mapping, results_dir: str | os.PathLike = "data
 
 
 def _write_config(d: Path, config: Mapping) -> None:
-    text = json.dumps(json.loads(canonical_json(config)), indent=2, sort_keys=True) + "\n"
+    # the versions that computed the result are recorded beside its configuration, not hashed into it
+    record = {**json.loads(canonical_json(config)), "_versions": environment_versions()}
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
     _atomic(d / "config.json", lambda p: Path(p).write_text(text))
 
 
