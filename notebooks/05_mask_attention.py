@@ -79,9 +79,11 @@ from saliency_book.ch5_mask_attention import (
 from saliency_book.ch5_scores import (
     a3c_curves_figure,
     a3c_score_table,
-    a3c_sentence,
     actor_critic_runs,
+    seed_comparisons,
+    seed_sentences,
     style_a3c_scores,
+    style_seed_comparison,
 )
 
 cfg = MaskAttentionChapter(game=game, steps=steps, filmstrip=filmstrip, top=top, substrate=substrate,
@@ -247,8 +249,23 @@ caption = (f"Final scores on {cfg.game} of our actor-critic agents (greedy games
            "and the official Mask-A3C run at the same number of frames.")
 style_a3c_scores(scores, caption)
 
+# %% [markdown]
+# Whether attention makes the agent score higher is a question about training runs, so the
+# unit of the comparison is the seed: each agent's evaluation is averaged to one number, and
+# the confidence intervals are t-intervals over seeds. Games are never counted as samples:
+# under the papers' greedy protocol many of them replay each other, which the table shows
+# as the number of distinct games. A second protocol, sticky actions
+# (`repeat_action_probability` = 0.25, {cite:t}`machado2018revisiting`), makes every game
+# differ. The sentences below are generated from these numbers and give a direction only
+# where the interval of the difference excludes zero.
+
 # %%
-a3c_sentence(scores, cfg.game)
+comparisons = seed_comparisons(cfg.game, cfg.agents_dir)
+style_seed_comparison(comparisons, f"Our actor-critic agents on {cfg.game}, per mask variant, under both evaluation "
+                      "protocols: the mean of each seed's evaluation, the mean over seeds and its t-interval over seeds.")
+
+# %%
+seed_sentences(comparisons)
 
 # %% [markdown]
 # ## Summary

@@ -14,7 +14,7 @@ The chapter's notebook (``notebooks/05_mask_attention.py``) only calls these fun
   next to the perturbation methods in the study's result table (insertion, deletion,
   sanity check), read through :func:`saliency_lib.experiments.sweep.study_results`.
 * :func:`actor_critic_runs`, :func:`a3c_curves_figure`, :func:`a3c_score_table`,
-  :func:`a3c_sentence`: our A3C and Mask-A3C training runs against the paper's claim
+  :func:`~saliency_book.ch5_scores.seed_comparisons`: our A3C and Mask-A3C training runs against the paper's claim, over seeds
   that the masks improve the score.
 
 Functions that need a missing input (our actor-critic agents are not trained yet, the

@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from saliency_book.ch5_mask_attention import AC_ALGOS, COLORS, PAPER_CLAIM, VARIANT_LABELS, VARIANT_ORDER, variant
+from saliency_book.ch5_mask_attention import AC_ALGOS, COLORS, VARIANT_LABELS, VARIANT_ORDER, variant
 from saliency_book.common import Note, figure_image
 from saliency_lib.experiments.catalog import official_available
 from saliency_lib.experiments.paths import AGENTS_DIR, RUNS_DIR, repo_path
 
-__all__ = ["actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores", "a3c_sentence"]
+__all__ = ["actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores",
+           "seed_comparisons", "style_seed_comparison", "seed_sentences"]
 
 
 def actor_critic_runs(game: str, agents_dir: str | os.PathLike = AGENTS_DIR, runs_dir: str | os.PathLike | None = RUNS_DIR,
@@ -189,46 +190,6 @@ def style_a3c_scores(table: pd.DataFrame | Note, caption: str):
     return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
 
 
-def a3c_sentence(table: pd.DataFrame | Note, game: str):
-    """Markdown: does our Mask-A3C beat our A3C at our budget? Generated from :func:`a3c_score_table`."""
-    from IPython.display import Markdown
-
-    if isinstance(table, Note):
-        return Markdown(f"The paper claims that \"{PAPER_CLAIM}\". Our test of this claim on {game} waits for our "
-                        "agents (see the note above).")
-    t = table.set_index("variant")
-    if not {"none", "double"} <= set(t.index):
-        have = ", ".join(VARIANT_LABELS[v] for v in t.index if v in VARIANT_LABELS)
-        return Markdown(f"The comparison needs both A3C (no mask) and Mask-A3C agents; so far only {have} "
-                        "exist for this game.")
-    a, m = t.loc["none"], t.loc["double"]
-    diff = m["mean"] - a["mean"]
-    verdict = "higher" if diff > 0 else "lower" if diff < 0 else "the same"
-    text = [f"At {m['frames'] / 1e6:.3g} M frames, our Mask-A3C scores {m['mean']:,.1f} on {game} "
-            f"({int(m['seeds'])} seed{'s' if m['seeds'] != 1 else ''}) and our A3C {a['mean']:,.1f} "
-            f"({int(a['seeds'])} seed{'s' if a['seeds'] != 1 else ''}): the masked agent scores {verdict}"
-            + (f", by {abs(diff):,.1f} points." if diff else ".")]
-    if m["seeds"] > 1 and a["seeds"] > 1:
-        overlap = not (m["min"] > a["max"] or a["min"] > m["max"])
-        text.append("The seeds' ranges " + ("overlap, so the difference is within the spread between seeds."
-                                            if overlap else "do not overlap."))
-    else:
-        text.append("With a single seed per variant the difference cannot be told apart from the spread between "
-                    "training runs.")
-    if np.isfinite(m.get("train_final", np.nan)) and np.isfinite(a.get("train_final", np.nan)):
-        tdiff = m["train_final"] - a["train_final"]
-        text.append(f"Over the training games of the last {FINAL_FRACTION:.0%} of frames (sampled actions; "
-                    f"{int(m['train_games'])} and {int(a['train_games'])} games), Mask-A3C averages "
-                    f"{m['train_final']:,.1f} and A3C {a['train_final']:,.1f}"
-                    + (", the same order." if tdiff * diff > 0 else ", the opposite order." if tdiff * diff < 0 else "."))
-    direction = "in the direction of" if diff > 0 else "against" if diff < 0 else "neither for nor against"
-    budget = _official_budget(game)
-    text.append(f"This is {direction} the paper's claim that \"{PAPER_CLAIM}\"" + (
-        f", with {100 * m['frames'] / budget:.2g} % of the official run's {budget / 1e6:,.0f} M training frames."
-        if budget else "."))
-    return Markdown(" ".join(text))
-
-
 def _official_budget(game: str) -> float | None:
     """Emulator frames of the official run (4 × its last logged global step), if its log is available."""
     from saliency_lib.agents.official import OFFICIAL_GAMES, official_test_log
@@ -247,3 +208,46 @@ _RUN_NAME = re.compile(r"^(?P<algo>a3c(?:-sync)?)-(?P<game>[A-Za-z]+)-(?P<varian
 FINAL_FRACTION = 0.1
 """Share of a run's logged frames, counted back from its last logged game, whose training games
 :func:`a3c_score_table` averages."""
+
+
+def seed_comparisons(game: str, agents_dir: str | os.PathLike = AGENTS_DIR) -> dict:
+    """The variants compared over seeds under each evaluation protocol (:func:`saliency_lib.train.scores.compare_variants`).
+
+    Returns ``{protocol: VariantComparison}`` for ``greedy`` (the papers' protocol) and
+    ``sticky`` (sticky actions, games that differ), read from ``<agents_dir>/scores.csv``;
+    a Note when the table is missing.
+    """
+    from saliency_lib.train.scores import PROTOCOL_NAMES, compare_variants, read_scores
+
+    path = repo_path(agents_dir) / "scores.csv"
+    if not path.is_file():
+        return Note(f"No scores table at `{path}`: no actor-critic agent is shipped yet.", title="Not trained yet")
+    table = read_scores(path)
+    return {p: compare_variants(table, protocol=p, game=game) for p in PROTOCOL_NAMES}
+
+
+def style_seed_comparison(comparisons, caption: str):
+    """One table of both protocols: per variant, the seeds' means, the mean over seeds and its t-interval over seeds."""
+    if isinstance(comparisons, Note):
+        return comparisons
+    rows = []
+    for protocol, c in comparisons.items():
+        for r in c.table.itertuples():
+            games = f"{int(r.games)}" + ("" if not np.isfinite(r.distinct_games) else f" ({int(r.distinct_games)} distinct)")
+            rows.append({"Protocol": protocol, "Variant": r.label, "Seeds": r.seeds,
+                         "Per seed": ", ".join(f"{x:,.1f}" for x in r.per_seed), "Mean over seeds": r.mean,
+                         f"{c.level:.0%} CI over seeds (t)": "–" if not np.isfinite(r.ci_low) else f"{r.ci_low:,.1f} to {r.ci_high:,.1f}",
+                         "Games (all seeds)": games})
+    if not rows:
+        return Note("No actor-critic agent has a score under either protocol yet.", title="Not trained yet")
+    t = pd.DataFrame(rows)
+    return t.style.format({"Mean over seeds": "{:,.1f}"}).hide(axis="index").set_caption(caption)
+
+
+def seed_sentences(comparisons):
+    """Markdown: the generated sentence of each protocol (it names its n and says only what the CI supports)."""
+    from IPython.display import Markdown
+
+    if isinstance(comparisons, Note):
+        return comparisons
+    return Markdown("\n\n".join(f"* **{p}:** {c.sentence}" for p, c in comparisons.items()))

@@ -342,14 +342,6 @@ def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_
         assert off["frames"] == 2_000_000 and np.isfinite(off["mean"])
     assert "Mask-A3C (both masks)" in sc.style_a3c_scores(t, "cap").to_html()
 
-    text = sc.a3c_sentence(t, "Breakout").data
-    assert "our Mask-A3C scores 35.0" in text and "our A3C 10.0" in text and "scores higher, by 25.0 points" in text
-    assert "single seed" in text and "in the direction of the paper's claim" in text
-    assert "last 10% of frames (sampled actions; 1 and 1 games), Mask-A3C averages 30.0 and A3C 10.0, the same order" in text
-    two = t.copy()
-    two.loc[two["variant"] == "none", ["seeds", "min", "max", "mean"]] = [2, 36.0, 60.0, 48.0]
-    text = sc.a3c_sentence(two, "Breakout").data
-    assert "scores lower" in text and "ranges overlap" in text and "against the paper's claim" in text
 
     from IPython.display import Image
 
@@ -361,6 +353,25 @@ def test_a3c_comparison_says_when_nothing_is_trained(tmp_path):
     assert r.empty
     for got in (sc.a3c_curves_figure(r, "Breakout"), sc.a3c_score_table(r, "Breakout")):
         assert isinstance(got, Note) and "not trained yet" in got.title.lower()
-    assert "waits for our agents" in sc.a3c_sentence(sc.a3c_score_table(r, "Breakout"), "Breakout").data
-    only = pd.DataFrame([{"variant": "double", "model": "x", "seeds": 1, "frames": 1e6, "mean": 1.0}])
-    assert "only Mask-A3C (both masks)" in sc.a3c_sentence(only, "Breakout").data
+    assert "not trained yet" in sc.seed_comparisons("Breakout", tmp_path / "agents").title.lower()
+
+
+def test_seed_comparison_gives_no_verdict_from_one_seed_and_a_ci_over_seeds_from_three(tmp_path):
+    from saliency_lib.train.scores import SCORES_COLUMNS
+
+    rows = []
+    for variant, means in (("none", [300.0, 340.0, 320.0]), ("double", [330.0])):
+        for seed, m in enumerate(means):
+            for protocol in ("greedy", "sticky"):
+                rows.append({"agent": f"a3c-Breakout-{variant}-s{seed}", "algo": "a3c-sync", "game": "Breakout", "variant": variant,
+                             "seed": seed, "frames": 10_000_000, "protocol": protocol, "episodes": 3, "distinct_games": 3,
+                             "mean": m, "std": 1.0, "scores": f"[{m - 1}, {m}, {m + 1}]", "random_score": 1.7})
+    pd.DataFrame(rows).reindex(columns=SCORES_COLUMNS).to_csv(tmp_path / "scores.csv", index=False)
+    c = sc.seed_comparisons("Breakout", tmp_path)
+    assert set(c) == {"greedy", "sticky"} and c["greedy"].verdict is None  # one seed of double: no verdict
+    text = sc.seed_sentences(c).data
+    assert "**greedy:** No verdict" in text and "higher" not in text and "lower" not in text
+    html = sc.style_seed_comparison(c, "cap").to_html()
+    none = c["greedy"].table.set_index("variant").loc["none"]
+    assert none["seeds"] == 3 and none["ci_low"] < 320 < none["ci_high"]  # over the 3 seeds, not the 9 games
+    assert f"{none['ci_low']:,.1f} to {none['ci_high']:,.1f}" in html and "3 (3 distinct)" in html

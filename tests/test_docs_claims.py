@@ -1,0 +1,15 @@
+"""Sentences in the README and the book's introduction that must come from the committed numbers."""
+
+from pathlib import Path
+
+from saliency_lib.train.scores import compare_variants, read_scores
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_intro_and_readme_quote_the_generated_mask_a3c_verdict():
+    """Chapter 5's seed-level verdict (greedy protocol) is quoted verbatim; a new shipped seed changes it."""
+    sentence = compare_variants(read_scores(ROOT / "data" / "agents" / "scores.csv"), protocol="greedy").sentence
+    for doc in (ROOT / "README.md", ROOT / "book" / "intro.md"):
+        text = " ".join(doc.read_text().split())
+        assert " ".join(sentence.split()) in text, f"{doc.name} does not quote chapter 5's verdict: {sentence}"
