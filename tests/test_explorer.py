@@ -12,7 +12,6 @@ import ipywidgets as w
 import pytest
 import torch
 
-import saliency_book.ch2_gallery as gl
 import saliency_book.ch7_explorer as xp
 import saliency_book.common as cm
 from saliency_book.common import METHODS, TARGETS

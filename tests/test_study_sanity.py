@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import torch
 
-import saliency_book.ch3_sanity as sn
 import saliency_book.ch3_figures as fg
+import saliency_book.ch3_sanity as sn
 from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
 

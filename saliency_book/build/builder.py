@@ -41,7 +41,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from saliency_lib.experiments.paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, repo_path
+from saliency_lib.experiments.paths import (
+    AGENT_SCORES_CSV,
+    AGENTS_DIR,
+    OFFICIAL_SCORES_CSV,
+    REPO_ROOT,
+    RESULTS_DIR,
+    repo_path,
+)
 from saliency_lib.experiments.profiles import PROFILE_NAMES
 
 __all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "check_offline",
@@ -180,8 +187,8 @@ def book_games(profile: str, parameters: Mapping | None = None, games: Sequence[
     takes the profile's ``book_games`` setting: ``"game"`` (that game only) or ``"all"``
     (also Huber et al.'s other benchmark games).
     """
-    from saliency_lib.games import HUBER_GAMES, game_info
     from saliency_lib.experiments.profiles import profile_settings
+    from saliency_lib.games import HUBER_GAMES, game_info
 
     primary = str((parameters or {}).get("game", "Breakout"))
     if games is None:

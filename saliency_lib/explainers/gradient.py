@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 from ..agents.base import Agent
+from ..validation import check_choice, check_float, check_int
 from ._base import Explainer, ExplainResult
 from ._masks import bilinear_resize
-from ..validation import check_choice, check_float, check_int
 
 __all__ = ["Gradient", "IntegratedGradients", "GradCAM", "CHANNEL_REDUCTIONS"]
 

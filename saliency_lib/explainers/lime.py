@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, ExplainResult
-from ._masks import lime_design
 from ..validation import check_float, check_int
+from ._base import ExplainResult, PerturbationExplainer
+from ._masks import lime_design
 
 __all__ = [
     "Lime",

@@ -7,9 +7,9 @@ from types import MappingProxyType
 import torch
 
 from ..agents.base import Agent
+from ..validation import check_choice
 from ._base import Explainer, ExplainResult
 from ._masks import bilinear_resize
-from ..validation import check_choice
 
 __all__ = ["MaskAttention", "BRANCHES", "DISPLAYS"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ..agents.base import Agent
-from ._base import Explainer, ExplainResult
 from ..validation import check_int
+from ._base import Explainer, ExplainResult
 
 __all__ = ["RandomMap"]
 

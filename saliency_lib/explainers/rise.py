@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from ..agents.base import Agent
-from ._base import PerturbationExplainer, ExplainResult
-from ._masks import rise_masks
 from ..validation import check_float, check_int
+from ._base import ExplainResult, PerturbationExplainer
+from ._masks import rise_masks
 
 __all__ = ["RISE"]
 
