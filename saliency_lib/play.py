@@ -53,7 +53,7 @@ from tqdm.auto import tqdm
 from .agents.base import Agent
 from .envs import make_env, raw_frame
 from .games import mask_a3c_crop
-from .viz import mask_to_frame, overlay, side_by_side
+from .viz import labelled_panels, mask_to_frame, overlay
 
 __all__ = ["Protocol", "PROTOCOLS", "get_protocol", "Episode", "play_episode", "evaluate", "count_distinct", "write_gif"]
 
@@ -341,6 +341,8 @@ def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, 
 
     Masks are upsampled back through the crop as in the official visualiser and
     shown with one colour scale per branch (min-max over the episode, as the official code).
+    Each panel is titled (the frame, the policy mask, the value mask) and the colour scale
+    of the overlays is drawn below them.
     ``display="mask"`` shows the mask M used in the forward pass; ``display="sig5"`` shows
     the official visualisation's sigmoid(5·z), whose contrast is much higher.
     """
@@ -354,15 +356,19 @@ def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, 
     for n, ms in ep.masks.items():
         arr = np.stack(ms)
         norms[n] = (float(arr.min()), float(arr.max()))
+    # every panel is titled and the overlays' colour scale is drawn under them, as in the book's figures
+    what = "sigmoid(5z)" if display == "sig5" else "mask"
+    titles = {"policy_mask": f"policy {what}", "value_mask": f"value {what}"}
     out = []
     for t in range(0, len(ep.frames), every):
         rgb = ep.frames[t]
-        panels = [rgb]
+        panels = [(f"{agent.game}, step {t}", rgb)]
         for n, ms in ep.masks.items():
             lo, hi = norms[n]
             m = (ms[t] - lo) / (hi - lo + 1e-12)
             heat, inside = mask_to_frame(m, crop)
-            panels.append(overlay(rgb, heat, where=inside))
-        out.append(side_by_side(*panels))
+            panels.append((titles.get(n, n), overlay(rgb, heat, where=inside)))
+        out.append(labelled_panels(panels, cmap="inferno" if ep.masks else None,
+                                   scale_labels=("game min", "game max")))
     imageio.mimsave(path, out, duration=1000 / fps, loop=0)
     return ep

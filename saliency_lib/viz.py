@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-__all__ = ["colorize", "overlay", "mask_to_frame", "map84_to_frame", "side_by_side"]
+__all__ = ["colorize", "overlay", "mask_to_frame", "map84_to_frame", "side_by_side", "labelled_panels"]
 
 
 def colorize(values: np.ndarray, cmap: str = "inferno") -> np.ndarray:
@@ -63,6 +63,52 @@ def side_by_side(*frames: np.ndarray, gap: int = 4) -> np.ndarray:
         if i < len(frames) - 1:
             parts.append(np.full((h, gap, 3), 255, np.uint8))
     return np.concatenate(parts, axis=1)
+
+
+def _text(img: np.ndarray, text: str, x: int, y: int, *, scale: float = 0.4, color=(255, 255, 255)) -> None:
+    cv2.putText(img, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, color, 1, cv2.LINE_AA)
+
+
+def labelled_panels(panels: list[tuple[str, np.ndarray]], *, cmap: str | None = "inferno",
+                    scale_labels: tuple[str, str] = ("low", "high"), gap: int = 4, title_height: int = 16,
+                    bar_height: int = 10) -> np.ndarray:
+    """Frames side by side, each under its title, with the colour scale of the overlays below them.
+
+    Parameters
+    ----------
+    panels : list of (title, RGB uint8 image)
+        E.g. ``[("frame", rgb), ("policy mask", ...), ("value mask", ...)]``.
+    cmap : str or None
+        Colormap of the overlays; ``None`` draws no colour scale.
+    scale_labels : (str, str)
+        Text at the low and the high end of the scale (e.g. the normalisation used).
+
+    Returns
+    -------
+    numpy.ndarray
+        One RGB uint8 image.
+    """
+    if not panels:
+        raise ValueError("labelled_panels needs at least one panel")
+    body = side_by_side(*[img for _, img in panels], gap=gap)
+    width = body.shape[1]
+    head = np.zeros((title_height, width, 3), np.uint8)
+    x = 0
+    for title, img in panels:
+        _text(head, title, x + 3, title_height - 4)
+        x += img.shape[1] + gap
+    parts = [head, body]
+    if cmap is not None:
+        lo, hi = scale_labels
+        # room for the longer end label, measured in the font it is drawn in
+        text_w = 8 + max(cv2.getTextSize(t, cv2.FONT_HERSHEY_SIMPLEX, 0.35, 1)[0][0] for t in (lo, hi))
+        bar = np.zeros((bar_height + 6, width, 3), np.uint8)
+        _text(bar, lo, 3, bar_height + 2, scale=0.35)
+        x0, x1 = text_w, max(text_w + 10, width - text_w)
+        bar[3:3 + bar_height, x0:x1] = colorize(np.linspace(0.0, 1.0, x1 - x0))[None, :, :]
+        _text(bar, hi, x1 + 4, bar_height + 2, scale=0.35)
+        parts.append(bar)
+    return np.concatenate(parts, axis=0)
 
 
 # -- figures of the book (chapter 1: agents) ---------------------------------------------------

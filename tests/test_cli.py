@@ -22,9 +22,13 @@ def test_evaluate_official_prints_one_json_line_and_writes_gif(tmp_path, officia
     frames = imageio.mimread(gif)
     assert len(frames) == 60  # every 2nd of 120 steps
     h, w = frames[0].shape[:2]
-    assert h == 210 and w == 3 * 160 + 2 * 4  # frame | policy mask | value mask
+    assert h == 16 + 210 + 16 and w == 3 * 160 + 2 * 4  # titles | frame, policy mask, value mask | colour scale
     f = np.asarray(frames[30])[..., :3].astype(int)
-    assert np.abs(f[:, 328:488] - f[:, :160]).mean() > 1  # the value-mask overlay changes the picture
+    body = f[16:226]
+    assert np.abs(body[:, 328:488] - body[:, :160]).mean() > 1  # the value-mask overlay changes the picture
+    assert f[:16].max() > 128 and f[:16, 168:328].max() > 128  # each panel has a title
+    bar = f[226 + 3 + 5, 70:w - 70]  # the colour scale runs from the colormap's dark end to its bright end
+    assert bar[:5].mean() < 60 < 200 < bar[-5:].mean()
 
 
 def test_bad_agent_spec_is_a_clear_error(tmp_path):
