@@ -24,6 +24,9 @@ similarities come from the study's sweep (:mod:`saliency_lib.experiments.sweep`,
 A missing agent gives a :class:`~saliency_book.common.Note` instead of an exception.
 """
 
+# module-size: over 600 lines because the sentences this chapter generates from its numbers sit beside the
+# tables they describe; its figures and styled tables are in the chapter's _figures module.
+
 from __future__ import annotations
 
 import dataclasses

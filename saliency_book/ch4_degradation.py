@@ -22,6 +22,9 @@ units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a ma
 Functions whose input is missing return a :class:`~saliency_book.common.Note`.
 """
 
+# module-size: over 600 lines because the sentences this chapter generates from its numbers sit beside the
+# tables they describe; its figures and styled tables are in the chapter's _figures module.
+
 from __future__ import annotations
 
 import dataclasses

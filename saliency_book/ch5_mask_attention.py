@@ -21,6 +21,9 @@ Functions that need a missing input (our actor-critic agents are not trained yet
 official checkpoints are not fetched) return a :class:`~saliency_book.common.Note`.
 """
 
+# module-size: over 600 lines because the sentences this chapter generates from its numbers sit beside the
+# tables they describe; its figures and styled tables are in the chapter's _figures module.
+
 from __future__ import annotations
 
 import os

@@ -24,6 +24,9 @@ Expensive results inside chapters are cached separately, by configuration hash,
 under ``data/results/`` (:mod:`saliency_lib.experiments.store`).
 """
 
+# module-size: about 640 lines; the conversion, execution, page generation and HTML build of the book are
+# one pipeline whose steps share its state (the assets and the browser check are separate modules).
+
 from __future__ import annotations
 
 import argparse
