@@ -126,3 +126,15 @@ def test_rows_of_one_seed_are_averaged_to_one_number():
     c = compare_variants(pd.concat([t, dup]), protocol="sticky")
     row = c.table.set_index("variant").loc["none"]
     assert row["seeds"] == 2 and row["per_seed"] == pytest.approx([200.0, 200.0])
+
+
+def test_concurrent_writers_keep_every_row(tmp_path):
+    """A shipping run and a re-evaluation may write at once: the lock keeps both rows, and no lock file stays."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    csv = tmp_path / "scores.csv"
+    with ThreadPoolExecutor(4) as ex:
+        list(ex.map(lambda i: update_scores(csv, _row(f"agent-{i}", "greedy" if i % 2 else "sticky", float(i))), range(12)))
+    df = read_scores(csv)
+    assert len(df) == 12 and sorted(df["mean"]) == list(map(float, range(12)))
+    assert [p.name for p in tmp_path.iterdir()] == ["scores.csv"]

@@ -68,15 +68,18 @@ def read_scores(csv_path: str | os.PathLike, protocol: str | None = None) -> pd.
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """An exclusive lock on ``path``'s ``.lock`` file (a shipping run and a re-evaluation may write at once)."""
+    """An exclusive lock on ``path``'s directory (a shipping run and a re-evaluation may write at once);
+    no lock file is left next to the table."""
     import fcntl
 
-    with open(path.with_name(path.name + ".lock"), "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def update_scores(csv_path: str | os.PathLike, rows: dict | Iterable[dict]) -> pd.DataFrame:
