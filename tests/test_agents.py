@@ -243,3 +243,17 @@ def test_fetch_official_copies_verifies_and_is_idempotent(tmp_path, official_ava
     with pytest.raises(ValueError, match="does not match its released sha256"):
         fetch_official(tmp_path / "dest2", tmp_path / "bad")
     assert not (tmp_path / "dest2" / "trained_models" / victim.name).exists()
+
+
+def test_channels_last_pooling_equals_the_standard_one_in_values_and_gradients():
+    import torch.nn.functional as F
+
+    from saliency_lib.agents import mask_a3c
+
+    x = torch.randn(3, 8, 20, 20, requires_grad=True)
+    y = x.detach().clone().requires_grad_(True)
+    a, b = mask_a3c._max_pool2(x), F.max_pool2d(y, 2)
+    assert torch.equal(a, b) and a.is_contiguous()
+    a.sum().backward()
+    b.sum().backward()
+    assert torch.equal(x.grad, y.grad)

@@ -74,6 +74,18 @@ class ConvLSTMCell(nn.Module):
         return h, c
 
 
+
+def _max_pool2(x: torch.Tensor) -> torch.Tensor:
+    """2×2 max-pooling, computed in channels-last layout.
+
+    The same values as ``F.max_pool2d(x, 2)`` (a maximum does no arithmetic), but PyTorch's
+    CPU kernel for the standard layout was measured about 14× slower on (1, 32, 80, 80). On the
+    official Breakout network, batched forward passes without gradients took 6.9–8.7 instead of
+    8.9–11.8 ms per row (batches of 16 and 256, one busy core); with gradients there was no
+    measurable gain, so the trainers are unaffected.
+    """
+    return F.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2).contiguous()
+
 class MaskA3CNet(nn.Module):
     """Actor-critic with mask attention. ``forward`` returns a dict of named outputs.
 
@@ -126,9 +138,9 @@ class MaskA3CNet(nn.Module):
         return z, z.clone()
 
     def trunk(self, x: torch.Tensor, hidden=None):
-        x = F.relu(F.max_pool2d(self.conv1(x), 2))
-        x = F.relu(F.max_pool2d(self.conv2(x), 2))
-        x = F.relu(F.max_pool2d(self.conv3(x), 2))
+        x = F.relu(_max_pool2(self.conv1(x)))
+        x = F.relu(_max_pool2(self.conv2(x)))
+        x = F.relu(_max_pool2(self.conv3(x)))
         if not self.config.convlstm:
             return x, None
         if hidden is None:
