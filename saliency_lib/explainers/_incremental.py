@@ -11,7 +11,8 @@ and then, for each perturbed input, only those windows, in **delta form**:
   receptive-field window of the changed conv1 outputs;
 * each conv layer maps the delta of its input window linearly,
   ``Δz = conv(Δh_in)`` (no bias), and the ReLU is applied to the clean
-  pre-activation plus the delta: ``Δh = relu(z + Δz) − relu(z)``;
+  pre-activation plus the delta: ``Δh = relu(z + Δz) − relu(z)`` (evaluated as
+  ``max(Δz + min(z, 0), −relu(z))`` from tables of the clean pre-activations);
 * the fc layer adds ``W[:, changed] · Δh₃`` to the clean pre-activation; the
   head then runs on the full ``hidden``-wide vector.
 
@@ -517,9 +518,15 @@ class IncrementalDQN:
             self.cuts = self._cuts()
         cleans = [net.clean(x) for net in self.nets]
         out_hws = [tuple(z.shape[2:]) for z in cleans[0][0]]
-        # per agent: pre-activations channels-last (N·h·w, C), fc pre-activations (N, hidden)
-        pre_t = [[z.permute(0, 2, 3, 1).reshape(-1, z.shape[1]) for z in zs] for zs, _ in cleans]
+        # per agent: fc pre-activations (N, hidden)
+        # per agent and layer, channels-last (N·h·w, 2C): [min(z, 0), −relu(z)] of the clean pre-activation z
+        pre_t = [[torch.cat([z.clamp(max=0), z.clamp(min=0).neg_()], 1).permute(0, 2, 3, 1).reshape(-1, 2 * z.shape[1]) for z in zs]
+                 for zs, _ in cleans]
         zfc = [zf for _, zf in cleans]
+        # clean outputs, as the explainer's clean pass computes them: rows whose change dies out
+        # before the fc layer take these exactly (a head evaluated on another batch size can
+        # differ in the last bit, which would split plateaus of unchanged outputs)
+        q_clean = [net.head(F.relu(zf)) for net, zf in zip(self.nets, zfc)]
         sizes = [o[0] * o[1] for o in out_hws]
         grid3 = out_hws[-1]
         x_cl = x.permute(0, 2, 3, 1).contiguous().view(n * hh * ww, c)
@@ -533,7 +540,7 @@ class IncrementalDQN:
                 pert = g.members[j]
                 at = (index.index_select(0, pert) + (state * (hh * ww))[:, None]).view(-1)
                 d0 = delta(state, pert, gather_rows(x_cl, at).view(-1, k, c))
-                res = self._chunk(g, j, state, d0, pre_t, zfc, sizes, grid3)
+                res = self._chunk(g, j, state, d0, pre_t, zfc, q_clean, sizes, grid3)
                 for a, o in enumerate(res):
                     vec = readout(o)
                     if outs[a] is None:
@@ -541,7 +548,7 @@ class IncrementalDQN:
                     outs[a][state * p + pert] = vec
         return [o.view(n, p, -1) for o in outs]
 
-    def _chunk(self, g: _Group, j, state, d0, pre_t, zfc, sizes, grid3) -> list[dict[str, torch.Tensor]]:
+    def _chunk(self, g: _Group, j, state, d0, pre_t, zfc, q_clean, sizes, grid3) -> list[dict[str, torch.Tensor]]:
         """Outputs of every agent for one chunk of rows (group rows ``j`` of states ``state``)."""
         nets, cuts = self.nets, self.cuts
         b, _, c0 = d0.shape
@@ -564,17 +571,18 @@ class IncrementalDQN:
                     continue
                 new[a] = _conv_delta(net.conv_weights[li], net.convs[li].stride, lay, deltas.get(a, deltas[0]), gather, pre_t[a][li], clean_at)
             deltas = new
-        hid = {}
+        hid, same = {}, {}
         for a, net in enumerate(nets):
             if a and cuts[a] > len(g.layers):
                 continue
             src = deltas.get(a, deltas[0])[:, :-1]
+            same[a] = src.reshape(b, -1).abs().amax(1) == 0  # rows whose fc input did not change
             z = net.fc_delta(zfc[a].index_select(0, state), src, g.last, grid3)
             hid[a] = z.clamp_(min=0)
         res = []
         for a, net in enumerate(nets):
             h = hid.get(a, hid[0])
-            q = net.head(h)
+            q = torch.where(same.get(a, same[0])[:, None], q_clean[a].index_select(0, state), net.head(h))
             res.append({"q": q, "advantage": q - q.mean(dim=1, keepdim=True), "features": h})
         return res
 
@@ -612,7 +620,8 @@ def _conv_delta(weight: torch.Tensor, stride, lay: _Layer, src: torch.Tensor, ga
 
     ``src`` is the delta of the layer's input: the first input window itself
     (``gather`` None, ``(B, window, C_in)``) or the previous layer's buffer,
-    gathered into the input window with the flat row indices ``gather``.
+    gathered into the input window with the flat row indices ``gather``. ``pre_t``
+    holds ``[min(z, 0), −relu(z)]`` of the clean pre-activations, channels-last.
     """
     b = src.shape[0]
     cin = src.shape[-1]
@@ -622,10 +631,11 @@ def _conv_delta(weight: torch.Tensor, stride, lay: _Layer, src: torch.Tensor, ga
     cout = dz.shape[1]
     k = dz.shape[2] * dz.shape[3]
     dz = dz.permute(0, 2, 3, 1).reshape(b, k, cout)
-    z = pre_t.index_select(0, clean_at).view(b, k, cout)
+    z = pre_t.index_select(0, clean_at).view(b, k, 2 * cout)
     out = torch.empty(b, k + 1, cout, dtype=dz.dtype, device=dz.device)
     out[:, k].zero_()
     body = out[:, :k]
-    torch.add(z, dz, out=body)
-    body.clamp_(min=0).sub_(z.clamp_(min=0))
+    # relu(z + dz) − relu(z) = max(dz + min(z, 0), −relu(z)): exact where z ≥ 0 and the change stays positive
+    torch.add(dz, z[..., :cout], out=body)
+    torch.maximum(body, z[..., cout:], out=body)
     return out

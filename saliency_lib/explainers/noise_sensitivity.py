@@ -107,7 +107,8 @@ class PointPerturbation(PerturbationExplainer):
                 diff_cl["all"] = diff.transpose(1, 2).reshape(-1, c)  # (N·H·W, C)
             at = (index.index_select(0, pert) + (state * diff.shape[2])[:, None]).view(-1)
             d = gather_rows(diff_cl["all"], at).view(len(pert), -1, c)
-            return d.mul_(weight.index_select(0, pert).to(d.dtype)[:, :, None])
+            # (I + M·d) − I as the full pass sees it: where M·d is below float resolution, no change
+            return torch.addcmul(clean, d, weight.index_select(0, pert).to(d.dtype)[:, :, None]).sub_(clean)
 
         return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta)
 
