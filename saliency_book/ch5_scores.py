@@ -215,7 +215,8 @@ def seed_comparisons(game: str, agents_dir: str | os.PathLike = AGENTS_DIR) -> d
 
     Returns ``{protocol: VariantComparison}`` for ``greedy`` (the papers' protocol) and
     ``sticky`` (sticky actions, games that differ), read from ``<agents_dir>/scores.csv``;
-    a Note when the table is missing.
+    a protocol under which no agent of ``game`` was evaluated maps to a Note, and a
+    missing table gives a Note instead of the dict.
     """
     from saliency_lib.train.scores import PROTOCOL_NAMES, compare_variants, read_scores
 
@@ -223,7 +224,13 @@ def seed_comparisons(game: str, agents_dir: str | os.PathLike = AGENTS_DIR) -> d
     if not path.is_file():
         return Note(f"No scores table at `{path}`: no actor-critic agent is shipped yet.", title="Not trained yet")
     table = read_scores(path)
-    return {p: compare_variants(table, protocol=p, game=game) for p in PROTOCOL_NAMES}
+    out = {}
+    for p in PROTOCOL_NAMES:
+        try:
+            out[p] = compare_variants(table, protocol=p, game=game)
+        except ValueError as e:  # no agent of the game was evaluated under this protocol
+            out[p] = Note(f"No {p} evaluation to compare: {e}.", title=f"No {p} scores")
+    return out
 
 
 def style_seed_comparison(comparisons, caption: str):
@@ -232,6 +239,8 @@ def style_seed_comparison(comparisons, caption: str):
         return comparisons
     rows = []
     for protocol, c in comparisons.items():
+        if isinstance(c, Note):
+            continue
         for r in c.table.itertuples():
             games = f"{int(r.games)}" + ("" if not np.isfinite(r.distinct_games) else f" ({int(r.distinct_games)} distinct)")
             rows.append({"Protocol": protocol, "Variant": r.label, "Seeds": r.seeds,
@@ -250,4 +259,5 @@ def seed_sentences(comparisons):
 
     if isinstance(comparisons, Note):
         return comparisons
-    return Markdown("\n\n".join(f"* **{p}:** {c.sentence}" for p, c in comparisons.items()))
+    return Markdown("\n\n".join(f"* **{p}:** {c.text if isinstance(c, Note) else c.sentence}"
+                                  for p, c in comparisons.items()))

@@ -398,7 +398,7 @@ def test_cli_explain_writes_maps_and_overlays(tmp_path):
         bad.func(bad)
 
 
-def test_cli_explain_mask_a3c(tmp_path):
+def test_cli_explain_mask_a3c(tmp_path, official_available):
     from saliency_lib.agents import save_agent
 
     official = os.environ.get("MASK_A3C_OFFICIAL_DIR")

@@ -231,7 +231,7 @@ OFFICIAL = os.environ.get("MASK_A3C_OFFICIAL_DIR")
 
 
 @pytest.mark.skipif(not OFFICIAL or not os.path.isdir(OFFICIAL), reason="MASK_A3C_OFFICIAL_DIR (official Mask-A3C checkpoints) not set")
-def test_mask_attention_official_breakout():
+def test_mask_attention_official_breakout(official_available):
     from saliency_lib.agents import load_agent
     from saliency_lib.states import collect_states
 

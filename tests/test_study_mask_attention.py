@@ -375,3 +375,9 @@ def test_seed_comparison_gives_no_verdict_from_one_seed_and_a_ci_over_seeds_from
     none = c["greedy"].table.set_index("variant").loc["none"]
     assert none["seeds"] == 3 and none["ci_low"] < 320 < none["ci_high"]  # over the 3 seeds, not the 9 games
     assert f"{none['ci_low']:,.1f} to {none['ci_high']:,.1f}" in html and "3 (3 distinct)" in html
+    # a protocol nobody was evaluated under is a note, not an error
+    greedy_only = pd.read_csv(tmp_path / "scores.csv")
+    greedy_only[greedy_only["protocol"] == "greedy"].to_csv(tmp_path / "scores.csv", index=False)
+    c = sc.seed_comparisons("Breakout", tmp_path)
+    assert isinstance(c["sticky"], Note) and "No sticky evaluation" in sc.seed_sentences(c).data
+    assert "sticky" not in sc.style_seed_comparison(c, "cap").to_html()
