@@ -252,7 +252,7 @@ def test_channels_last_pooling_equals_the_standard_one_in_values_and_gradients()
 
     x = torch.randn(3, 8, 20, 20, requires_grad=True)
     y = x.detach().clone().requires_grad_(True)
-    a, b = mask_a3c._max_pool2(x), F.max_pool2d(y, 2)
+    a, b = mask_a3c.max_pool2(x), F.max_pool2d(y, 2)
     assert torch.equal(a, b) and a.is_contiguous()
     a.sum().backward()
     b.sum().backward()

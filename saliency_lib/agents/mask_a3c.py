@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MaskA3CConfig", "MaskA3CNet", "ConvLSTMCell", "VARIANTS"]
+__all__ = ["max_pool2", "MaskA3CConfig", "MaskA3CNet", "ConvLSTMCell", "VARIANTS"]
 
 VARIANTS = ("none", "policy", "value", "double")
 
@@ -75,7 +75,7 @@ class ConvLSTMCell(nn.Module):
 
 
 
-def _max_pool2(x: torch.Tensor) -> torch.Tensor:
+def max_pool2(x: torch.Tensor) -> torch.Tensor:
     """2×2 max-pooling, computed in channels-last layout.
 
     The same values as ``F.max_pool2d(x, 2)`` (a maximum does no arithmetic), but PyTorch's
@@ -138,9 +138,9 @@ class MaskA3CNet(nn.Module):
         return z, z.clone()
 
     def trunk(self, x: torch.Tensor, hidden=None):
-        x = F.relu(_max_pool2(self.conv1(x)))
-        x = F.relu(_max_pool2(self.conv2(x)))
-        x = F.relu(_max_pool2(self.conv3(x)))
+        x = F.relu(max_pool2(self.conv1(x)))
+        x = F.relu(max_pool2(self.conv2(x)))
+        x = F.relu(max_pool2(self.conv3(x)))
         if not self.config.convlstm:
             return x, None
         if hidden is None:
@@ -149,7 +149,14 @@ class MaskA3CNet(nn.Module):
         return h, (h, c)
 
     def forward(self, x: torch.Tensor, hidden=None) -> dict[str, torch.Tensor]:
-        feat, new_hidden = self.trunk(x, hidden)
+        return self.heads(*self.trunk(x, hidden))
+
+    def heads(self, feat: torch.Tensor, new_hidden=None) -> dict[str, torch.Tensor]:
+        """Everything after the trunk: the branch convs, the masks, the policy and value heads.
+
+        Public so that a staged forward pass (the randomisation cascade) can reuse the trunk's
+        output and run only this part, with the same code as :meth:`forward`.
+        """
         out: dict = {"hidden": new_hidden}
         ga = F.relu(self.a_conv(feat))
         gc = F.relu(self.c_conv(feat))

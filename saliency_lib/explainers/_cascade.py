@@ -33,7 +33,7 @@ from torch import nn
 
 from ..agents.base import ActorCriticAgent, Agent, QAgent
 from ..agents.dqn import AdvantageStream, DQNNet
-from ..agents.mask_a3c import MaskA3CNet
+from ..agents.mask_a3c import MaskA3CNet, max_pool2
 
 __all__ = ["StagedForward", "SharedReadouts", "staged_support", "staged_forward", "forward_all"]
 
@@ -81,12 +81,12 @@ def _mask_a3c_stages(agent: Agent) -> list[Stage] | str:
     if not isinstance(agent, ActorCriticAgent) or type(agent).forward is not ActorCriticAgent.forward:
         return f"{type(agent).__name__} is not a plain ActorCriticAgent"
     net = agent.net
-    if not isinstance(net, MaskA3CNet) or type(net).forward is not MaskA3CNet.forward or type(net).trunk is not MaskA3CNet.trunk:
+    if not isinstance(net, MaskA3CNet) or type(net).forward is not MaskA3CNet.forward or type(net).trunk is not MaskA3CNet.trunk or type(net).heads is not MaskA3CNet.heads:
         return f"{type(net).__name__} is not a MaskA3CNet"
     cfg = net.config
 
-    def block(conv):  # pooled in channels-last layout as MaskA3CNet.trunk does (same values, faster on CPU)
-        return lambda x, hidden: F.relu(F.max_pool2d(conv(x).contiguous(memory_format=torch.channels_last), 2).contiguous())
+    def block(conv):  # MaskA3CNet.trunk's conv → pool → ReLU
+        return lambda x, hidden: F.relu(max_pool2(conv(x)))
 
     def lstm(x, hidden):
         if hidden is None:
@@ -94,25 +94,9 @@ def _mask_a3c_stages(agent: Agent) -> list[Stage] | str:
         h, c = net.convlstm1(x, hidden)
         return h, (h, c)
 
-    def heads(state, hidden):  # MaskA3CNet.forward after the trunk, then ActorCriticAgent.forward's probs
+    def heads(state, hidden):  # MaskA3CNet.heads after the trunk, then ActorCriticAgent.forward's probs
         feat, new_hidden = state if cfg.convlstm else (state, None)
-        out: dict = {"hidden": new_hidden}
-        ga = F.relu(net.a_conv(feat))
-        gc = F.relu(net.c_conv(feat))
-        if cfg.policy_mask:
-            z = net.att_conv_a1(feat)
-            m = torch.sigmoid(z)
-            ga = ga * m
-            out["policy_att"], out["policy_mask"] = z[:, 0], m[:, 0]
-        if cfg.value_mask:
-            z = net.att_conv_c1(feat)
-            m = torch.sigmoid(z)
-            gc = gc * m
-            out["value_att"], out["value_mask"] = z[:, 0], m[:, 0]
-        ga, gc = ga.flatten(1), gc.flatten(1)
-        out["logits"] = net.actor_linear(ga)
-        out["value"] = net.critic_linear(gc)[:, 0]
-        out["features"] = torch.cat([ga, gc], dim=1)
+        out = net.heads(feat, new_hidden)
         out["probs"] = torch.softmax(out["logits"], dim=1)
         return out
 
