@@ -22,15 +22,15 @@ import math
 
 import numpy as np
 
+from ..validation import check_float, check_int
+
 __all__ = ["autocorrelation", "effective_sample_size", "block_length", "block_bootstrap_ci", "paired_block_test"]
 
 
 def _finite_series(values) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if not np.isfinite(v).all():
-        # a gap inside a trajectory breaks its time order; the callers drop whole states instead
-        v = v[np.isfinite(v)]
-    return v
+    # a state without a value is dropped; its neighbours close up, which shortens one block a little
+    return v[np.isfinite(v)]
 
 
 def autocorrelation(values, max_lag: int | None = None) -> np.ndarray:
@@ -152,10 +152,8 @@ def block_bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2
     (low, high) : tuple of float
         ``(nan, nan)`` for fewer than 2 finite values; ``(v, v)`` if all values equal ``v``.
     """
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    check_float("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
+    check_int("n_resamples", n_resamples, minimum=1)
     v = _finite_series(values)
     if v.size < 2:
         return float("nan"), float("nan")
@@ -186,6 +184,8 @@ def paired_block_test(a, b, *, confidence: float = 0.95, n_resamples: int = 2000
         ``mean``, ``ci_low``, ``ci_high``, ``p``, ``n`` (finite pairs), ``n_eff``
         (effective sample size of the differences) and ``block``.
     """
+    check_float("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
+    check_int("n_resamples", n_resamples, minimum=1)
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     b_ = np.asarray(b, dtype=np.float64).reshape(-1)
     if a.shape != b_.shape:
