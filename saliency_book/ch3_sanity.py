@@ -424,8 +424,8 @@ def sweep_note(cfg: SanityChapter, agents: Sequence[ExplainedAgent]):
     """Markdown: how many states each agent's results cover and with which explainer parameters."""
     from IPython.display import Markdown
 
+    from saliency_book.common import describe_params
     from saliency_lib.experiments.profiles import sweep_sizes
-    from saliency_lib.experiments.units import describe_params
 
     lines = []
     for who in agents:

@@ -308,8 +308,8 @@ def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
     """Which agents the chapter shows, on how many states, with which explainer parameters (Markdown)."""
     from IPython.display import Markdown
 
+    from saliency_book.common import describe_params
     from saliency_lib.experiments.profiles import sweep_sizes
-    from saliency_lib.experiments.units import describe_params
 
     if isinstance(results, Note):
         return results

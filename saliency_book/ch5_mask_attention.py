@@ -646,8 +646,8 @@ def coarse_note(profile: str):
     """Markdown: how many states the Mask-A3C rows have and which coarse explainer parameters they use."""
     from IPython.display import Markdown
 
+    from saliency_book.common import describe_params
     from saliency_lib.experiments.profiles import sweep_sizes
-    from saliency_lib.experiments.units import describe_params
 
     n, _, params = sweep_sizes(profile, "mask_a3c")
     text = f"In the `{profile}` profile the study explains the first {n} states of the official agent's greedy game"

@@ -13,6 +13,7 @@ import functools
 import io
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -28,7 +29,7 @@ from saliency_lib.games import published_scores
 __all__ = [
     "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "HIGHLIGHTS_PARAMS", "BENCHMARK_STEPS",
     "as_count", "as_methods", "ExplainedAgent", "describe_agents", "chapter_agents", "load", "action_names",
-    "score_table", "here", "figure_image", "versions_note", "method_names", "fmt2", "join_words",
+    "score_table", "here", "figure_image", "versions_note", "method_names", "fmt2", "join_words", "describe_params",
 ]
 
 
@@ -320,3 +321,8 @@ def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):
         return Note(f"All {v['units']} stored units of this chapter were made with the running package versions.",
                     title="Versions")
     return Note(" ".join(parts), kind="warning", title="Versions of the stored results")
+
+
+def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str = " = ") -> str:
+    """Explainer parameters as text for the chapters, e.g. ``"Occlusion patch = 4, RISE n_masks = 500"``."""
+    return ", ".join(f"{label(m)} {', '.join(f'{k}{sep}{v}' for k, v in kw.items())}" for m, kw in params.items())

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
+from saliency_book.common import describe_params
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
 from saliency_lib.experiments import executors, profiles, units
 
@@ -160,5 +161,5 @@ def test_sweep_sizes_and_parameter_text():
     assert profiles.sweep_sizes("quick", "some_adapter_preset") == profiles.PROFILES["quick"].sweep["dqn"]
     with pytest.raises(ValueError, match="unknown profile 'huge'"):
         profiles.sweep_sizes("huge", "dqn")
-    text = units.describe_params({"occlusion": {"patch": 4}, "rise": {"n_masks": 500}}, label=str.upper, sep="=")
+    text = describe_params({"occlusion": {"patch": 4}, "rise": {"n_masks": 500}}, label=str.upper, sep="=")
     assert text == "OCCLUSION patch=4, RISE n_masks=500"

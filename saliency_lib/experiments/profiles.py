@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 __all__ = ["SweepSize", "Profile", "PROFILES", "PROFILE_NAMES", "get_profile", "profile_settings", "sweep_sizes"]
 
@@ -29,9 +30,8 @@ def _frozen(params: Mapping[str, Mapping]) -> Mapping[str, Mapping]:
     return MappingProxyType({k: MappingProxyType(dict(v)) for k, v in params.items()})
 
 
-@dataclass(frozen=True)
-class SweepSize:
-    """Sizes of the sweep for one kind of agent (its preset)."""
+class SweepSize(NamedTuple):
+    """Sizes of the sweep for one kind of agent (its preset): ``n_states, chunk, params``."""
 
     n_states: int
     """States per agent: the first ``n_states`` of the agent's greedy game from the fixed start."""
@@ -39,9 +39,6 @@ class SweepSize:
     """States per unit of work (and per stored result file)."""
     params: Mapping[str, Mapping]
     """Explainer parameters per method; ``{}``: every method at the paper's parameters."""
-
-    def __iter__(self):  # (n_states, chunk, params), as the sweep unpacks it
-        return iter((self.n_states, self.chunk, self.params))
 
 
 @dataclass(frozen=True)

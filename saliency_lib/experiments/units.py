@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from .store import states_dir
 
 __all__ = [
     "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "Unit", "SweepSpec", "applicable",
-    "state_config", "study_states", "one_thread", "plan_units", "compute_unit", "describe_params", "maybe_fault",
+    "state_config", "study_states", "one_thread", "plan_units", "compute_unit", "maybe_fault",
 ]
 
 RANDOM_BASELINE = "random"
@@ -254,11 +253,6 @@ def compute_unit(unit: Unit, agent, states, *, _fault: str | None = None) -> pd.
                                              method=unit.method, agent_name=unit.agent))
             rows = pd.concat(parts, ignore_index=True)
     return rows.assign(config_hash=unit.key)
-
-
-def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str = " = ") -> str:
-    """Explainer parameters as text for the chapters, e.g. ``"Occlusion patch = 4, RISE n_masks = 500"``."""
-    return ", ".join(f"{label(m)} {', '.join(f'{k}{sep}{v}' for k, v in kw.items())}" for m, kw in params.items())
 
 
 def maybe_fault(unit: Unit, fault: str | None) -> None:
