@@ -553,7 +553,8 @@ def method_ranking(table: pd.DataFrame, *, substrate: str = "black", criteria=CR
         rows = _criterion_rows(table, c, substrate)
         if rows.empty:
             continue
-        r = ranking_table(rows, higher_is_better=c.higher_is_better)
+        # the Wilcoxon test, which this chapter's generated text names; the block test suits one trajectory better
+        r = ranking_table(rows, higher_is_better=c.higher_is_better, test="wilcoxon")
         r = r.assign(criterion=c.key, label=c.label, of=len(r),
                      layer=rows["layer"].iloc[0] if c.experiment == "sanity" else pd.NA)
         parts.append(r)

@@ -1,11 +1,11 @@
-"""Summaries, bootstrap CIs, paired Wilcoxon tests and the ranking table."""
+"""Summaries with block-bootstrap CIs, paired block and Wilcoxon tests and the ranking table."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import wilcoxon
 
-from saliency_lib.metrics import bootstrap_ci, holm, paired_wilcoxon, ranking_table, summarise
+from saliency_lib.metrics import holm, paired_block_tests, paired_wilcoxon, ranking_table, summarise
 from saliency_lib.results import to_table
 
 
@@ -20,16 +20,28 @@ def _auc_table(n=40, seed=0):
     return to_table(df, experiment="insertion", agent="toy", game="Breakout", substrate="black")
 
 
-def test_bootstrap_ci_is_seeded_and_covers_the_mean():
-    v = np.random.default_rng(1).normal(loc=2.0, size=60)
-    lo, hi = bootstrap_ci(v, seed=3)
-    assert (lo, hi) == bootstrap_ci(v, seed=3)
-    assert lo < v.mean() < hi
-    assert hi - lo == pytest.approx(2 * 1.96 * v.std(ddof=1) / np.sqrt(60), rel=0.2)
-    assert bootstrap_ci([np.nan, 1.0]) == (pytest.approx(np.nan, nan_ok=True), pytest.approx(np.nan, nan_ok=True))
-    assert bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5)
-    with pytest.raises(ValueError, match="confidence must lie in \\(0, 1\\), got 95"):
-        bootstrap_ci(v, confidence=95)
+def _ar1_table(n=300, phi=0.9, seed=0):
+    """One method whose per-state values follow an AR(1) trajectory (mean 0), rows shuffled."""
+    rng = np.random.default_rng(seed)
+    x = np.empty(n)
+    x[0] = rng.normal() / np.sqrt(1 - phi**2)
+    for t in range(1, n):
+        x[t] = phi * x[t - 1] + rng.normal()
+    df = pd.DataFrame({"state": np.arange(n), "measure": "q_ratio_auc", "value": x, "method": "m"})
+    return to_table(df.sample(frac=1.0, random_state=seed), experiment="insertion", agent="toy", game="Breakout",
+                    substrate="black"), x
+
+
+def test_summarise_resamples_blocks_in_state_order_and_reports_the_effective_sample_size():
+    from saliency_lib.metrics import block_bootstrap_ci, effective_sample_size
+
+    t, x = _ar1_table()
+    s = summarise(t, by=["method"], n_resamples=500).iloc[0]
+    assert s["n"] == 300 and s["n_eff"] == pytest.approx(effective_sample_size(x)) and s["n_eff"] < 100
+    assert (s["ci_low"], s["ci_high"]) == block_bootstrap_ci(x, n_resamples=500)  # the state order, not the rows'
+    iid = block_bootstrap_ci(x, n_resamples=500, block=1)
+    assert s["ci_high"] - s["ci_low"] > 2 * (iid[1] - iid[0])  # φ = 0.9: the honest interval is far wider
+    assert s["block"] > 1
 
 
 def test_summarise_mean_std_ci():
@@ -104,8 +116,9 @@ def test_paired_wilcoxon_with_ties_equals_scipy(monkeypatch):
         assert row["p_value"] == pytest.approx(ref.pvalue, abs=1e-12) and row["statistic"] == pytest.approx(ref.statistic)
 
 
-def test_ranking_table_marks_significant_differences():
-    r = ranking_table(_auc_table(), n_resamples=300)
+@pytest.mark.parametrize("test", ["block", "wilcoxon"])
+def test_ranking_table_marks_significant_differences(test):
+    r = ranking_table(_auc_table(), n_resamples=300, test=test)
     assert r["method"].tolist()[0] == "good" and r["method"].tolist()[-1] == "bad"
     assert r["rank"].tolist() == [1, 2, 3, 4]
     good = r.set_index("method").loc["good"]
@@ -113,8 +126,44 @@ def test_ranking_table_marks_significant_differences():
     same = r.set_index("method").loc["same_a"]
     assert same["tied_with"] == "same_b" and same["worse_than"] == "good" and same["better_than"] == "bad"
     # lower-is-better flips the order (e.g. deletion AUC)
-    r2 = ranking_table(_auc_table(), higher_is_better=False, n_resamples=300)
+    r2 = ranking_table(_auc_table(), higher_is_better=False, n_resamples=300, test=test)
     assert r2["method"].tolist()[0] == "bad"
     assert set(r2.set_index("method").loc["bad", "better_than"].split(", ")) == {"same_a", "same_b", "good"}
     with pytest.raises(ValueError, match="alpha must lie in \\(0, 1\\), got 5"):
         ranking_table(_auc_table(), alpha=5)
+
+
+def test_paired_block_tests_find_a_shift_and_respect_min_n():
+    w = paired_block_tests(_auc_table(), n_resamples=300).set_index(["a", "b"])
+    assert set(w.columns) >= {"n", "n_eff", "block", "mean_diff", "ci_low", "ci_high", "p_value", "p_holm"}
+    assert w.loc[("bad", "good"), "p_holm"] < 0.01 and w.loc[("bad", "good"), "ci_high"] < 0
+    assert w.loc[("same_a", "same_b"), "p_holm"] > 0.05
+    few = paired_block_tests(_auc_table(), n_resamples=100, min_n=50)
+    assert few["p_value"].isna().all()
+    r = ranking_table(_auc_table(), n_resamples=100, min_n=50)
+    assert (r["better_than"] == "").all() and "n_eff" in r.columns
+    with pytest.raises(ValueError, match="unknown test 'ttest'"):
+        ranking_table(_auc_table(), test="ttest")
+
+
+def test_block_test_does_not_separate_two_methods_that_follow_one_trajectory():
+    """Two methods that share a slowly drifting trajectory and differ only by independent AR(1) noise:
+    the paired block test keeps its level where the Wilcoxon test, which treats the states as
+    independent, rejects far too often."""
+    rng = np.random.default_rng(5)
+
+    def ar(n, phi):
+        x = np.empty(n)
+        x[0] = rng.normal() / np.sqrt(1 - phi**2)
+        for t in range(1, n):
+            x[t] = phi * x[t - 1] + rng.normal()
+        return x
+
+    block = wilc = 0
+    for r in range(40):
+        common = ar(120, 0.8)
+        rows = pd.DataFrame({"state": np.tile(np.arange(120), 2), "method": np.repeat(["a", "b"], 120),
+                             "value": np.concatenate([common + ar(120, 0.7), common + ar(120, 0.7)])})
+        block += paired_block_tests(rows, n_resamples=300, seed=r)["p_value"].iloc[0] < 0.05
+        wilc += paired_wilcoxon(rows)["p_value"].iloc[0] < 0.05
+    assert block <= 8 and wilc >= 2 * block, (block, wilc)

@@ -18,14 +18,15 @@ and a figure are then written to ``OUT``.
 Outputs of ``sanity AGENT --out OUT``:
 
 * ``OUT/sanity.parquet`` — all rows (schema of :mod:`saliency_lib.results`);
-* ``OUT/sanity_summary.csv`` — mean, std and bootstrap 95 % CI per method, level and measure;
+* ``OUT/sanity_summary.csv`` — mean, std, effective sample size and block-bootstrap 95 % CI per method, level and measure;
 * ``OUT/sanity.png`` — similarity per randomised layer with CIs.
 
 Outputs of ``insertion AGENT --mode M --substrate S --out OUT``:
 
 * ``OUT/<M>_<S>.parquet`` — curves, AUCs and raw outputs;
 * ``OUT/<M>_<S>_summary.csv`` — AUC mean ± std and CI per method;
-* ``OUT/<M>_<S>_ranking_<measure>.csv`` — ranking with Holm-corrected paired Wilcoxon tests;
+* ``OUT/<M>_<S>_ranking_<measure>.csv`` — ranking with Holm-corrected paired block-bootstrap tests (the states
+  are consecutive, see :mod:`saliency_lib.metrics.dependence`);
 * ``OUT/<M>_<S>.png`` — mean curves of the first measure.
 """
 

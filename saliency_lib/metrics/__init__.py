@@ -6,6 +6,7 @@ Every metric is configured in its constructor and evaluated by
 ``reference`` describe the score.
 """
 
+from .dependence import block_bootstrap_ci, effective_sample_size, paired_block_test, pooled_block_ci
 from .insertion_deletion import MEASURES, SUBSTRATES, Deletion, Insertion, auc, make_substrate, random_saliency
 from .randomisation import (
     INITS,
@@ -28,11 +29,12 @@ from .similarity import (
     ssim,
     ssim_2d,
 )
-from .statistics import bootstrap_ci, holm, paired_wilcoxon, ranking_table, summarise
+from .statistics import holm, paired_block_tests, paired_wilcoxon, ranking_table, summarise
 
 __all__ = [
     "RandomisationTest", "randomised_models", "randomise_modules", "rebuild_explainer", "INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS",
     "Insertion", "Deletion", "SUBSTRATES", "MEASURES", "make_substrate", "random_saliency", "auc",
     "SIMILARITIES", "ConstantMapWarning", "similarity", "spearman", "ssim", "ssim_2d", "hog_pearson", "normalise_map", "is_constant",
-    "summarise", "bootstrap_ci", "holm", "paired_wilcoxon", "ranking_table",
+    "summarise", "holm", "paired_block_tests", "paired_wilcoxon", "ranking_table",
+    "block_bootstrap_ci", "effective_sample_size", "paired_block_test", "pooled_block_ci",
 ]

@@ -13,18 +13,22 @@ independent states the trajectory is worth (the effective sample size).
 * :func:`block_length`: the automatic block length of the moving-block bootstrap;
 * :func:`block_bootstrap_ci`: a percentile CI of the mean from moving blocks;
 * :func:`paired_block_test`: the CI and a two-sided p-value of the mean paired difference
-  of two methods on the same states, resampling the same blocks for both.
+  of two methods on the same states, resampling the same blocks for both;
+* :func:`pooled_block_ci`: the mean of several trajectories pooled (e.g. the four games of
+  Huber et al.'s figures) with a CI from moving blocks resampled within each trajectory.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..validation import check_float, check_int
 
-__all__ = ["autocorrelation", "effective_sample_size", "block_length", "block_bootstrap_ci", "paired_block_test"]
+__all__ = ["autocorrelation", "effective_sample_size", "block_length", "block_bootstrap_ci", "paired_block_test",
+           "pooled_block_ci"]
 
 
 def _finite_series(values) -> np.ndarray:
@@ -207,3 +211,71 @@ def paired_block_test(a, b, *, confidence: float = 0.95, n_resamples: int = 2000
     p = 2 * min(np.mean(centred >= d.mean()), np.mean(centred <= d.mean()))
     return {"mean": float(d.mean()), "ci_low": float(lo), "ci_high": float(hi), "p": float(min(1.0, p)), "n": n,
             "n_eff": effective_sample_size(d), "block": blk}
+
+
+def pooled_block_ci(series: Mapping[str, Sequence[float]] | Sequence[Sequence[float]], *, confidence: float = 0.99,
+                    n_resamples: int = 2000, seed: int = 0) -> dict:
+    """Mean over the states of several trajectories pooled together, with a stratified moving-block CI.
+
+    Huber et al. pool the states of their four games and draw the mean with a 99 % CI
+    (reference notes §5; ``sanity_checks_plot.py``: ``combine_game``, ``ci=99``). The pooled
+    mean here is theirs: every state counts once, so a game weighs by its number of states.
+    The interval is not: their bootstrap resamples the pooled states as if independent. Here
+    each trajectory (game) is resampled on its own, in moving blocks of its own
+    :func:`block_length`, and the resampled pooled mean is ``Σ n_g m*_g / Σ n_g``.
+
+    Why within each game and then combined, rather than blocks over the concatenated
+    series: the games are independent of each other, so no block may straddle the end of
+    one game and the start of the next (that would invent a dependence), and each game
+    keeps its own autocorrelation and hence its own block length; a game's share of the
+    pool stays fixed at ``n_g``, as in the pooled mean itself (a stratified bootstrap).
+
+    Parameters
+    ----------
+    series : mapping of name to 1-D array, or sequence of 1-D arrays
+        Values of each trajectory in time order; NaNs are dropped.
+    confidence : float
+        Confidence level in (0, 1); default 0.99, the paper's.
+    n_resamples : int
+        Bootstrap resamples.
+    seed : int
+        Seed of the resampling.
+
+    Returns
+    -------
+    dict
+        ``mean``, ``ci_low``, ``ci_high``, ``n`` (pooled finite values), ``n_eff`` (sum of the
+        trajectories' :func:`effective_sample_size`), ``groups`` (names of the trajectories
+        with at least one value) and ``blocks`` (block length per trajectory). A trajectory
+        with one value enters the mean but adds no spread; the CI is NaN when no trajectory
+        has two values.
+    """
+    check_float("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
+    check_int("n_resamples", n_resamples, minimum=1)
+    items = series.items() if isinstance(series, Mapping) else enumerate(series)
+    parts = {str(k): _finite_series(v) for k, v in items}
+    parts = {k: v for k, v in parts.items() if v.size}
+    n = sum(v.size for v in parts.values())
+    if n == 0:
+        return {"mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "n": 0, "n_eff": 0.0,
+                "groups": [], "blocks": {}}
+    mean = float(sum(v.sum() for v in parts.values()) / n)
+    rng = np.random.default_rng(seed)
+    total = np.zeros(n_resamples)
+    blocks, spread = {}, False
+    for k, v in parts.items():
+        if v.size < 2 or np.ptp(v) == 0:
+            blocks[k] = 1
+            total += v.sum()  # a constant (or single) trajectory resamples to itself
+            continue
+        blocks[k] = block_length(v)
+        total += v.size * _block_means(v, blocks[k], n_resamples, rng)
+        spread = True
+    if not spread:
+        lo = hi = mean if all(v.size >= 2 for v in parts.values()) else float("nan")
+    else:
+        alpha = (1 - confidence) / 2
+        lo, hi = (float(q) for q in np.quantile(total / n, [alpha, 1 - alpha]))
+    return {"mean": mean, "ci_low": lo, "ci_high": hi, "n": n,
+            "n_eff": float(sum(effective_sample_size(v) for v in parts.values())), "groups": list(parts),
+            "blocks": blocks}

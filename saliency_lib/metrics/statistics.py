@@ -1,11 +1,21 @@
 """Summaries and tests on tidy result tables.
 
-* :func:`summarise`: per group, n, mean ± std (as the paper reports) and a
-  seeded bootstrap confidence interval of the mean.
-* :func:`paired_wilcoxon`: Wilcoxon signed-rank tests between every pair of
+The rows of one setting are the states of one greedy trajectory, in the order of the
+``state`` column, and consecutive states are strongly correlated. Every interval and
+paired test here therefore resamples blocks of consecutive states
+(:mod:`saliency_lib.metrics.dependence`) and reports the effective sample size.
+
+* :func:`summarise`: per group, n, the effective sample size, mean ± std (as the paper
+  reports) and a seeded moving-block bootstrap confidence interval of the mean.
+* :func:`paired_block_tests`: paired block-bootstrap tests between every pair of
   methods on the states both were evaluated on, with Holm correction.
-* :func:`ranking_table`: methods ranked by their mean, with the methods each
-  one is significantly better or worse than.
+* :func:`paired_wilcoxon`: Wilcoxon signed-rank tests between every pair of methods.
+  Kept for pairs that *are* independent (states of separate episodes) and for callers
+  whose generated text names the test (chapter 5, ``saliency-study metrics``); on the
+  states of one trajectory it is anti-conservative, so :func:`ranking_table` no longer
+  uses it by default.
+* :func:`ranking_table`: methods ranked by their mean, with the methods each one is
+  significantly better or worse than.
 
 All functions take a table in the :mod:`saliency_lib.results` schema (or any
 DataFrame with the named columns) and return a new DataFrame.
@@ -20,46 +30,13 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-__all__ = ["bootstrap_ci", "summarise", "holm", "paired_wilcoxon", "ranking_table"]
+from .dependence import block_bootstrap_ci, block_length, effective_sample_size, paired_block_test
 
-_CI_METHODS = ("percentile", "basic", "BCa")
+__all__ = ["summarise", "holm", "paired_block_tests", "paired_wilcoxon", "ranking_table", "TESTS"]
 
-
-def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, method: str = "percentile") -> tuple[float, float]:
-    """Bootstrap confidence interval of the mean of ``values`` (NaNs dropped).
-
-    Parameters
-    ----------
-    values : array_like, 1-D
-    confidence : float
-        Confidence level in (0, 1); default 0.95.
-    n_resamples : int
-        Bootstrap resamples (default 2000).
-    seed : int
-        Seed of the resampling.
-    method : {"percentile", "basic", "BCa"}
-        Passed to :func:`scipy.stats.bootstrap`.
-
-    Returns
-    -------
-    (low, high) : tuple of float
-        ``(nan, nan)`` for fewer than 2 finite values; ``(v, v)`` if all values equal ``v``.
-    """
-    from scipy.stats import bootstrap
-
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    if method not in _CI_METHODS:
-        raise ValueError(f"unknown method {method!r}; valid values are: {', '.join(_CI_METHODS)}")
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    v = v[np.isfinite(v)]
-    if v.size < 2:
-        return float("nan"), float("nan")
-    if np.ptp(v) == 0:
-        return float(v[0]), float(v[0])
-    res = bootstrap((v,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method=method,
-                    rng=np.random.default_rng(seed), vectorized=True)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+TESTS = ("block", "wilcoxon")
+"""Paired tests of :func:`ranking_table`: the moving-block bootstrap test (states of one
+trajectory) and the Wilcoxon signed-rank test (independent pairs)."""
 
 
 def _group_cols(df: pd.DataFrame, by: Sequence[str]) -> list[str]:
@@ -72,18 +49,25 @@ def _group_cols(df: pd.DataFrame, by: Sequence[str]) -> list[str]:
 DEFAULT_BY = ("experiment", "agent", "game", "method", "substrate", "level", "layer", "step", "measure")
 
 
+def _in_order(g: pd.DataFrame, order: str | None) -> pd.DataFrame:
+    """The rows of one group in trajectory order (stable; unchanged without an ``order`` column)."""
+    if order is None or order not in g.columns:
+        return g
+    return g.sort_values(order, kind="stable")
+
+
 def summarise(
     df: pd.DataFrame,
     by: Sequence[str] = DEFAULT_BY,
     *,
     value: str = "value",
+    order: str | None = "state",
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
     ddof: int = 0,
-    method: str = "percentile",
 ) -> pd.DataFrame:
-    """Mean, std and bootstrap CI of ``value`` per group.
+    """Mean, std, effective sample size and moving-block bootstrap CI of ``value`` per group.
 
     Parameters
     ----------
@@ -94,8 +78,13 @@ def summarise(
         except ``state``.
     value : str
         Column to summarise.
-    confidence, n_resamples, seed, method
-        See :func:`bootstrap_ci`. Every group uses the same seed.
+    order : str or None
+        Column giving the trajectory order of a group's rows (default ``state``). The CI
+        resamples blocks of consecutive values in this order, with the block length of
+        :func:`~saliency_lib.metrics.dependence.block_length`; None, or a table without
+        the column, keeps the rows' order.
+    confidence, n_resamples, seed
+        See :func:`~saliency_lib.metrics.dependence.block_bootstrap_ci`. Every group uses the same seed.
     ddof : int
         Delta degrees of freedom of the std (default 0, NumPy's default, as the
         paper's tables).
@@ -103,7 +92,8 @@ def summarise(
     Returns
     -------
     DataFrame
-        Group columns plus ``n`` (finite values), ``n_nan``, ``mean``, ``std``,
+        Group columns plus ``n`` (finite values), ``n_nan``, ``n_eff`` (effective sample
+        size of the finite values), ``block`` (block length of the CI), ``mean``, ``std``,
         ``ci_low``, ``ci_high``.
     """
     by = _group_cols(df, by)
@@ -114,10 +104,11 @@ def summarise(
     groups = df.groupby(by, dropna=False, sort=True) if by else [((), df)]
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
-        v = pd.to_numeric(g[value], errors="coerce").to_numpy(dtype=np.float64)
+        v = pd.to_numeric(_in_order(g, order)[value], errors="coerce").to_numpy(dtype=np.float64)
         fin = v[np.isfinite(v)]
-        lo, hi = bootstrap_ci(fin, confidence=confidence, n_resamples=n_resamples, seed=seed, method=method)
+        lo, hi = block_bootstrap_ci(fin, confidence=confidence, n_resamples=n_resamples, seed=seed)
         rows.append({**dict(zip(by, key)), "n": int(fin.size), "n_nan": int(v.size - fin.size),
+                     "n_eff": effective_sample_size(fin), "block": block_length(fin),
                      "mean": float(fin.mean()) if fin.size else float("nan"),
                      "std": float(fin.std(ddof=ddof)) if fin.size > ddof else float("nan"),
                      "ci_low": lo, "ci_high": hi})
@@ -248,6 +239,57 @@ def paired_wilcoxon(
     return out
 
 
+def paired_block_tests(
+    df: pd.DataFrame,
+    *,
+    between: str = "method",
+    pair_on: Sequence[str] = ("state",),
+    value: str = "value",
+    n_resamples: int = 2000,
+    seed: int = 0,
+    min_n: int = 2,
+) -> pd.DataFrame:
+    """Paired moving-block bootstrap tests between every pair of ``between`` groups.
+
+    Each pair's differences, in the order of ``pair_on`` (the trajectory order of the
+    states), go through :func:`~saliency_lib.metrics.dependence.paired_block_test`: the
+    same blocks of consecutive states are resampled for both methods, so the dependence
+    between neighbouring states is kept.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One measure of one setting: exactly one row per (``pair_on``, ``between``).
+    between, pair_on, value
+        As :func:`paired_wilcoxon`.
+    n_resamples, seed
+        Of the block bootstrap (every pair uses the same seed).
+    min_n : int
+        Pairs with fewer finite pairs are not tested (``p_value`` NaN).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``a``, ``b``, ``n`` (finite pairs), ``n_eff`` (effective sample size of the
+        differences), ``block``, ``mean_diff`` (a − b), ``ci_low``, ``ci_high`` (95 % CI of
+        the mean difference), ``p_value`` and ``p_holm`` (Holm-corrected over all pairs).
+    """
+    wide = _wide(df, pair_on, between, value)
+    rows = []
+    for a, b in combinations(list(wide.columns), 2):
+        x = wide[a].to_numpy(dtype=np.float64)
+        y = wide[b].to_numpy(dtype=np.float64)
+        ok = np.isfinite(x) & np.isfinite(y)
+        r = paired_block_test(x[ok], y[ok], n_resamples=n_resamples, seed=seed)
+        p = r["p"] if r["n"] >= min_n else float("nan")
+        rows.append({"a": a, "b": b, "n": r["n"], "n_eff": r["n_eff"], "block": r["block"], "mean_diff": r["mean"],
+                     "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": p})
+    cols = ["a", "b", "n", "n_eff", "block", "mean_diff", "ci_low", "ci_high", "p_value"]
+    out = pd.DataFrame(rows, columns=cols)
+    out["p_holm"] = holm(out["p_value"].to_numpy()) if len(out) else pd.Series(dtype=float)
+    return out
+
+
 def ranking_table(
     df: pd.DataFrame,
     *,
@@ -259,31 +301,47 @@ def ranking_table(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    test: str = "block",
+    min_n: int = 2,
 ) -> pd.DataFrame:
     """Rank methods by their mean on one measure and say which differences are significant.
 
     Parameters
     ----------
     df : DataFrame
-        One measure of one setting (see :func:`paired_wilcoxon`).
+        One measure of one setting (see :func:`paired_block_tests`).
     higher_is_better : bool
         Direction of the measure (insertion AUC: True; deletion AUC and
         sanity-check similarity: False).
     alpha : float
-        Family-wise significance level of the Holm-corrected paired Wilcoxon tests.
+        Family-wise significance level of the Holm-corrected paired tests.
+    test : {"block", "wilcoxon"}
+        ``"block"`` (default): :func:`paired_block_tests`, for the states of one trajectory;
+        ``"wilcoxon"``: :func:`paired_wilcoxon`, which assumes independent pairs.
+    min_n : int
+        Fewest finite pairs for a test; below it no difference is significant.
 
     Returns
     -------
     DataFrame
-        One row per method, best first: ``rank``, ``method``, ``n``, ``mean``,
-        ``std``, ``ci_low``, ``ci_high``, ``better_than`` and ``worse_than``
-        (comma-separated methods with a significant difference) and ``tied_with``
-        (methods not significantly different).
+        One row per method, best first: ``rank``, ``method``, ``n``, ``n_eff``, ``mean``,
+        ``std``, ``ci_low``, ``ci_high`` (:func:`summarise`, in the order of ``pair_on``),
+        ``better_than`` and ``worse_than`` (comma-separated methods with a significant
+        difference) and ``tied_with`` (methods not significantly different).
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    summ = summarise(df, by=[between], value=value, confidence=confidence, n_resamples=n_resamples, seed=seed)
-    tests = paired_wilcoxon(df, between=between, pair_on=pair_on, value=value)
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; valid values are: {', '.join(TESTS)}")
+    order = pair_on[0] if len(pair_on) == 1 else None
+    summ = summarise(df, by=[between], value=value, order=order, confidence=confidence, n_resamples=n_resamples,
+                     seed=seed)
+    if test == "block":
+        tests = paired_block_tests(df, between=between, pair_on=pair_on, value=value, n_resamples=n_resamples,
+                                   seed=seed, min_n=min_n)
+    else:
+        tests = paired_wilcoxon(df, between=between, pair_on=pair_on, value=value)
+        tests.loc[tests["n"] < min_n, "p_holm"] = np.nan
     summ = summ.sort_values("mean", ascending=not higher_is_better, kind="stable").reset_index(drop=True)
     better = {m: [] for m in summ[between]}
     worse = {m: [] for m in summ[between]}
@@ -301,4 +359,4 @@ def ranking_table(
     summ["better_than"] = [", ".join(better[m]) for m in summ[between]]
     summ["worse_than"] = [", ".join(worse[m]) for m in summ[between]]
     summ["tied_with"] = [", ".join(tied[m]) for m in summ[between]]
-    return summ.drop(columns=["n_nan"])
+    return summ.drop(columns=["n_nan", "block"])
