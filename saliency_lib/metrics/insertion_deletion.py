@@ -24,8 +24,13 @@ Stages (reference §6), per state ``x`` of shape ``(C, H, W)`` with saliency map
    * ``"value"``: the state value ``V_t`` (actor-critic agents).
 
 5. Areas under the curves, one row per state and measure: ``<measure>_auc`` is
-   the paper's plain mean of the ``T + 1`` step values; ``<measure>_auc_trapz``
-   is the trapezoid rule over the fraction of changed pixels (x from 0 to 1).
+   the paper's plain mean of the ``T + 1`` step values, the start (step 0)
+   included, ``AUC = 1/(T+1) · Σ_{t=0}^{T} f_t`` (reference §6: the mean of the
+   85 values; the book's eq-auc with ``K = T``); ``<measure>_auc_trapz`` is the
+   trapezoid rule over the fraction of changed pixels (x from 0 to 1),
+   ``(1/T) · (Σ_{t=0}^{T} f_t − (f_0 + f_T)/2)`` for evenly spaced steps. Both
+   are computed and stored when the metric runs (the result tables hold them as
+   measures), so a change of rule would change stored results.
 
 All ``N·(T+1)`` perturbed inputs are built lazily in chunks of ``batch_size``
 and evaluated batch-wise, the steps of all states together; there is no
@@ -198,8 +203,10 @@ def auc(curves: np.ndarray, *, rule: str = "mean", fractions: np.ndarray | None 
     ----------
     curves : ndarray, shape (..., T+1)
     rule : {"mean", "trapezoid"}
-        ``"mean"``: the paper's plain mean of the step values. ``"trapezoid"``:
-        trapezoid rule over ``fractions`` (x in [0, 1]).
+        ``"mean"``: the paper's plain mean of all ``T + 1`` step values, step 0
+        (the substrate for insertion, the clean state for deletion) included:
+        ``1/(T+1) · Σ_{t=0}^{T} f_t``. ``"trapezoid"``: trapezoid rule over
+        ``fractions`` (x in [0, 1]).
     fractions : ndarray, shape (T+1,), optional
         Fraction of changed pixels per step; default evenly spaced in [0, 1].
     """
