@@ -26,7 +26,7 @@ from saliency_book.common import Note, figure_image
 from saliency_book.maps import overlay_map
 from saliency_lib.explainers import method_label
 
-__all__ = ["curves_figure", "ns_figure", "ns_example_figure", "style_verdicts", "style_layer_groups", "style_paper"]
+__all__ = ["curves_figure", "ns_figure", "ns_example_figure", "style_verdicts", "style_layer_groups"]
 
 
 def _style(method: str) -> dict:
@@ -45,13 +45,14 @@ def style_verdicts(table: pd.DataFrame | Note, labels: dict[str, str], caption: 
         "Agent": table["agent"].map(lambda a: labels.get(a, a)),
         "Method": table["method"].map(method_label),
         "States": table["n"],
+        "ESS": table["n_eff"] if "n_eff" in table else np.nan,
         **{short[m]: [ci(r.get(m, np.nan), r.get(f"{m}_low", np.nan), r.get(f"{m}_high", np.nan))
                       for _, r in table.iterrows()] for m in MEASURES},
         "Spearman, random map": table["random_spearman"],
         "Verdict": table["verdict"],
     }).set_index(["Agent", "Method"])
     colors = {"passes": "color: #1a7f37", "fails": "color: #cf222e; font-weight: bold", "undecided": "color: #9a6700"}
-    return (t.style.format({"States": "{:.0f}", "Spearman, random map": "{:.2f}"}, na_rep="–")
+    return (t.style.format({"States": "{:.0f}", "ESS": "{:.1f}", "Spearman, random map": "{:.2f}"}, na_rep="–")
             .map(lambda v: colors.get(v, ""), subset=["Verdict"]).set_caption(caption))
 
 
@@ -176,10 +177,3 @@ def ns_example_figure(ex: NSExample | Note, *, dpi: int = 100):
     fig.suptitle(f"{ex.agent.label[0].upper() + ex.agent.label[1:]}, {ex.agent.game}: sweep state {ex.state} "
                  f"(step {ex.step})", fontsize=9)
     return figure_image(fig, dpi=dpi)
-
-
-def style_paper(table: pd.DataFrame | Note, caption: str):
-    """The paper comparison as a captioned Styler (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
-    return table.style.hide(axis="index").set_caption(caption)

@@ -18,8 +18,12 @@ similarities come from the study's sweep (:mod:`saliency_lib.experiments.sweep`,
   computed here and cached.
 * :func:`verdict`, :func:`verdict_table`, :func:`verdict_rules`: whether each method's
   map depends on the parameters, judged on the Spearman CI after full randomisation.
-* :func:`paper_comparison`, :func:`ns_summary`, :func:`discussion`: Huber et al.'s
-  numbers beside ours and the generated text.
+* :func:`ns_summary`, :func:`discussion`: the generated text. Huber et al.'s numbers beside
+  ours, per game, are in :mod:`saliency_book.ch3_paper`.
+
+Every CI is a moving-block bootstrap over the states in trajectory order
+(:func:`saliency_lib.metrics.summarise`), reported with the effective sample size, and no
+verdict is printed from fewer than :data:`~saliency_book.evidence.MIN_STATES` states.
 
 A missing agent gives a :class:`~saliency_book.common.Note` instead of an exception.
 """
@@ -46,6 +50,7 @@ from saliency_book.common import (
     load,
     method_names,
 )
+from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.paths import RESULTS_DIR
 from saliency_lib.experiments.profiles import profile_settings
 from saliency_lib.experiments.store import cached_file
@@ -54,11 +59,11 @@ from saliency_lib.games import game_info
 from saliency_lib.results import config_hash
 
 __all__ = [
-    "model_at", "MEASURES", "MEASURE_LABELS", "NS_METHODS", "THRESHOLD", "CONFIDENCE", "MIN_STATES", "PAPER_OUTPUT_LAYER",
+    "model_at", "MEASURES", "MEASURE_LABELS", "NS_METHODS", "THRESHOLD", "CONFIDENCE", "MIN_STATES",
     "SanityChapter", "SanityResults", "chapter_agents", "chapter_results", "sweep_specs", "sanity_results",
     "layer_summary", "reference_summary", "level_labels", "verdict", "verdict_table",
     "verdict_rules", "layer_groups_table", "sweep_note",
-    "NSExample", "ns_example", "paper_comparison", "ns_summary", "discussion",
+    "NSExample", "ns_example", "ns_summary", "discussion",
 ]
 
 MEASURES = ("spearman", "ssim", "hog_pearson")
@@ -71,20 +76,7 @@ NS_METHODS = ("ns_original", "ns_chosen")
 THRESHOLD = 0.5
 """Default verdict threshold on the Spearman similarity after full randomisation (see :func:`verdict`)."""
 CONFIDENCE = 0.95
-"""Level of the bootstrap confidence intervals."""
-MIN_STATES = 5
-"""Fewest states for a verdict or a claim about the paper's finding: a bootstrap CI of fewer
-values is little more than their range."""
-
-PAPER_OUTPUT_LAYER = MappingProxyType({
-    "ns_original": {"spearman": (0.73, 0.84), "ssim": (0.53, 0.71), "hog_pearson": (0.31, 0.53)},
-    "ns_chosen": {"spearman": (0.04, 0.67), "ssim": (0.35, 0.65), "hog_pearson": (0.04, 0.18)},
-    "occlusion": {"spearman": (0.03, 0.89)},
-    "rise": {"spearman": (0.13, 0.99)},
-})
-"""Huber et al.'s per-state similarities after randomising only the output layer (fc_2), as
-(min, max) over the first ≈ 33 Ms. Pac-Man states of their DQN agent: the reference notes' §5
-spot-check of the official result files (``applications/atari/sanity_checks/results/pacman/*.csv``)."""
+"""Level of the moving-block bootstrap confidence intervals."""
 
 # one colour per method, shared by every figure; line style by family
 COLORS = MappingProxyType({
@@ -282,10 +274,6 @@ class SanityResults:
         """Agent spec → title."""
         return {a.spec: a.label for a in self.agents.values() if a}
 
-    def paper(self) -> pd.DataFrame | Note:
-        """:func:`paper_comparison` of every available agent."""
-        return paper_comparison(self.by_title(self.tables), self.by_title(self.summaries))
-
     def ns_text(self):
         """:func:`ns_summary` of every available agent."""
         return ns_summary(self.by_title(self.summaries), profile=self.cfg.profile)
@@ -320,11 +308,12 @@ def verdict(ci_low: float, ci_high: float, threshold: float = THRESHOLD, *, n: i
             min_states: int = MIN_STATES) -> str:
     """``"passes"`` if the whole CI lies below ``threshold``, ``"fails"`` if it lies at or above it,
     ``"undecided"`` if it straddles it; ``"no data"`` without a CI (fewer than two finite values)
-    and ``"too few states"`` when ``n`` (finite values behind the CI) is below ``min_states``."""
+    and ``"too few states"`` when ``n`` (finite values behind the CI) is below ``min_states``
+    (:data:`~saliency_book.evidence.MIN_STATES`)."""
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
         return "no data"
     if n is not None and n < min_states:
-        return "too few states"
+        return TOO_FEW
     if ci_high < threshold:
         return "passes"
     if ci_low >= threshold:
@@ -339,8 +328,9 @@ def verdict_table(summary: pd.DataFrame, refs: pd.DataFrame | None = None, *, th
     Returns
     -------
     pandas.DataFrame
-        ``agent, method, level, layer, n, spearman, spearman_low, spearman_high, ssim…,
-        hog_pearson…, random_spearman`` (mean Spearman similarity with a uniform-random map)
+        ``agent, method, level, layer, n, n_eff`` (effective sample size of the Spearman
+        similarities), ``spearman, spearman_low, spearman_high, ssim…, hog_pearson…,
+        random_spearman`` (mean Spearman similarity with a uniform-random map)
         and ``verdict`` (:func:`verdict` of the Spearman CI).
     """
     rows = []
@@ -350,7 +340,7 @@ def verdict_table(summary: pd.DataFrame, refs: pd.DataFrame | None = None, *, th
     out = pd.DataFrame([r for r in rows if r])
     if out.empty:
         return out
-    for m in ("spearman", "spearman_low", "spearman_high", "random_spearman", "n"):
+    for m in ("spearman", "spearman_low", "spearman_high", "random_spearman", "n", "n_eff"):
         if m not in out.columns:
             out[m] = np.nan
     out["verdict"] = [verdict(lo, hi, threshold, n=None if pd.isna(n) else int(n), min_states=min_states)
@@ -370,6 +360,7 @@ def _verdict_row(g: pd.DataFrame, refs: pd.DataFrame | None) -> dict:
         row.update({m: r["mean"], f"{m}_low": r["ci_low"], f"{m}_high": r["ci_high"]})
         if m == "spearman":
             row["n"] = int(r["n"])
+            row["n_eff"] = float(r["n_eff"]) if "n_eff" in r else np.nan
     if refs is not None and len(refs):
         ref = refs[(refs["agent"] == agent) & (refs["method"] == method) & (refs["layer"] == "random_uniform")
                    & (refs["measure"] == "spearman")]
@@ -390,12 +381,14 @@ def verdict_rules(threshold: float = THRESHOLD, min_states: int = MIN_STATES):
     from IPython.display import Markdown
 
     return Markdown(
-        f"* **passes** when the whole 95 % confidence interval of the mean Spearman similarity lies below "
+        f"* **passes** when the whole 95 % moving-block bootstrap confidence interval of the mean Spearman "
+        f"similarity lies below "
         f"τ = {threshold:g};\n"
         f"* **fails** when the whole interval lies at or above τ;\n"
         f"* is **undecided** when the interval contains τ;\n"
-        f"* has **too few states** for a verdict when fewer than {min_states} states have a finite similarity "
-        "(a bootstrap interval of fewer values is little more than their range).")
+        f"* has **{TOO_FEW}** for a verdict when fewer than {min_states} states have a finite similarity: "
+        "consecutive states of one game are worth far fewer independent ones (the effective sample size, "
+        "ESS, in the table), and an interval from a handful of them is little more than their range.")
 
 
 # -- figures ---------------------------------------------------------------------------------
@@ -537,36 +530,6 @@ def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | No
     return NSExample(who, agent.preset, states.frames[i], i, int(states.steps[i]), target, levels, maps, rho)
 
 
-# -- the paper's numbers -----------------------------------------------------------------------
-
-def paper_comparison(tables: dict[str, pd.DataFrame | Note], summaries: dict[str, pd.DataFrame | Note]
-                     ) -> pd.DataFrame | Note:
-    """Similarity after randomising only the output layer(s): Huber et al.'s per-state range beside ours.
-
-    ``tables`` and ``summaries`` map agent titles to :func:`sanity_results` and
-    :func:`layer_summary` output. Returns one row per (method, measure) of
-    :data:`PAPER_OUTPUT_LAYER` with ``paper`` (min–max over states) and, per agent,
-    ``<title>: range`` and ``<title>: mean [CI]`` at level 1.
-    """
-    rows = []
-    for method, measures in PAPER_OUTPUT_LAYER.items():
-        for meas, (lo, hi) in measures.items():
-            row = {"Method": method_label(method), "Measure": MEASURE_LABELS[meas], "Huber et al.: range": f"{lo:.2f}–{hi:.2f}"}
-            for title, t in tables.items():
-                s = summaries.get(title)
-                if isinstance(t, Note) or isinstance(s, Note) or s is None:
-                    continue
-                v = t[(t["method"] == method) & (t["level"] == 1) & (t["measure"] == meas)]["value"].dropna()
-                r = s[(s["method"] == method) & (s["level"] == 1) & (s["measure"] == meas)]
-                row[f"{title}: range"] = f"{v.min():.2f}–{v.max():.2f}" if len(v) else "–"
-                row[f"{title}: mean [CI]"] = (ci(r["mean"].iloc[0], r["ci_low"].iloc[0], r["ci_high"].iloc[0])
-                                               if len(r) else "–")
-            rows.append(row)
-    if not any(k.endswith(": range") and not k.startswith("Huber") for r in rows for k in r):
-        return Note("No results of the study's agents to compare with the paper.", title="No results")
-    return pd.DataFrame(rows)
-
-
 # -- generated text ----------------------------------------------------------------------------
 
 _TINY = "*These numbers come from the `tiny` profile (very few states, coarse parameters) and mean nothing.*"
@@ -580,7 +543,8 @@ def _row(s: pd.DataFrame, method: str, level: int, measure: str = "spearman") ->
 def ns_summary(summaries: dict[str, pd.DataFrame | Note], *, profile: str = "quick"):
     """Markdown sentences on NS original against NS chosen after randomising the output layer(s), per agent.
 
-    Whether Huber et al.'s finding is reproduced is only judged on at least :data:`MIN_STATES` states.
+    Whether Huber et al.'s finding is reproduced is only judged on at least
+    :data:`~saliency_book.evidence.MIN_STATES` states.
     """
     from IPython.display import Markdown
 
@@ -594,9 +558,11 @@ def ns_summary(summaries: dict[str, pd.DataFrame | Note], *, profile: str = "qui
         layer = o["layer"]
         sent = (f"For the {title}, randomising only the `{layer}` group leaves NS original at a mean Spearman "
                 f"similarity of {ci(o['mean'], o['ci_low'], o['ci_high'])} to its original map, and NS chosen action "
-                f"at {ci(c['mean'], c['ci_low'], c['ci_high'])} ({int(o['n'])} states).")
-        if min(o["n"], c["n"]) < MIN_STATES:
-            sent += f" Fewer than {MIN_STATES} states are too few to compare the two variants."
+                f"at {ci(c['mean'], c['ci_low'], c['ci_high'])} ({int(o['n'])} states, effective sample size "
+                f"{o['n_eff']:.0f} and {c['n_eff']:.0f}).")
+        if not enough_states(min(o["n"], c["n"])):
+            sent += (f" These are {too_few(min(o['n'], c['n']))} on whether NS original stays more similar than NS "
+                     f"chosen action, as Huber et al. found ({MIN_STATES} needed).")
         elif np.isfinite(o["ci_low"]) and np.isfinite(c["ci_high"]) and o["ci_low"] > c["ci_high"]:
             sent += (" NS original stays clearly more similar, and the confidence intervals do not overlap: "
                      "Huber et al.'s finding is reproduced here.")
@@ -625,7 +591,7 @@ def discussion(verdicts: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFr
         if not isinstance(v, pd.DataFrame) or v.empty:
             continue
         groups = {k: list(v.loc[v["verdict"] == k, "method"])
-                  for k in ("passes", "fails", "undecided", "no data", "too few states")}
+                  for k in ("passes", "fails", "undecided", "no data", TOO_FEW)}
         layer = v["layer"].iloc[0]
         parts = [f"{len(groups['passes'])} of {len(v)} methods {'passes' if len(groups['passes']) == 1 else 'pass'} the test"
                  + (f" ({method_names(groups['passes'])})" if groups["passes"] else "")]
@@ -638,16 +604,18 @@ def discussion(verdicts: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFr
         if groups["no data"]:
             k = len(groups["no data"])
             parts.append(f"{k} {'has' if k == 1 else 'have'} too few finite values for a CI ({method_names(groups['no data'])})")
-        if groups["too few states"]:
-            k = len(groups["too few states"])
-            parts.append(f"{k} {'has' if k == 1 else 'have'} results on fewer than {MIN_STATES} states, too few "
-                         f"for a verdict ({method_names(groups['too few states'])})")
+        if groups[TOO_FEW]:
+            k = len(groups[TOO_FEW])
+            n_few = int(v.loc[v["verdict"] == TOO_FEW, "n"].max())
+            parts.append(f"{k} {'has' if k == 1 else 'have'} {too_few(n_few)} ({method_names(groups[TOO_FEW])}; "
+                         f"{MIN_STATES} needed)")
         sent = (f"For the {title}, once every layer down to `{layer}` is randomised and with a Spearman "
                 f"threshold of {threshold:.2f}, " + "; ".join(parts) + ".")
         ok = v.dropna(subset=["spearman"])
         if len(ok) >= 2:
             hi, lo = ok.loc[ok["spearman"].idxmax()], ok.loc[ok["spearman"].idxmin()]
-            sent += (f" The map most similar to its original is that of **{method_label(hi['method'])}** "
+            lead = " The map most similar" if enough_states(int(ok["n"].min())) else " By the means alone, the map most similar"
+            sent += (f"{lead} to its original is that of **{method_label(hi['method'])}** "
                      f"(ρ = {hi['spearman']:.2f}), the least similar that of **{method_label(lo['method'])}** "
                      f"(ρ = {lo['spearman']:.2f}).")
         s = summaries.get(title)

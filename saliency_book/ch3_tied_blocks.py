@@ -15,8 +15,11 @@ stacked frames.
   (its most frequent exact value) and in both, where each block sits among the other
   pixels, the Spearman similarity over all pixels (the sweep's) and outside the shared
   block, and what the shared block alone gives (:func:`tie_floor`).
+* :func:`tied_block_test`, :func:`style_tied_block_test`: the pre-stated test of the claim
+  "the failure comes from the black screen, not from the weights", per method, with its
+  states, effective sample size and game.
 * :func:`tied_block_summary`, :func:`style_tied_blocks`, :func:`tied_block_sentence`: the
-  chapter's table and generated text.
+  chapter's table and generated text; the text makes the claim only where the test supports it.
 
 The maps use the sweep's models (:func:`~saliency_lib.metrics.randomised_models`, cascading,
 Glorot, the chapter's seed), explainer parameters and states, so the similarity over all
@@ -32,15 +35,20 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import ExplainedAgent, Note, load, method_names
+from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.store import cached_table
 from saliency_lib.explainers import method_label
 from saliency_lib.results import config_hash
 
-__all__ = ["largest_tie", "tie_floor", "tied_blocks", "tied_block_summary", "style_tied_blocks",
-           "tied_block_sentence"]
+__all__ = ["largest_tie", "tie_floor", "tied_blocks", "tied_block_test", "style_tied_block_test", "tied_block_summary",
+           "style_tied_blocks", "tied_block_sentence", "CARRIED", "NOT_CARRIED"]
 
 N_STATES = 5
-"""States per method: the first of the sweep's states."""
+"""States per method: the first of the sweep's states. Below :data:`~saliency_book.evidence.MIN_STATES`,
+so the test of the black-screen claim says "too few states" until a run asks for more
+(``tied_blocks(..., n_states=...)``, e.g. every state of the full profile's sweep)."""
+CARRIED = "carried by the block"
+NOT_CARRIED = "not carried by the block"
 DRAWS = 20
 """Random draws of :func:`tie_floor` per state."""
 
@@ -171,6 +179,71 @@ def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, 
     return cached_table("sanity_tied_blocks", config, compute, results_dir=cfg.results_dir)
 
 
+def tied_block_test(table: pd.DataFrame | Note, *, threshold: float = 0.5, confidence: float = 0.95,
+                    n_resamples: int = 2000, seed: int = 0, game: str | None = None) -> pd.DataFrame | Note:
+    """The pre-stated test of "this method's failure comes from the shared block, not from the weights".
+
+    Per method, over the states of :func:`tied_blocks` in trajectory order, with moving-block
+    bootstrap CIs (:mod:`saliency_lib.metrics.dependence`). The claim holds for a method
+    (``"carried by the block"``) when all three hold, and not otherwise:
+
+    1. it fails over all pixels: the CI of the mean Spearman similarity lies at or above ``threshold``;
+    2. it passes outside the shared block: that CI lies below ``threshold``;
+    3. the paired difference (all pixels − outside) is positive: its CI lies above 0
+       (:func:`~saliency_lib.metrics.dependence.paired_block_test`).
+
+    Below :data:`~saliency_book.evidence.MIN_STATES` states the verdict is "too few states".
+
+    Returns
+    -------
+    DataFrame or Note
+        One row per method: ``game, method, n, n_eff`` (of the differences), ``spearman``,
+        ``spearman_low``, ``spearman_high``, ``outside``, ``outside_low``, ``outside_high``,
+        ``diff``, ``diff_low``, ``diff_high``, ``p`` and ``verdict``.
+    """
+    from saliency_lib.metrics.dependence import block_bootstrap_ci, paired_block_test
+
+    if isinstance(table, Note):
+        return table
+    rows = []
+    for method, g in table.groupby("method", sort=False):
+        g = g.sort_values("state", kind="stable")
+        ok = np.isfinite(g["spearman"].to_numpy(dtype=float)) & np.isfinite(g["spearman_outside"].to_numpy(dtype=float))
+        a, b = g["spearman"].to_numpy(dtype=float)[ok], g["spearman_outside"].to_numpy(dtype=float)[ok]
+        kw = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed}
+        (al, ah), (bl, bh) = block_bootstrap_ci(a, **kw), block_bootstrap_ci(b, **kw)
+        d = paired_block_test(a, b, **kw)
+        if not enough_states(a.size):
+            verdict = TOO_FEW
+        elif al >= threshold and bh < threshold and d["ci_low"] > 0:
+            verdict = CARRIED
+        else:
+            verdict = NOT_CARRIED
+        rows.append({"game": game, "method": method, "n": int(a.size), "n_eff": d["n_eff"],
+                     "spearman": float(a.mean()) if a.size else np.nan, "spearman_low": al, "spearman_high": ah,
+                     "outside": float(b.mean()) if b.size else np.nan, "outside_low": bl, "outside_high": bh,
+                     "diff": d["mean"], "diff_low": d["ci_low"], "diff_high": d["ci_high"], "p": d["p"],
+                     "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def style_tied_block_test(test: pd.DataFrame | Note, caption: str):
+    """:func:`tied_block_test` as a captioned Styler (a Note passes through)."""
+    if isinstance(test, Note):
+        return test
+
+    def ci(m, lo, hi):
+        return f"{m:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) and np.isfinite(hi) else (f"{m:.2f}" if np.isfinite(m) else "–")
+
+    t = pd.DataFrame({
+        "Method": test["method"].map(method_label), "States": test["n"], "ESS": test["n_eff"],
+        "Spearman, all pixels": [ci(*r) for r in zip(test["spearman"], test["spearman_low"], test["spearman_high"])],
+        "Spearman, outside the block": [ci(*r) for r in zip(test["outside"], test["outside_low"], test["outside_high"])],
+        "Difference": [ci(*r) for r in zip(test["diff"], test["diff_low"], test["diff_high"])],
+        "Verdict": test["verdict"]})
+    return t.style.format({"ESS": "{:.1f}"}, na_rep="–").hide(axis="index").set_caption(caption)
+
+
 def tied_block_summary(table: pd.DataFrame | Note) -> pd.DataFrame | Note:
     """Mean over the states per method, methods with the largest shared block first."""
     if isinstance(table, Note):
@@ -198,16 +271,24 @@ def style_tied_blocks(summary: pd.DataFrame | Note, caption: str):
     return t.style.format(pct | num, na_rep="–").set_caption(caption)
 
 
-def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, threshold: float = 0.5,
-                        min_shared: float = 0.05):
-    """Markdown: which methods' similarity the shared tied block carries, formatted from the numbers."""
-    from IPython.display import Markdown
+def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, test: pd.DataFrame | Note | None = None,
+                        threshold: float = 0.5, min_shared: float = 0.05):
+    """Markdown: which methods' similarity the shared tied block carries, formatted from the numbers.
 
+    The shares and means of ``summary`` are described for every method with a shared block of
+    at least ``min_shared``. That the block *carries* a method's failure is said only where
+    ``test`` (:func:`tied_block_test`) finds it, with the states and game behind it; below
+    :data:`~saliency_book.evidence.MIN_STATES` states the sentence says that they are too few,
+    and without a test it claims nothing.
+    """
+    from IPython.display import Markdown
 
     if isinstance(summary, Note):
         return summary
     input_share = float(summary["input_zero"].mean())
-    lead = f"In the states of the {title}, {input_share:.0%} of the pixel locations are zero in every stacked frame."
+    n = int(summary["states"].max())
+    lead = (f"In the {n} states of the {title}, {input_share:.0%} of the pixel locations are zero in every stacked "
+            "frame.")
     blocked = summary[summary["shared"] >= min_shared]
     if blocked.empty:
         return Markdown(lead + f" No method's trained and randomised maps share a tied block of {min_shared:.0%} "
@@ -216,13 +297,32 @@ def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, threshold: 
              f"{r.spearman_outside:.2f} outside the block, {r.tie_floor:.2f} from the block alone)"
              for r in blocked.itertuples()]
     text = lead + " The trained and the fully randomised maps share a block of tied pixels for " + "; ".join(parts) + "."
-    carried = blocked[(blocked["spearman"] >= threshold) & (blocked["spearman_outside"] < threshold)]
-    if len(carried):
-        text += (f" For {method_names(carried['method'])}, the similarity over all pixels reaches the threshold "
-                 f"{threshold:.2f} only through the block: outside it the maps of the trained and the random network "
-                 "disagree. These maps do depend on the weights where the block does not reach; the test, as Huber "
-                 "et al. run it, cannot see that.")
-    harmless = blocked[(blocked["tie_floor"] < threshold) & ~blocked.index.isin(carried.index)]
+    if test is None or isinstance(test, Note) or test.empty:
+        return Markdown(text + " Whether the block carries any method's failure is not tested here.")
+    t = test.set_index("method")
+    verdict = blocked["method"].map(t["verdict"])
+    few = blocked[verdict == TOO_FEW]
+    if len(few):
+        k = int(t.loc[few["method"], "n"].max())
+        game = t["game"].dropna().iloc[0] if t["game"].notna().any() else None
+        text += (f" Whether the block, and not the weights, carries the similarity of {method_names(few['method'])} "
+                 f"is {too_few(k)}{f' ({game})' if game else ''}: the test needs {MIN_STATES} states.")
+    carried = blocked[verdict == CARRIED]
+    for r in carried.itertuples():
+        x = t.loc[r.method]
+        where = f" of {x['game']}" if pd.notna(x["game"]) else ""
+        text += (f" For {method_names([r.method])}, on {int(x['n'])} states{where} (effective sample size "
+                 f"{x['n_eff']:.0f}), the similarity over all pixels reaches the threshold {threshold:.2f} only through "
+                 f"the block: {x['spearman']:.2f} [{x['spearman_low']:.2f}, {x['spearman_high']:.2f}] over all pixels "
+                 f"against {x['outside']:.2f} [{x['outside_low']:.2f}, {x['outside_high']:.2f}] outside it. This map "
+                 "does depend on the weights where the block does not reach; the test, as Huber et al. run it, "
+                 "cannot see that.")
+    tested = blocked[verdict == NOT_CARRIED]
+    failing = tested[tested["spearman"] >= threshold]
+    if len(failing):
+        text += (f" For {method_names(failing['method'])} the test does not find that the block carries the "
+                 "similarity, so its failure stands.")
+    harmless = tested[tested["tie_floor"] < threshold]
     if len(harmless):
         why = [f"**{method_label(r.method)}** (ρ = {r.tie_floor:.2f}; {_why_small(r)})" for r in harmless.itertuples()]
         text += (f" For {', '.join(why[:-1]) + ' and ' + why[-1] if len(why) > 1 else why[0]}, the block alone "

@@ -11,8 +11,10 @@ units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a ma
 * :func:`auc_summary`, :func:`paper_layout_table`, :func:`our_auc_table`: AUC means and
   tables, the paper's four tables in their layout with our rows beside them.
 * :func:`curve_bands`, :func:`curves_figure`: mean curves with bootstrap bands over states.
-* :func:`rankings`, :func:`style_rankings`, :func:`ranking_detail`: Holm-corrected paired
-  Wilcoxon rankings (:func:`saliency_lib.metrics.ranking_table`) per setting.
+* :func:`rankings`, :func:`style_rankings`, :func:`ranking_detail`: rankings with Holm-corrected
+  paired block-bootstrap tests (:func:`saliency_lib.metrics.ranking_table`) per setting, on at
+  least :data:`~saliency_book.evidence.MIN_STATES` states and never on a measure of
+  :data:`~saliency_book.evidence.DEGENERATE_MEASURES`.
 * :func:`side_by_side`, :func:`rank_agreement`: the paper's numbers beside ours for the
   chapter's game and the rank correlations between the two.
 * :func:`factors_summary`, :func:`comparison_summary`, :func:`paper_factors_summary`:
@@ -37,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import Note, fmt2, join_words
+from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
 from saliency_lib.experiments.paths import RESULTS_DIR
 from saliency_lib.games import game_info
 
@@ -90,37 +93,13 @@ paper's own definitions; ``value`` and ``prob`` (actor-critic agents) are analog
 
 
 def _paper_auc() -> pd.DataFrame:
-    # (substrate, paper measure) -> game -> (mean, std) per PAPER_METHODS column
-    t = {
-        ("black", "q_ratio"): {
-            "MsPacman": [(3.081, 3.178), (0.659, 0.769), (0.828, 1.778), (1.013, 1.826), (2.834, 5.258), (2.492, 4.710), (2.474, 4.361), (0.528, 0.787)],
-            "Breakout": [(3.156, 4.207), (3.037, 4.176), (1.968, 2.032), (3.386, 4.215), (7.477, 9.622), (5.796, 8.696), (6.118, 9.729), (2.127, 3.081)],
-            "Frostbite": [(5.648, 3.092), (0.584, 0.232), (1.534, 1.631), (2.396, 1.653), (2.710, 2.363), (5.121, 4.053), (3.246, 2.506), (0.514, 0.414)],
-            "SpaceInvaders": [(1.015, 0.219), (0.731, 0.077), (0.741, 0.200), (0.892, 0.148), (1.017, 0.221), (1.079, 0.245), (1.109, 0.266), (0.562, 0.126)],
-        },
-        ("black", "advantage"): {
-            "MsPacman": [(1.227, 1.583), (0.154, 0.346), (1.695, 0.801), (0.213, 0.411), (0.640, 0.691), (0.939, 0.480), (0.670, 0.469), (0.059, 0.334)],
-            "Breakout": [(0.015, 0.512), (0.187, 0.599), (0.533, 1.063), (0.289, 0.640), (0.239, 0.557), (0.244, 0.398), (0.706, 1.442), (0.066, 0.184)],
-            "Frostbite": [(0.593, 0.894), (0.199, 0.175), (1.219, 0.931), (0.254, 0.283), (0.265, 0.262), (0.284, 0.351), (0.260, 0.300), (0.160, 0.229)],
-            "SpaceInvaders": [(0.277, 0.401), (0.259, 0.264), (0.593, 0.371), (0.214, 0.201), (0.244, 0.240), (0.251, 0.189), (0.291, 0.238), (0.134, 0.215)],
-        },
-        ("random", "q_ratio"): {
-            "MsPacman": [(0.535, 1.320), (0.750, 0.669), (0.765, 1.210), (1.101, 1.958), (0.464, 0.693), (0.667, 1.093), (0.624, 1.079), (0.851, 1.518)],
-            "Breakout": [(-0.715, 2.510), (-1.010, 2.989), (-3.194, 3.882), (-0.967, 2.688), (-0.984, 2.712), (-0.485, 4.061), (-0.526, 3.155), (-2.206, 2.867)],
-            "Frostbite": [(0.563, 1.001), (0.833, 0.988), (0.730, 0.995), (0.915, 1.099), (0.747, 0.882), (0.371, 0.998), (0.362, 1.008), (0.877, 1.125)],
-            "SpaceInvaders": [(-0.702, 0.631), (-0.605, 0.558), (-0.795, 0.623), (-0.388, 0.442), (-1.123, 0.870), (-0.811, 0.652), (-0.883, 0.652), (-1.105, 0.759)],
-        },
-        ("random", "advantage"): {
-            "MsPacman": [(-0.521, 1.165), (-0.029, 0.848), (-0.745, 1.301), (-0.014, 1.091), (-0.426, 1.179), (-0.436, 0.964), (-0.359, 1.120), (-0.223, 1.017)],
-            "Breakout": [(-0.424, 4.730), (-1.516, 8.410), (-0.925, 8.358), (0.854, 6.090), (-0.698, 6.536), (-0.543, 5.368), (-0.048, 4.778), (-0.765, 5.833)],
-            "Frostbite": [(0.312, 1.139), (0.384, 1.220), (0.204, 1.226), (0.346, 0.891), (0.196, 0.864), (0.244, 1.323), (0.227, 1.298), (0.403, 1.188)],
-            "SpaceInvaders": [(0.763, 3.492), (0.826, 3.409), (0.794, 3.679), (0.665, 2.817), (0.871, 4.327), (0.765, 3.734), (0.868, 3.565), (0.888, 4.186)],
-        },
-    }
-    rows = [{"game": g, "experiment": "insertion", "substrate": s, "measure": m, "method": meth, "mean": mu, "std": sd,
-             "n": 997}
-            for (s, m), games in t.items() for g, cells in games.items() for meth, (mu, sd) in zip(PAPER_METHODS, cells)]
-    df = pd.DataFrame(rows)
+    from saliency_book.paper import paper_insertion
+
+    p = paper_insertion("main")
+    p = p[p["method"].isin(PAPER_METHODS)].assign(experiment="insertion")
+    order = {m: i for i, m in enumerate(PAPER_METHODS)}
+    p = p.sort_values(["game", "substrate", "measure", "method"], key=lambda c: c.map(order) if c.name == "method" else c)
+    df = p[["game", "experiment", "substrate", "measure", "method", "mean", "std", "n"]].reset_index(drop=True)
     return df.astype({"game": "string", "experiment": "string", "substrate": "string", "measure": "string",
                       "method": "string", "mean": "float64", "std": "float64", "n": "int64"})
 
@@ -128,12 +107,10 @@ def _paper_auc() -> pd.DataFrame:
 PAPER_AUC: pd.DataFrame = _paper_auc()
 """Huber et al.'s insertion AUCs: mean ± std over 997 states per game, substrate, measure and method.
 
-Source: the project's reference notes ``reference-huber2021.md`` §6.1 ("Results: main setting"),
-its four tables *Black insertion, Q-value measure*, *Black insertion, advantage measure*, *Random
-insertion, Q-value measure* and *Random insertion, advantage measure*, which transcribe the
-official result files ``applications/atari/insertion_metric/results/<game>_mean_AUCS.csv``
-(commit c534007d) of belimmer/PerturbationSaliencyEvaluation, almost certainly the paper's
-tables. AUC = the plain mean of the 85 step values (our ``<measure>_auc``). Every cell of those
+Source: the main rows of ``data/reference/huber2021/insertion_mean_aucs.csv``, read through
+:func:`saliency_book.paper.paper_insertion`: the official result files
+``applications/atari/insertion_metric/results/<game>_mean_AUCS.csv`` (commit c534007d) of
+belimmer/PerturbationSaliencyEvaluation, the paper's tables (reference notes §6.1). AUC = the plain mean of the 85 step values (our ``<measure>_auc``). Every cell of those
 tables is present, so the table has no NA. Columns: ``game`` (our name, :data:`PAPER_GAMES`),
 ``experiment`` (``"insertion"``), ``substrate`` (``"black"``/``"random"``), ``measure``
 (``"q_ratio"``: the paper's "Q-value" measure; ``"advantage"``), ``method`` (registry name,
@@ -236,7 +213,7 @@ class DegradationChapter:
     executor: str = "local"
     """Executor of the missing units: ``local``, ``processes`` or ``ray``."""
     alpha: float = 0.05
-    """Family-wise significance level of the Holm-corrected paired Wilcoxon tests."""
+    """Family-wise significance level of the Holm-corrected paired block-bootstrap tests."""
     confidence: float = 0.95
     """Level of the bootstrap confidence intervals and bands."""
 
@@ -384,7 +361,8 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
     """One of Huber et al.'s four insertion tables, with our agents' rows beside the paper's.
 
     Rows: the paper's games (its numbers), then one row per agent of ``summary`` (ours, on the
-    measure whose :data:`PAPER_ANALOGUE` is ``paper_measure``). Columns: the paper's methods in
+    measure whose :data:`PAPER_ANALOGUE` is ``paper_measure``; a measure of
+    :data:`~saliency_book.evidence.DEGENERATE_MEASURES` has no row). Columns: the paper's methods in
     its order, then our other methods (NA in the paper's rows). Cells: ``mean±std`` strings;
     ``attrs["best"]`` maps each row to its best non-random method (bold in the paper).
     """
@@ -392,7 +370,8 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
         raise ValueError(f"the paper has insertion tables for substrates {PAPER_SUBSTRATES} and measures "
                          f"('q_ratio', 'advantage'), got substrate={substrate!r}, measure={paper_measure!r}")
     ours = summary[(summary["experiment"] == "insertion") & (summary["substrate"] == substrate)
-                   & (summary["measure"].map(PAPER_ANALOGUE) == paper_measure)]
+                   & (summary["measure"].map(PAPER_ANALOGUE) == paper_measure)
+                   & ~summary["measure"].isin(list(DEGENERATE_MEASURES))]
     extra = [m for m in dict.fromkeys(ours["method"]) if m not in PAPER_METHODS]
     cols = list(PAPER_METHODS) + sorted(extra, key=lambda m: list(SHORT_LABELS).index(m) if m in SHORT_LABELS else 99)
     paper = PAPER_AUC[(PAPER_AUC["substrate"] == substrate) & (PAPER_AUC["measure"] == paper_measure)]
@@ -418,7 +397,9 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
     """Every setting of the agent with ``preset``: rows (experiment, substrate, measure), columns methods.
 
     Cells ``mean±std``; ``attrs["best"]`` maps each row label to the best non-random method
-    (insertion: highest, deletion: lowest AUC). A Note when there is no such agent.
+    (insertion: highest, deletion: lowest AUC), None for a measure of
+    :data:`~saliency_book.evidence.DEGENERATE_MEASURES` (labelled "not ranked"). A Note when there
+    is no such agent.
     """
     agent = pick_agent(summary, preset)
     if agent is None:
@@ -431,10 +412,11 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
                   key=lambda k: (DEGRADATION_EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
     for exp, sub, meas in keys:
         g = s[(s["experiment"] == exp) & (s["substrate"] == sub) & (s["measure"] == meas)].set_index("method")
-        label = (exp, sub, SHORT_MEASURES.get(meas, meas))
+        degenerate = meas in DEGENERATE_MEASURES  # shown, not ranked: no best method in bold
+        label = (exp, sub, SHORT_MEASURES.get(meas, meas) + (" (not ranked)" if degenerate else ""))
         index.append(label)
         rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in methods])
-        b = _best_non_random(g["mean"], bool(g["higher_is_better"].iloc[0]))
+        b = None if degenerate else _best_non_random(g["mean"], bool(g["higher_is_better"].iloc[0]))
         best[label] = short_label(b) if b else None
     out = pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(index, names=["Experiment", "Substrate", "Measure"]),
                        columns=[short_label(m) for m in methods])
@@ -452,16 +434,22 @@ def rankings(results: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 
              seed: int = 0) -> pd.DataFrame:
     """:func:`~saliency_lib.metrics.ranking_table` of the AUC per agent, experiment, substrate and measure.
 
-    Insertion AUCs rank higher-is-better, deletion AUCs lower-is-better. Returns the ranking
+    Insertion AUCs rank higher-is-better, deletion AUCs lower-is-better. The paired tests are
+    block-bootstrap tests in the order of the states, and a setting with fewer than
+    :data:`~saliency_book.evidence.MIN_STATES` states gets no significant difference. Measures
+    of :data:`~saliency_book.evidence.DEGENERATE_MEASURES` are not ranked. Returns the ranking
     tables stacked, with the setting columns ``agent, experiment, substrate, measure`` in front.
     """
     from saliency_lib.metrics import ranking_table
 
     t = auc_rows(results)
+    t = t[~t["measure"].isin(list(DEGENERATE_MEASURES))]
+    if t.empty:
+        return Note("No insertion or deletion AUCs on a measure that can be ranked.", title="Nothing to rank")
     parts = []
     for (agent, exp, sub, meas), g in t.groupby(["agent", "experiment", "substrate", "measure"], sort=False):
         r = ranking_table(g, higher_is_better=bool(g["higher_is_better"].iloc[0]), alpha=alpha,
-                          confidence=confidence, n_resamples=n_resamples, seed=seed)
+                          confidence=confidence, n_resamples=n_resamples, seed=seed, test="block", min_n=MIN_STATES)
         parts.append(r.assign(agent=agent, experiment=exp, substrate=sub, measure=meas,
                               higher_is_better=bool(g["higher_is_better"].iloc[0])))
     out = pd.concat(parts, ignore_index=True)
@@ -496,6 +484,11 @@ def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertio
         return no_agent(preset, "ranking")
     measure = next((m for m in dict.fromkeys(ranks.loc[ranks["agent"] == agent, "measure"])
                     if MEASURE_ROLE.get(m) == role), None)
+    if measure is None:
+        dropped = [m for m, r in MEASURE_ROLE.items() if r == role and m in DEGENERATE_MEASURES]
+        why = (f" The {join_words([measure_label(m) for m in dropped])} is not ranked: it is degenerate "
+               "(see the section on the state value)." if dropped else "")
+        return Note(f"{agent_label(agent)} has no ranked measure in the {role} role.{why}", title="Not ranked")
     r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == experiment) & (ranks["substrate"] == substrate)
               & (ranks["measure"] == measure)]
     lab = lambda s: ", ".join(short_label(m) for m in s.split(", ")) if s else ""  # noqa: E731
@@ -510,31 +503,38 @@ def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertio
 
 @notes_pass
 def significance_summary(ranks: pd.DataFrame, *, alpha: float = 0.05):
-    """How many pairwise differences are significant per agent, and the top groups (Markdown)."""
+    """How many pairwise differences are significant per agent, with the states and their effective number (Markdown).
+
+    Below :data:`~saliency_book.evidence.MIN_STATES` states it gives the means' order only and
+    says that the states are too few for a verdict.
+    """
     from IPython.display import Markdown
 
     out = []
     for agent, ra in ranks.groupby("agent", sort=False):
-        n_pairs = n_sig = 0
         n_states = int(ra["n"].max())
-        hopeless = True  # no test of any setting can reach significance, whatever the data
+        ess = ra["n_eff"].dropna()
+        ess_t = f", effective sample size {ess.min():.0f}–{ess.max():.0f}" if len(ess) else ""
+        n_set = ra.groupby(["experiment", "substrate", "measure"]).ngroups
+        rnd_first = int(((ra["method"] == "random") & (ra["rank"] == 1)).sum())
+        head = f"**{agent_label(agent)}** ({n_states} states{ess_t}): "
+        tail = f"The random map has the best mean AUC of all methods in {rnd_first} of {n_set} settings."
+        if not enough_states(int(ra["n"].min())):
+            out.append(head + f"{too_few(int(ra['n'].min()))} on which method is better, so the ranks below are only "
+                       f"the order of the means (a verdict needs {MIN_STATES} states). " + tail)
+            continue
+        n_pairs = n_sig = 0
         for _, r in ra.groupby(["experiment", "substrate", "measure"], sort=False):
             k = len(r)
             n_pairs += k * (k - 1) // 2
             n_sig += int(r["better_than"].map(lambda s: len(s.split(", ")) if s else 0).sum())
-            # smallest exact two-sided Wilcoxon p-value with n pairs is 2 / 2**n; Holm multiplies it by the pairs
-            hopeless &= (k * (k - 1) // 2) * 2.0 / 2.0 ** int(r["n"].min()) >= alpha
         beat = ra[ra["method"] != "random"].apply(vs_random, axis=1)
-        n_set = ra.groupby(["experiment", "substrate", "measure"]).ngroups
-        rnd_first = int(((ra["method"] == "random") & (ra["rank"] == 1)).sum())
-        out.append(f"**{agent_label(agent)}** ({n_states} states): {n_sig} of {n_pairs} pairwise differences "
-                   f"({100 * n_sig / max(n_pairs, 1):.0f} %) are significant at a family-wise level of {alpha:g} per "
-                   f"setting; a method beats the random map significantly in {int((beat == 1).sum())} and loses to it "
-                   f"significantly in {int((beat == -1).sum())} of {len(beat)} method × setting cells. The random map has the "
-                   f"best mean AUC of all methods in {rnd_first} of {n_set} settings.")
-        if hopeless:
-            out[-1] += (" With this few states no paired Wilcoxon test can reach significance after the Holm "
-                        "correction, so the ranks are only the order of the means.")
+        out.append(head + f"{n_sig} of {n_pairs} pairwise differences ({100 * n_sig / max(n_pairs, 1):.0f} %) are "
+                   f"significant at a family-wise level of {alpha:g} per setting (paired block-bootstrap tests, Holm); "
+                   f"a method beats the random map significantly in {int((beat == 1).sum())} and loses to it "
+                   f"significantly in {int((beat == -1).sum())} of {len(beat)} method × setting cells. " + tail)
+    dropped = [measure_label(m) for m in DEGENERATE_MEASURES]
+    out.append(f"The {join_words(dropped)} is not ranked: it is degenerate (see the section on the state value).")
     return Markdown("\n\n".join(out))
 
 
@@ -559,6 +559,7 @@ def side_by_side(summary: pd.DataFrame, game: str) -> pd.DataFrame | Note:
     ours = summary[(summary["experiment"] == "insertion") & summary["substrate"].isin(PAPER_SUBSTRATES)]
     ours = ours[ours["method"].isin(PAPER_METHODS)].assign(paper_measure=lambda d: d["measure"].map(PAPER_ANALOGUE))
     ours = ours.dropna(subset=["paper_measure"])
+    ours = ours[~ours["measure"].isin(list(DEGENERATE_MEASURES))]  # not compared by rank: see DEGENERATE_MEASURES
     m = ours.merge(paper, left_on=["substrate", "paper_measure", "method"], right_on=["substrate", "measure", "method"],
                    suffixes=("_ours", "_paper"))
     out = pd.DataFrame({
@@ -681,6 +682,10 @@ def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
         am = next((m for m in ms if MEASURE_ROLE[m] == "action"), None)
         subs = [s for s in ("black", "random", "blur")
                 if s in set(summary.loc[(summary["agent"] == agent) & (summary["experiment"] == "insertion"), "substrate"])]
+        if vm in DEGENERATE_MEASURES:
+            out.append(f"**{agent_label(agent)}**: the two factors are not read off, because its value-role measure, "
+                       f"the {measure_label(vm)}, is degenerate and not ranked (see the section on the state value).")
+            continue
         if vm is None or am is None or not subs:
             continue
         parts, differ = [], 0
@@ -705,13 +710,18 @@ def factors_summary(summary: pd.DataFrame, ranks: pd.DataFrame):
         r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == "insertion")]
         groups = r.groupby(["substrate", "measure"], sort=False)
         if all(len(_top_group(g)) == len(g) for _, g in groups):
-            f3 = "No method is significantly better than another in any insertion setting (Holm-corrected paired Wilcoxon)."
+            few = "" if r.empty or enough_states(int(r["n"].min())) else f"; {too_few(int(r['n'].min()))}"
+            f3 = ("No method is significantly better than another in any insertion setting (Holm-corrected paired "
+                  f"block-bootstrap tests{few}).")
         else:
             tops = [f"{s}/{measure_label(m)}: " + (f"all {len(g)} methods" if len(_top_group(g)) == len(g)
                                                     else join_words([short_label(x) for x in _top_group(g)]))
                     for (s, m), g in groups]
-            f3 = "Top groups (no method significantly better, Holm-corrected paired Wilcoxon): " + "; ".join(tops) + "."
-        out.append(" ".join([f1, f2, f3]))
+            f3 = "Top groups (no method significantly better, Holm-corrected paired block-bootstrap tests): " + "; ".join(tops) + "."
+        n = int(summary.loc[summary["agent"] == agent, "n"].min())
+        gate = [] if enough_states(n) else [f"*{too_few(n).capitalize()}: these sentences give the order of the means "
+                                             "only.*"]
+        out.append(" ".join([*gate, f1, f2, f3]))
     if not out:
         return Markdown("The results hold no pair of value and action measures, so the two factors cannot be read off.")
     return Markdown("\n\n".join(out))

@@ -55,23 +55,30 @@ def style_our_aucs(table: pd.DataFrame, caption: str):
     return style_paper_layout(table, caption)
 
 
-def curve_bands(values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean curve and percentile-bootstrap band over states.
+def curve_bands(values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
+                block: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean curve and moving-block bootstrap band over states.
 
     Parameters
     ----------
     values : ndarray, shape (n_states, n_steps)
-        One curve per state; non-finite values are ignored.
+        One curve per state, in the order of the trajectory; non-finite values are ignored.
     confidence, n_resamples, seed
-        As :func:`saliency_lib.metrics.bootstrap_ci` (percentile method). States are
-        resampled as whole curves, so the band of every step uses the same resamples.
+        As :func:`saliency_lib.metrics.block_bootstrap_ci`. States are resampled as whole
+        curves in blocks of consecutive states (:func:`saliency_lib.metrics.dependence.block_indices`),
+        so the band of every step uses the same resamples and keeps the dependence between
+        neighbouring states.
+    block : int, optional
+        Block length; default :func:`~saliency_lib.metrics.dependence.block_length` of the
+        curves' per-state means (their AUCs).
 
     Returns
     -------
     (mean, low, high) : three ndarrays of shape (n_steps,)
         With fewer than two states, ``low`` and ``high`` equal ``mean``.
     """
+    from saliency_lib.metrics.dependence import block_indices, block_length
+
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 2:
         raise ValueError(f"values must have shape (n_states, n_steps), got {v.shape}")
@@ -80,7 +87,8 @@ def curve_bands(values: np.ndarray, *, confidence: float = 0.95, n_resamples: in
         mean = np.nanmean(v, axis=0)
         if v.shape[0] < 2:
             return mean, mean.copy(), mean.copy()
-        idx = np.random.default_rng(seed).integers(0, v.shape[0], size=(n_resamples, v.shape[0]))
+        b = block_length(np.nanmean(v, axis=1)) if block is None else int(block)
+        idx = block_indices(v.shape[0], b, n_resamples, np.random.default_rng(seed))
         boot = np.nanmean(v[idx], axis=1)  # (n_resamples, n_steps)
         a = (1 - confidence) / 2
         quantile = np.nanquantile if np.isnan(boot).any() else np.quantile  # nanquantile is slow
@@ -115,7 +123,7 @@ def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *,
                   n_resamples: int = 1000, seed: int = 0, dpi: int = 90):
     """Mean insertion/deletion curves of the agent with ``preset``: rows measures, columns substrates.
 
-    Bands: percentile-bootstrap CI over states (:func:`curve_bands`). The x-axis is the step
+    Bands: moving-block bootstrap CI over states (:func:`curve_bands`). The x-axis is the step
     divided by the last step, the fraction of pixels changed (84 pixels per step; exact for
     84 × 84 states, within 84/6400 for 80 × 80 ones). The random-map baseline is the dashed
     black line. A Note when there is no such agent.
@@ -164,7 +172,7 @@ def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *,
     fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=8, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(f"{experiment.capitalize()} curves of {agent_label(agent)}: mean over states, "
-                 f"{int(confidence * 100)} % bootstrap band", fontsize=11)
+                 f"{int(confidence * 100)} % block-bootstrap band", fontsize=11)
     # fixed margins: tight_layout would lay the figure out twice (figure_image crops it anyway)
     fig.subplots_adjust(left=0.07, right=0.99, top=0.9 if len(measures) > 1 else 0.82, bottom=0.17 if len(measures) > 1 else 0.3,
                         wspace=0.22, hspace=0.38)

@@ -118,10 +118,13 @@ def test_paper_layout_puts_our_rows_under_the_papers(table):
                                  "Huber et al.: Space Inv."]
     assert t.loc["Huber et al.: Breakout", "LIME-Felz"] == "7.477±9.622"
     ours, a3c = f"Ours: {dg.agent_label(DQN)}", f"Ours: {dg.agent_label(A3C)}, state value V"
+    assert a3c not in t.index  # V is degenerate: never beside the paper's Q-value table
+    adv = dg.paper_layout_table(s, "black", "advantage")
+    assert adv.attrs["best"][f"Ours: {dg.agent_label(A3C)}, policy probability"] == "Occl"
     occ = s[(s.agent == DQN) & (s.method == "occlusion") & (s.experiment == "insertion") & (s.substrate == "black")
             & (s.measure == "q_ratio")].iloc[0]
     assert t.loc[ours, "Occl"] == f"{occ['mean']:.3f}±{occ['std']:.3f}" and t.loc[ours, "NS"] == "NA"
-    assert t.attrs["best"][ours] == "Occl" and t.attrs["best"][a3c] == "Occl"  # Rnd is never "best"
+    assert t.attrs["best"][ours] == "Occl"  # Rnd is never "best"
     html = fg.style_paper_layout(t, "cap").to_html()
     assert "font-weight: bold" in html and "cap" in html
     with pytest.raises(ValueError, match="the paper has insertion tables"):
@@ -144,8 +147,14 @@ def test_our_auc_table_and_missing_agents(table):
 
 # -- rankings ------------------------------------------------------------------------------------
 
-def test_rankings_find_the_consistent_order_significant(table):
-    r = dg.rankings(table, n_resamples=50)
+@pytest.fixture(scope="module")
+def big():
+    """The same table on 60 states, enough for a verdict."""
+    return _rows(DQN, BASE, n_states=60, steps=2)
+
+
+def test_rankings_find_the_consistent_order_significant(big):
+    r = dg.rankings(big, n_resamples=50)
     ins = r[(r.experiment == "insertion") & (r.substrate == "black") & (r.measure == "q_ratio")]
     assert ins["method"].tolist() == ["occlusion", "rise", "sarfa", "random"]
     assert set(ins.iloc[0]["better_than"].split(", ")) == {"rise", "sarfa", "random"}
@@ -156,14 +165,32 @@ def test_rankings_find_the_consistent_order_significant(table):
     d = dg.ranking_detail(r, "dqn")
     assert d.attrs["measure"] == "q_ratio" and set(d["Significantly better than"].iloc[0].split(", ")) == {"RISE", "SARFA", "Rnd"}
     text = dg.significance_summary(r).data
-    assert "72 of 72 pairwise differences (100 %)" in text  # 12 settings × 6 pairs
+    assert "72 of 72 pairwise differences (100 %)" in text and "paired block-bootstrap tests" in text
     assert "beats the random map significantly in 18 and loses to it significantly in 18 of 36" in text
+    assert "(60 states, effective sample size" in text and (r["n_eff"] <= 60).all()
 
 
-def test_rankings_with_two_states_say_nothing_is_significant():
-    r = dg.rankings(_rows(DQN, BASE, n_states=2), n_resamples=20)
-    assert (r["better_than"] == "").all()
-    assert "no paired Wilcoxon test can reach significance" in dg.significance_summary(r).data
+@pytest.mark.parametrize("n_states", [2, 49])
+def test_rankings_below_the_minimum_of_states_say_nothing_is_significant(n_states):
+    r = dg.rankings(_rows(DQN, BASE, n_states=n_states, steps=2), n_resamples=20)
+    assert (r["better_than"] == "").all() and (r["worse_than"] == "").all()
+    text = dg.significance_summary(r).data
+    assert f"too few states (n={n_states}) for a verdict" in text and "significant at" not in text
+
+
+def test_the_state_value_is_never_ranked(big):
+    both = pd.concat([big, _rows(A3C, BASE, measures=("value", "prob"), n_states=60, steps=2)])
+    r = dg.rankings(both, n_resamples=20)
+    assert "value" not in set(r["measure"]) and "prob" in set(r["measure"])
+    note = dg.ranking_detail(r, "mask_a3c", role="value")
+    assert isinstance(note, Note) and "state value V is not ranked" in note.text
+    assert dg.ranking_detail(r, "mask_a3c", role="action").attrs["measure"] == "prob"
+    s = dg.auc_summary(both, n_resamples=20)
+    t = dg.our_auc_table(s, "mask_a3c")
+    assert ("insertion", "black", "V (not ranked)") in t.index and t.attrs["best"][("insertion", "black", "V (not ranked)")] is None
+    assert "value" not in set(dg.side_by_side(s, "Breakout")["our_measure"])
+    assert "value-role measure, the state value V, is degenerate" in dg.factors_summary(s, r).data
+    assert "state value V is not ranked" in dg.significance_summary(r).data
 
 
 # -- beside the paper ----------------------------------------------------------------------------
@@ -207,6 +234,7 @@ def test_factors_summary_reports_winners_per_measure_and_substrate():
                          experiments=("insertion",))])
     s, r = dg.auc_summary(t, n_resamples=20), dg.rankings(t, n_resamples=20)
     text = dg.factors_summary(s, r).data
+    assert "Too few states (n=12) for a verdict: these sentences give the order of the means only" in text
     assert "differs on 3 of 3 substrates" in text and "black: Occl vs SARFA, ρ = 0.20" in text  # random is last in both orders
     assert "changes with the substrate for 0 of 2 measures" in text
 

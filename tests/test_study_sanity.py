@@ -43,7 +43,7 @@ def _table(values: dict[str, list[float]], *, n: int = 6, agent: str = AGENT, no
 @pytest.fixture(scope="module")
 def synthetic():
     t = _table({"rise": [1.0, 0.4, 0.1], "ns_original": [1.0, 0.9, 0.8], "ns_chosen": [1.0, 0.2, 0.15],
-                "occlusion": [1.0, 0.6, 0.5]})
+                "occlusion": [1.0, 0.6, 0.5]}, n=60)
     return t, sn.layer_summary(t), sn.reference_summary(t)
 
 
@@ -82,14 +82,26 @@ def test_sweep_specs_keep_only_the_sanity_experiment_and_the_profile_sizes(tmp_p
     (0.3, 0.5, 10, "undecided"),  # an upper bound at the threshold does not pass
     (np.nan, np.nan, 10, "no data"), (0.1, 0.3, 2, "too few states"), (0.1, 0.3, None, "passes")])
 def test_verdict_rules(low, high, n, expected):
-    assert sn.verdict(low, high, 0.5, n=n) == expected
+    assert sn.verdict(low, high, 0.5, n=n, min_states=5) == expected
+
+
+def test_no_verdict_below_the_shared_minimum_of_states():
+    from saliency_book import ch4_degradation, evidence
+
+    assert evidence.MIN_STATES == 50 and sn.MIN_STATES is evidence.MIN_STATES is ch4_degradation.MIN_STATES
+    assert sn.verdict(0.1, 0.3, 0.5, n=49) == "too few states" and sn.verdict(0.1, 0.3, 0.5, n=50) == "passes"
+    assert evidence.too_few(20) == "too few states (n=20) for a verdict"
+    assert not evidence.enough_states(np.nan) and evidence.enough_states(50)
+    rules = sn.verdict_rules().data
+    assert "fewer than 50 states" in rules and "moving-block bootstrap" in rules
 
 
 def test_layer_summary_and_labels(synthetic):
     _, s, refs = synthetic
     assert set(s["level"]) == {0, 1, 2} and set(s["measure"]) == set(sn.MEASURES)
     r = s[(s["method"] == "rise") & (s["level"] == 2) & (s["measure"] == "spearman")].iloc[0]
-    assert r["n"] == 6 and r["mean"] == pytest.approx(0.1) and r["ci_low"] < 0.1 < r["ci_high"]
+    assert r["n"] == 60 and r["mean"] == pytest.approx(0.1) and r["ci_low"] < 0.1 < r["ci_high"]
+    assert 1 <= r["n_eff"] < 60  # the spread rises with the state: consecutive states are correlated
     assert sn.level_labels(s) == [(0, "none"), (1, "output"), (2, "+ fc")]
     assert set(refs["layer"]) == {"random_uniform"} and refs["mean"].to_numpy() == pytest.approx(0.01)
 
@@ -98,14 +110,18 @@ def test_verdict_table_judges_the_deepest_level_in_display_order(synthetic):
     _, s, refs = synthetic
     v = sn.verdict_table(s, refs, threshold=0.5)
     assert list(v["method"]) == ["occlusion", "ns_original", "ns_chosen", "rise"]  # the gallery's order
-    assert (v["level"] == 2).all() and (v["layer"] == "fc").all() and (v["n"] == 6).all()
+    assert (v["level"] == 2).all() and (v["layer"] == "fc").all() and (v["n"] == 60).all() and (v["n_eff"] < 60).all()
     assert dict(zip(v["method"], v["verdict"])) == {"occlusion": "undecided", "ns_original": "fails",
                                                     "ns_chosen": "passes", "rise": "passes"}
     assert v["random_spearman"].to_numpy() == pytest.approx(0.01)
     assert sn.verdict_table(s, refs, threshold=0.05)["verdict"].eq("fails").all()
-    assert sn.verdict_table(s, refs, min_states=7)["verdict"].eq("too few states").all()
+    assert sn.verdict_table(s, refs, min_states=70)["verdict"].eq("too few states").all()
     html = fg.style_verdicts(v, {AGENT: "test agent"}, "caption").to_html()
-    assert "test agent" in html and "NS chosen action" in html and "0.15 [" in html
+    assert "test agent" in html and "NS chosen action" in html and "0.15 [" in html and "ESS" in html
+    few = sn.layer_summary(_table({"rise": [1.0, 0.4, 0.1], "occlusion": [1.0, 0.6, 0.5]}, n=20))
+    assert sn.verdict_table(few)["verdict"].tolist() == ["too few states"] * 2  # 20 states: no verdict
+    text = sn.discussion({"a": sn.verdict_table(few)}, {"a": few}).data
+    assert "too few states (n=20) for a verdict" in text and "By the means alone" in text
 
 
 def test_constant_maps_leave_no_ci():
@@ -121,13 +137,13 @@ def test_ns_summary_follows_the_numbers(synthetic):
     _, s, _ = synthetic
     text = sn.ns_summary({"test agent": s}).data
     assert "NS original at a mean Spearman similarity of 0.90" in text and "Huber et al.'s finding is reproduced" in text
-    flipped = _table({"ns_original": [1.0, 0.2, 0.1], "ns_chosen": [1.0, 0.9, 0.8]})
+    flipped = _table({"ns_original": [1.0, 0.2, 0.1], "ns_chosen": [1.0, 0.9, 0.8]}, n=60)
     assert "the opposite of Huber et al.'s finding" in sn.ns_summary({"a": sn.layer_summary(flipped)}).data
-    close = _table({"ns_original": [1.0, 0.52, 0.3], "ns_chosen": [1.0, 0.5, 0.3]}, noise=0.2)
+    close = _table({"ns_original": [1.0, 0.52, 0.3], "ns_chosen": [1.0, 0.5, 0.3]}, noise=0.2, n=60)
     assert "intervals overlap" in sn.ns_summary({"a": sn.layer_summary(close)}).data
     few = _table({"ns_original": [1.0, 0.9, 0.8], "ns_chosen": [1.0, 0.2, 0.1]}, n=3)
     text = sn.ns_summary({"a": sn.layer_summary(few)}, profile="tiny").data
-    assert "too few to compare" in text and "reproduced" not in text and "`tiny` profile" in text
+    assert "too few states (n=3) for a verdict" in text and "reproduced" not in text and "`tiny` profile" in text
     assert isinstance(sn.ns_summary({"a": Note("missing")}), Note)
 
 
@@ -142,20 +158,10 @@ def test_discussion_lists_verdicts_and_extremes(synthetic):
 
 
 def test_discussion_explains_masks_the_heads_cannot_reach():
-    t = _table({"mask_policy": [1.0, 1.0, 0.3], "occlusion": [1.0, 0.4, 0.2]}, noise=0.0)
+    t = _table({"mask_policy": [1.0, 1.0, 0.3], "occlusion": [1.0, 0.4, 0.2]}, noise=0.0, n=60)
     s = sn.layer_summary(t)
     text = sn.discussion({"m": sn.verdict_table(s)}, {"m": s}).data
     assert "leaves the maps of **Policy mask** unchanged" in text and "computed before the heads" in text
-
-
-def test_paper_comparison_puts_our_range_beside_the_papers(synthetic):
-    t, s, _ = synthetic
-    p = sn.paper_comparison({"test agent": t}, {"test agent": s})
-    row = p[(p["Method"] == "NS original") & (p["Measure"] == sn.MEASURE_LABELS["spearman"])].iloc[0]
-    assert row["Huber et al.: range"] == "0.73–0.84" and row["test agent: range"] == "0.88–0.92"
-    assert row["test agent: mean [CI]"].startswith("0.90 [")
-    assert len(p) == sum(len(v) for v in sn.PAPER_OUTPUT_LAYER.values())
-    assert isinstance(sn.paper_comparison({"a": Note("missing")}, {"a": Note("missing")}), Note)
 
 
 def test_results_object_combines_agents_and_passes_notes_through(synthetic):
@@ -170,7 +176,7 @@ def test_results_object_combines_agents_and_passes_notes_through(synthetic):
     assert "For the test agent" in res.discussion(v).data
     assert isinstance(res.curves("mask_a3c"), Note) and isinstance(res.example("mask_a3c"), Note)
     assert res.curves("dqn").data[:4] == b"\x89PNG" and res.ns_curves().data[:4] == b"\x89PNG"
-    assert res.labels() == {AGENT: "test agent"} and list(res.paper().columns)[-1] == "test agent: mean [CI]"
+    assert res.labels() == {AGENT: "test agent"}
 
 
 def test_figures_render_and_refuse_empty_input(synthetic):

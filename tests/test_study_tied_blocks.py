@@ -10,6 +10,7 @@ import torch
 import saliency_book.ch3_sanity as sn
 import saliency_book.ch3_tied_blocks as tb
 from saliency_book.common import ExplainedAgent, Note
+from saliency_book.evidence import TOO_FEW
 
 
 @pytest.mark.parametrize("share", [0.2, 0.5, 0.63, 0.8])
@@ -89,28 +90,62 @@ def _summary(**over) -> pd.DataFrame:
     return tb.tied_block_summary(pd.DataFrame(base).assign(state=0))
 
 
-def test_sentence_names_the_methods_the_block_carries_and_those_it_does_not():
-    text = tb.tied_block_sentence(_summary(), "test agent", threshold=0.5).data
+def _states(n: int, **means) -> pd.DataFrame:
+    """Per-state rows of tied_blocks: ``means[method] = (all pixels, outside)``, a small AR(1)-like wobble."""
+    rows = []
+    wobble = 0.02 * np.sin(np.arange(n) / 3.0)
+    for method, (all_px, outside) in means.items():
+        for i in range(n):
+            rows.append({"method": method, "state": i, "spearman": all_px + wobble[i],
+                         "spearman_outside": outside + wobble[i] * 0.5 + 0.01 * np.cos(i)})
+    return pd.DataFrame(rows)
+
+
+def test_the_black_screen_claim_is_a_pre_stated_test_with_its_states():
+    t = tb.tied_block_test(_states(60, integrated_gradients=(0.9, 0.2), occlusion=(0.05, 0.1), sarfa=(0.7, 0.6)),
+                           threshold=0.5, n_resamples=300, game="Breakout").set_index("method")
+    assert t.loc["integrated_gradients", "verdict"] == tb.CARRIED
+    assert t.loc["occlusion", "verdict"] == tb.NOT_CARRIED  # passes everywhere: nothing to carry
+    assert t.loc["sarfa", "verdict"] == tb.NOT_CARRIED  # fails outside the block too
+    assert (t["n"] == 60).all() and (t["game"] == "Breakout").all() and (t["n_eff"] <= 60).all()
+    few = tb.tied_block_test(_states(5, integrated_gradients=(0.9, 0.2)), n_resamples=100)
+    assert few["verdict"].tolist() == [TOO_FEW] and few["n"].tolist() == [5]
+    html = tb.style_tied_block_test(tb.tied_block_test(_states(60, integrated_gradients=(0.9, 0.2)), n_resamples=50),
+                                    "cap").to_html()
+    assert "carried by the block" in html and "ESS" in html
+
+
+def test_sentence_claims_the_block_only_where_the_test_finds_it():
+    summary = _summary()
+    carried = tb.tied_block_test(_states(60, integrated_gradients=(0.9, 0.2), occlusion=(0.05, 0.1), rise=(0.3, 0.3)),
+                                 n_resamples=200, game="Breakout")
+    text = tb.tied_block_sentence(summary, "test agent", test=carried, threshold=0.5).data
     assert "60% of the pixel locations are zero in every stacked frame" in text
     assert "**Integrated Gradients** (60% of the pixels; ρ = 0.90 over all pixels, 0.20 outside the block" in text
-    assert "For **Integrated Gradients**, the similarity over all pixels reaches the threshold 0.50 only through the block" in text
+    assert "For **Integrated Gradients**, on 60 states of Breakout (effective sample size" in text
+    assert "reaches the threshold 0.50 only through the block" in text
     assert "For **Occlusion** (ρ = 0.01; the tie sits away from both ends of the random map), the block alone stays below the threshold 0.50" in text
-    mid = tb.tied_block_sentence(_summary(below_trained=[0.0, 0.4, 0.0]), "t").data
+    mid = tb.tied_block_sentence(_summary(below_trained=[0.0, 0.4, 0.0]), "t", test=carried).data
     assert "**Occlusion** (ρ = 0.01; the tie sits away from both ends of the trained and the random maps)" in mid
-    small = tb.tied_block_sentence(_summary(below_random=[0.0, 0.0, 0.0], shared=[0.6, 0.06, 0.0]), "t").data
+    small = tb.tied_block_sentence(_summary(below_random=[0.0, 0.0, 0.0], shared=[0.6, 0.06, 0.0]), "t", test=carried).data
     assert "**Occlusion** (ρ = 0.01; the block covers only 6% of the pixels)" in small
-    # a block that carries the similarity is not also called harmless, even with a floor below the threshold
-    both = tb.tied_block_sentence(_summary(spearman=[0.55, 0.05, 0.3], spearman_outside=[0.3, 0.1, 0.3],
-                                           tie_floor=[0.45, 0.01, np.nan]), "t").data
-    assert "For **Integrated Gradients**, the similarity over all pixels reaches" in both
-    assert "**Integrated Gradients** (ρ = 0.45" not in both
     assert "RISE" not in text
-    # a block that does not carry the similarity: no claim about the test
-    kept = tb.tied_block_sentence(_summary(spearman_outside=[0.8, 0.1, 0.3]), "test agent").data
-    assert "only through the block" not in kept
+    # five states: the claim is replaced by "too few states"
+    few = tb.tied_block_test(_states(5, integrated_gradients=(0.9, 0.2), occlusion=(0.05, 0.1)), n_resamples=100,
+                             game="Breakout")
+    text5 = tb.tied_block_sentence(summary, "test agent", test=few).data
+    assert "only through the block" not in text5 and "block alone stays below" not in text5
+    assert "too few states (n=5) for a verdict (Breakout): the test needs 50 states" in text5
+    # the data do not support it: no claim, and the failure stands
+    kept = tb.tied_block_sentence(summary, "t", test=tb.tied_block_test(
+        _states(60, integrated_gradients=(0.9, 0.8), occlusion=(0.05, 0.1)), n_resamples=100)).data
+    assert "only through the block" not in kept and "its failure stands" in kept
+    # no test, no claim
+    untested = tb.tied_block_sentence(summary, "t").data
+    assert "only through the block" not in untested and "not tested here" in untested
     none = tb.tied_block_sentence(_summary(shared=[0.0, 0.0, 0.0], input_zero=[0.0, 0.0, 0.0]), "test agent").data
     assert "0% of the pixel locations" in none and "ties do not inflate" in none
-    html = tb.style_tied_blocks(_summary(), "cap").to_html()
+    html = tb.style_tied_blocks(summary, "cap").to_html()
     assert "Spearman, outside the block" in html and "Below the tie, random" in html and "50%" in html
 
 

@@ -11,6 +11,7 @@ independent states the trajectory is worth (the effective sample size).
 * :func:`autocorrelation`: the sample autocorrelation function;
 * :func:`effective_sample_size`: ``n / (1 + 2 Σ ρ_k)`` over Geyer's initial positive sequence;
 * :func:`block_length`: the automatic block length of the moving-block bootstrap;
+* :func:`block_indices`: the row indices of moving-block resamples (to resample whole curves);
 * :func:`block_bootstrap_ci`: a percentile CI of the mean from moving blocks;
 * :func:`paired_block_test`: the CI and a two-sided p-value of the mean paired difference
   of two methods on the same states, resampling the same blocks for both;
@@ -27,8 +28,8 @@ import numpy as np
 
 from ..validation import check_float, check_int
 
-__all__ = ["autocorrelation", "effective_sample_size", "block_length", "block_bootstrap_ci", "paired_block_test",
-           "pooled_block_ci"]
+__all__ = ["autocorrelation", "effective_sample_size", "block_length", "block_indices", "block_bootstrap_ci",
+           "paired_block_test", "pooled_block_ci"]
 
 
 def _finite_series(values) -> np.ndarray:
@@ -124,13 +125,22 @@ def block_length(values) -> int:
     return int(min(cap, max(1, math.ceil(b))))
 
 
+def block_indices(n: int, block: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``n_resamples`` moving-block resamples of a series of length ``n``, shape ``(n_resamples, n)``.
+
+    Each resample concatenates ``⌈n / block⌉`` blocks of ``block`` consecutive indices with
+    uniformly drawn starts and is cut to ``n``. Index rows of a table (e.g. one curve per state)
+    with them to resample whole rows in blocks of consecutive states.
+    """
+    check_int("block", block, minimum=1, maximum=max(int(n), 1))
+    k = math.ceil(n / block)
+    starts = rng.integers(0, n - block + 1, size=(n_resamples, k))
+    return (starts[:, :, None] + np.arange(block)).reshape(n_resamples, k * block)[:, :n]
+
+
 def _block_means(v: np.ndarray, b: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``n_resamples`` moving-block resamples of ``v`` (length ``n``, blocks of ``b``)."""
-    n = v.size
-    k = math.ceil(n / b)
-    starts = rng.integers(0, n - b + 1, size=(n_resamples, k))
-    idx = (starts[:, :, None] + np.arange(b)).reshape(n_resamples, k * b)[:, :n]
-    return v[idx].mean(axis=1)
+    return v[block_indices(v.size, b, n_resamples, rng)].mean(axis=1)
 
 
 def block_bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,

@@ -1,0 +1,256 @@
+"""Chapter 4: Huber et al.'s insertion AUCs beside ours for every game, and why the state value V is not ranked.
+
+* :func:`insertion_aucs`: per-state insertion AUCs of the study's DQN agents on every game
+  the store holds (computing nothing).
+* :func:`per_game`, :func:`pooled`: the paper's mean AUC beside ours per game (block-bootstrap
+  CI, n, effective sample size, verdict) and pooled over the games (99 % CI, as the paper).
+* :func:`per_game_sentence`: the verdicts counted per game, in words.
+* :func:`measure_degeneracy`, :func:`style_degeneracy`, :func:`degeneracy_sentence`: whether a
+  measure's substrate moves it, read off the stored curves; the check behind
+  :data:`saliency_book.evidence.DEGENERATE_MEASURES`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from saliency_book.ch4_degradation import (
+    PAPER_METHODS,
+    PAPER_SUBSTRATES,
+    DegradationChapter,
+    agent_label,
+    measure_label,
+    notes_pass,
+    short_label,
+)
+from saliency_book.common import Note, join_words
+from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
+from saliency_book.paper import (
+    GAME_LABELS,
+    GAME_ORDER,
+    NOT_RUN,
+    compare_per_game,
+    compare_pooled,
+    paper_insertion,
+    stored_rows,
+    style_comparison,
+    verdict_counts,
+)
+
+__all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "style_per_game", "style_pooled",
+           "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "KEYS"]
+
+KEYS = ("substrate", "measure", "method")
+"""The columns of one insertion setting of the paper's tables."""
+_LABELS = {"columns": {"substrate": "Substrate", "measure": "Measure", "method": "Method"},
+           "measure": {"q_ratio": "Q-ratio", "advantage": "advantage"}}
+
+
+def insertion_aucs(cfg: DegradationChapter, games=GAME_ORDER) -> pd.DataFrame:
+    """Per-state insertion AUCs (``<measure>_auc``, the paper's plain mean) of the study's DQN agents.
+
+    Only the paper's settings: black and random substrate, Q-ratio and advantage, the paper's
+    methods. Read from the store for every game of ``games``; a game the study has not run
+    has no rows. Columns ``agent, game, substrate, measure`` (without ``_auc``), ``method``,
+    ``state``, ``value``.
+    """
+    t = stored_rows(cfg.profile, games, experiments=("insertion", "deletion"), preset="dqn", seed=cfg.seed,
+                    results_dir=cfg.results_dir)
+    t = t[(t["experiment"] == "insertion") & t["step"].isna() & t["measure"].isin(["q_ratio_auc", "advantage_auc"])]
+    t = t[t["substrate"].isin(PAPER_SUBSTRATES) & t["method"].isin(PAPER_METHODS)]
+    t = t.assign(measure=t["measure"].str.removesuffix("_auc"))
+    return t[["agent", "game", "substrate", "measure", "method", "state", "value"]].reset_index(drop=True)
+
+
+def _paper() -> pd.DataFrame:
+    p = paper_insertion("main")
+    return p[p["method"].isin(PAPER_METHODS)]
+
+
+def per_game(aucs: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """:func:`~saliency_book.paper.compare_per_game` of the insertion AUCs: every game and setting of the paper.
+
+    Rows in the paper's order (game, substrate, measure, method); ``verdict`` is
+    ``"not yet run"`` where the study has no states of the game yet.
+    """
+    t = compare_per_game(aucs, _paper(), KEYS, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    order = {"substrate": {s: i for i, s in enumerate(PAPER_SUBSTRATES)}, "measure": {"q_ratio": 0, "advantage": 1},
+             "method": {m: i for i, m in enumerate(PAPER_METHODS)}, "game": {g: i for i, g in enumerate(GAME_ORDER)}}
+    return t.sort_values(["game", *KEYS], key=lambda c: c.map(order[c.name])).reset_index(drop=True)
+
+
+def pooled(aucs: pd.DataFrame, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """:func:`~saliency_book.paper.compare_pooled` of the insertion AUCs over the games we have run (99 % CI)."""
+    return compare_pooled(aucs, _paper(), KEYS, confidence=0.99, n_resamples=n_resamples, seed=seed)
+
+
+def style_per_game(table: pd.DataFrame, game: str, *, confidence: float = 0.95):
+    """One game's rows of :func:`per_game` as a captioned table."""
+    t = table[table["game"] == game].assign(method=lambda d: d["method"].map(short_label))
+    run = (t["verdict"] != NOT_RUN).any()
+    caption = (f"{GAME_LABELS.get(game, game)}, insertion AUC: Huber et al.'s mean over 997 states beside our DQN "
+               f"agent's mean, its {int(confidence * 100)} % moving-block bootstrap CI, the states and their effective "
+               f"number (ESS). Verdict: consistent when the paper's mean lies in our CI; a verdict needs "
+               f"{MIN_STATES} states." if run else
+               f"{GAME_LABELS.get(game, game)}, insertion AUC: Huber et al.'s mean over 997 states; the study has not run "
+               "this game yet.")
+    return style_comparison(t, _LABELS, caption, digits=3)
+
+
+def style_pooled(table: pd.DataFrame):
+    """:func:`pooled` as a captioned table."""
+    if table.empty:
+        return Note("The study has no insertion AUCs of a DQN agent yet.", title="No results")
+    games = join_words([GAME_LABELS.get(g, g) for g in dict.fromkeys(", ".join(table["games"]).split(", "))])
+    caption = (f"Insertion AUC pooled over the games we have run ({games}), every state counting once as in Huber et "
+               "al.'s pooled figures: their mean over the same games beside ours with a 99 % CI (moving blocks "
+               "within each game, then combined), states and ESS.")
+    return style_comparison(table.assign(method=table["method"].map(short_label)), _LABELS, caption, digits=3)
+
+
+def per_game_sentence(table: pd.DataFrame):
+    """The verdicts of :func:`per_game` counted per game (Markdown)."""
+    from IPython.display import Markdown
+
+    parts = []
+    for game, g in table.groupby("game", sort=False):
+        label = GAME_LABELS.get(game, game)
+        if (g["verdict"] == NOT_RUN).all():
+            parts.append(f"{label}: {NOT_RUN}")
+        elif not enough_states(int(g["n"].max())):
+            parts.append(f"{label}: {too_few(int(g['n'].max()))} ({len(g)} settings)")
+        else:
+            parts.append(f"{label} ({int(g['n'].max())} states): {verdict_counts(g)}")
+    return Markdown("Per game, against Huber et al.'s insertion AUCs: " + "; ".join(parts) + ".")
+
+
+# -- the state value V ------------------------------------------------------------------------------
+
+def _clean_and_substrate(curves: pd.DataFrame, experiment: str) -> tuple[float, float]:
+    """Mean of the measure on the clean state and on the substrate (the two ends of the path)."""
+    first, last = curves.columns.min(), curves.columns.max()
+    ends = curves[[first, last]].mean()
+    return (float(ends[last]), float(ends[first])) if experiment == "insertion" else (float(ends[first]), float(ends[last]))
+
+
+@notes_pass
+def measure_degeneracy(results: pd.DataFrame) -> pd.DataFrame | Note:
+    """Does the substrate move the measure? One row per agent, substrate and measure, from the stored curves.
+
+    The pre-stated rule: a measure is **degenerate** on a substrate when the random map has the
+    best mean AUC of all methods under insertion *and* the worst under deletion. Insertion and
+    deletion reward a map for moving the measure from its substrate level to its clean level
+    early (or late); a map that scores best both when it reveals and when it destroys pixels
+    is rewarded for disturbing the image, not for its order. The columns beside say why:
+
+    * ``clean``, ``substrate``: mean of the measure on the clean state and on the substrate;
+    * ``gap_share``: ``|clean − substrate|`` over the largest swing of a method's mean curve
+      along the path (near 0: the substrate leaves the measure where it was);
+    * ``peak``: the largest value of a mean curve, over ``|clean|`` (how far half-revealed
+      inputs overshoot);
+    * ``random_insertion``, ``random_deletion``: the random map's rank by mean AUC (1: best;
+      insertion: highest, deletion: lowest), of ``methods``;
+    * ``n``: states.
+
+    Returns
+    -------
+    DataFrame or Note
+        Columns ``agent, substrate, measure, n, clean, substrate_value, gap_share, peak,
+        random_insertion, random_deletion, methods, degenerate``.
+    """
+    t = results[results["step"].notna() & results["experiment"].isin(["insertion", "deletion"])]
+    t = t[~t["measure"].str.contains(r"\[", regex=True)]  # raw outputs (q[0], logits[1]) are not measures
+    aucs = results[results["step"].isna() & results["measure"].str.endswith("_auc")]
+    rows = []
+    for (agent, sub, meas), g in t.groupby(["agent", "substrate", "measure"], sort=False):
+        states = aucs.loc[(aucs["agent"] == agent) & (aucs["substrate"] == sub) & (aucs["measure"] == f"{meas}_auc"),
+                          "state"]
+        # per-state AUCs are stored state by state even where only mean curves are kept
+        row = {"agent": agent, "substrate": sub, "measure": meas, "n": int(states.nunique() or g["state"].nunique())}
+        swing = peak = 0.0
+        for exp in ("insertion", "deletion"):
+            e = g[g["experiment"] == exp]
+            if e.empty:
+                continue
+            curves = e.pivot_table(index="method", columns="step", values="value", aggfunc="mean")  # mean over states
+            clean, substrate = _clean_and_substrate(curves, exp)
+            row.setdefault("clean", clean)
+            row.setdefault("substrate_value", substrate)
+            swing = max(swing, float((curves.max(axis=1) - curves.min(axis=1)).max()))
+            peak = max(peak, float(curves.max(axis=1).max()))
+            a = aucs[(aucs["agent"] == agent) & (aucs["substrate"] == sub) & (aucs["experiment"] == exp)
+                     & (aucs["measure"] == f"{meas}_auc")].groupby("method")["value"].mean()
+            if "random" in a.index:
+                ranks = a.rank(ascending=exp == "deletion", method="min")
+                row[f"random_{exp}"], row["methods"] = int(ranks["random"]), len(a)
+        if "clean" not in row:
+            continue
+        row["gap_share"] = abs(row["clean"] - row["substrate_value"]) / swing if swing > 0 else np.nan
+        row["peak"] = peak / abs(row["clean"]) if row["clean"] else np.nan
+        m = row.get("methods")
+        row["degenerate"] = bool(m and row.get("random_insertion") == 1 and row.get("random_deletion") == m)
+        rows.append(row)
+    if not rows:
+        return Note("No insertion or deletion curves in the results.", title="No curves")
+    cols = ["agent", "substrate", "measure", "n", "clean", "substrate_value", "gap_share", "peak", "random_insertion",
+            "random_deletion", "methods", "degenerate"]
+    return pd.DataFrame(rows).reindex(columns=cols)
+
+
+@notes_pass
+def style_degeneracy(table: pd.DataFrame, caption: str):
+    """:func:`measure_degeneracy` as a captioned table; degenerate rows in bold."""
+    t = pd.DataFrame({
+        "Agent": table["agent"].map(agent_label), "Substrate": table["substrate"],
+        "Measure": table["measure"].map(measure_label), "States": table["n"], "Clean": table["clean"],
+        "Substrate value": table["substrate_value"], "Gap / swing": table["gap_share"], "Peak / clean": table["peak"],
+        "Random map, insertion": [f"{r} of {m}" if pd.notna(r) else "–" for r, m in zip(table["random_insertion"],
+                                                                                      table["methods"])],
+        "Random map, deletion": [f"{r} of {m}" if pd.notna(r) else "–" for r, m in zip(table["random_deletion"],
+                                                                                     table["methods"])],
+        "Degenerate": table["degenerate"].map({True: "yes", False: "no"})})
+    bold = ["font-weight: bold" if d else "" for d in table["degenerate"]]
+    return (t.style.format({"Clean": "{:.2f}", "Substrate value": "{:.2f}", "Gap / swing": "{:.2f}",
+                            "Peak / clean": "{:.1f}"}, na_rep="–")
+            .apply(lambda _: bold, axis=0).hide(axis="index").set_caption(caption))
+
+
+@notes_pass
+def degeneracy_sentence(table: pd.DataFrame):
+    """What :func:`measure_degeneracy` finds, and what the chapter does about it (Markdown)."""
+    from IPython.display import Markdown
+
+    out = []
+    for meas, g in table.groupby("measure", sort=False):
+        flagged = g[g["degenerate"]]
+        agents = join_words([agent_label(a) for a in dict.fromkeys(g["agent"])])
+        n = int(g["n"].min())
+        if len(flagged):
+            r = flagged.iloc[0]
+            text = (f"The {measure_label(meas)} ({agents}) is degenerate on {len(flagged)} of {len(g)} substrates "
+                    f"({join_words(list(flagged['substrate']))}): the random map has the best insertion AUC and the "
+                    f"worst deletion AUC. On the {r['substrate']} substrate its mean is {r['substrate_value']:.2f}, "
+                    f"against {r['clean']:.2f} on the clean state, while the mean curves climb to {r['peak']:.1f} times "
+                    "the clean value half-way along the path.")
+        elif meas in DEGENERATE_MEASURES:
+            text = f"The {measure_label(meas)} ({agents}) is not flagged on any of the {len(g)} substrates here."
+        else:
+            continue
+        if not enough_states(n):
+            text += f" This rests on {n} states: {too_few(n)} of its own."
+        if meas in DEGENERATE_MEASURES:
+            text += (" The chapter does not rank maps on it, whatever this check says for one agent: a normalised "
+                     "measure (V − V on the substrate) / (V on the clean state − V on the substrate) would divide by "
+                     "about zero, and a substrate that moves V would need a new sweep. Its curves and AUCs are shown, "
+                     "but it has no bold best method, no ranking and no place in the comparison with the paper.")
+        out.append(text)
+    others = table[table["degenerate"] & ~table["measure"].isin(list(DEGENERATE_MEASURES))]
+    if len(others):
+        out.append("The check also flags " + join_words([f"the {measure_label(r.measure)} of {agent_label(r.agent)} on "
+                                                         f"the {r.substrate} substrate" for r in others.itertuples()])
+                   + "; its rankings there reward disturbance as much as order.")
+    if not out:
+        return Markdown("No measure is degenerate on any substrate here: the random map never has both the best "
+                        "insertion and the worst deletion AUC.")
+    return Markdown("\n\n".join(out))

@@ -1,0 +1,179 @@
+"""Huber et al.'s numbers beside ours (saliency_book.paper, ch3_paper, ch4_paper): loaders, per-game
+verdicts, the pooled 99 % CI, the paper's precedents and the degenerate state value, on known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import saliency_book.ch3_paper as p3
+import saliency_book.ch4_paper as p4
+from saliency_book import paper
+from saliency_book.common import ExplainedAgent, Note
+from saliency_book.evidence import TOO_FEW
+from saliency_lib.results import to_table
+
+
+def ar1(n, phi=0.7, *, seed=0, scale=0.05):
+    rng = np.random.default_rng(seed)
+    x = np.empty(n)
+    x[0] = rng.normal() / np.sqrt(1 - phi**2)
+    for t in range(1, n):
+        x[t] = phi * x[t - 1] + rng.normal()
+    return scale * x
+
+
+# -- the extract ----------------------------------------------------------------------------------
+
+def test_paper_tables_are_complete_and_in_our_names():
+    s = paper.paper_sanity()
+    assert len(s) == 4 * 9 * 5 * 3 and set(s["game"]) == set(paper.GAMES.values())
+    assert set(s["measure"]) == {"spearman", "ssim", "hog_pearson"} and set(s["level"]) == {1, 2, 3, 4, 5}
+    sarfa = s[(s.game == "Breakout") & (s.method == "sarfa") & (s.level == 5) & (s.measure == "spearman")].iloc[0]
+    # 102 early states at 0.661 (rounded in the README) and 33 late ones at 0.592, weighted by their states
+    assert sarfa["n"] == 135 and sarfa["layer"] == "conv1" and sarfa["mean"] == pytest.approx(0.644, abs=0.002)
+    i = paper.paper_insertion()
+    assert len(i) == 128 and set(i["method"]) >= {"ns_original", "random"} and (i["n"] == 997).all()
+    row = i[(i.game == "Breakout") & (i.method == "lime_felzenszwalb") & (i.substrate == "black") & (i.measure == "q_ratio")]
+    assert row["mean"].iloc[0] == 7.477 and row["std"].iloc[0] == 9.622
+    ab = paper.paper_insertion("ablation")
+    assert set(ab.loc[ab["differs_from_main"], "method"]) == {"occlusion", "sarfa"}
+    with pytest.raises(ValueError, match="variant"):
+        paper.paper_insertion("gray")
+
+
+# -- per game ------------------------------------------------------------------------------------
+
+def _ours(values: dict[tuple[str, str], np.ndarray]) -> pd.DataFrame:
+    """State-level rows: ``values[(game, method)]`` per state, level 5, Spearman."""
+    rows = [{"game": g, "method": m, "level": 5, "state": i, "value": v}
+            for (g, m), vs in values.items() for i, v in enumerate(vs)]
+    return pd.DataFrame(rows)
+
+
+def test_per_game_verdicts_on_known_answers():
+    p = paper.paper_sanity([5])
+    p = p[p["measure"] == "spearman"]
+    truth = p.set_index(["game", "method"])["mean"]
+    ours = _ours({
+        ("Breakout", "sarfa"): truth[("Breakout", "sarfa")] + _centred(120, 1),  # our mean equals the paper's
+        ("Breakout", "occlusion"): truth[("Breakout", "occlusion")] + 0.3 + ar1(120, seed=2),  # far off
+        ("Breakout", "rise"): truth[("Breakout", "rise")] + ar1(20, seed=3),  # too few states
+    })
+    t = paper.compare_per_game(ours, p, ["method", "level"], n_resamples=500).set_index(["game", "method"])
+    assert t.loc[("Breakout", "sarfa"), "verdict"] == "consistent"
+    assert t.loc[("Breakout", "occlusion"), "verdict"] == "differs"
+    assert t.loc[("Breakout", "rise"), "verdict"] == TOO_FEW and t.loc[("Breakout", "rise"), "n"] == 20
+    assert t.loc[("Breakout", "lime_slic"), "verdict"] == paper.NOT_RUN  # the game is run, the method is not
+    assert (t.loc["MsPacman", "verdict"] == paper.NOT_RUN).all() and t.loc["MsPacman", "paper"].notna().all()
+    assert len(t) == 4 * 9 and t.loc[("Breakout", "sarfa"), "n_eff"] < 120
+    # the CI is the block bootstrap of the states in trajectory order, whatever the rows' order
+    shuffled = paper.compare_per_game(ours.sample(frac=1.0, random_state=0), p, ["method", "level"], n_resamples=500)
+    assert shuffled.set_index(["game", "method"]).loc[("Breakout", "sarfa"), "ci_low"] == t.loc[("Breakout", "sarfa"), "ci_low"]
+    html = p3.style_per_game(t.reset_index(), "Breakout").to_html()
+    assert "Huber et al." in html and "ESS" in html and "consistent" in html and "all layers" in html
+    assert "has not run this game" in p3.style_per_game(t.reset_index(), "Frostbite").caption
+    text = p3.per_game_sentence(t.reset_index()).data
+    assert "Ms. Pac-Man: not yet run" in text and "Breakout (120 states): 1 consistent, 1 differs, 1 too few states" in text
+
+
+def test_per_game_handles_one_to_four_games():
+    p = paper.paper_sanity([5])
+    p = p[p["measure"] == "spearman"]
+    for k in range(1, 5):
+        games = list(paper.GAMES.values())[:k]
+        ours = _ours({(g, "sarfa"): 0.5 + ar1(60, seed=i) for i, g in enumerate(games)})
+        t = paper.compare_per_game(ours, p, ["method", "level"], n_resamples=50)
+        run = t[t["verdict"] != paper.NOT_RUN]
+        assert set(run["game"]) == set(games) and (run["method"] == "sarfa").all()
+        pooled = paper.compare_pooled(ours, p, ["method", "level"], n_resamples=50)
+        assert pooled["games"].iloc[0] == ", ".join(games) and pooled["n"].iloc[0] == 60 * k
+
+
+def test_pooled_ci_covers_a_known_mean_and_pools_the_papers_games_alike():
+    p = paper.paper_sanity([5])
+    p = p[p["measure"] == "spearman"]
+    games = ["Breakout", "Frostbite"]
+    hits = 0
+    for r in range(30):
+        ours = _ours({(g, "sarfa"): 0.4 + ar1(150, 0.6, seed=100 * r + i, scale=0.1) for i, g in enumerate(games)})
+        row = paper.compare_pooled(ours, p, ["method", "level"], n_resamples=300, seed=r).iloc[0]
+        hits += row["ci_low"] <= 0.4 <= row["ci_high"]
+    assert hits >= 26, hits  # 99 % intervals
+    q = p[p["game"].isin(games) & (p["method"] == "sarfa")]
+    assert row["paper"] == pytest.approx((q["mean"] * q["n"]).sum() / q["n"].sum())
+    assert row["verdict"] in ("consistent", "differs") and row["n"] == 300
+
+
+# -- what the paper already shows ------------------------------------------------------------------
+
+def test_precedent_sentence_credits_the_paper_with_sarfa_on_breakout():
+    who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
+    verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa", "integrated_gradients", "occlusion", "ns_chosen"],
+                             "spearman": [0.59, 0.95, 0.02, 0.6], "n": [20, 20, 20, 20]})
+    text = p3.precedent_sentence(verdicts, who, "Breakout", threshold=0.5).data
+    assert "Huber et al.'s own data already shows this for **SARFA** (ours ρ = 0.59, n = 20): theirs ρ = 0.64" in text
+    assert "does not show it for **NS chosen action**" in text and "did not run **Integrated Gradients**" in text
+    assert "Occlusion" not in text and "too few states (n=20) for a verdict" in text
+    assert isinstance(p3.precedent_sentence(verdicts, who, "Seaquest"), Note)
+    none = p3.precedent_sentence(verdicts.assign(spearman=0.1), who, "Breakout").data
+    assert "no such effect" in none
+
+
+# -- the degenerate state value ----------------------------------------------------------------------
+
+def _curves(agent: str, measure: str, clean: float, substrate: float, bulge: dict[str, float], n_states=6,
+            steps=10) -> pd.DataFrame:
+    """Insertion and deletion curves from ``substrate`` to ``clean`` with a bump of ``bulge[method]`` mid-path,
+    and their plain-mean AUC rows."""
+    parts = []
+    x = np.linspace(0, 1, steps + 1)
+    for exp in ("insertion", "deletion"):
+        for method, b in bulge.items():
+            recs = []
+            for st in range(n_states):
+                ins = substrate + (clean - substrate) * x + b * np.sin(np.pi * x)
+                curve = ins if exp == "insertion" else ins[::-1]
+                recs += [{"state": st, "step": t, "measure": measure, "value": v} for t, v in enumerate(curve)]
+                recs.append({"state": st, "measure": f"{measure}_auc", "value": float(curve.mean())})
+            parts.append(to_table(pd.DataFrame(recs), experiment=exp, agent=agent, game="Breakout", method=method,
+                                  substrate="black", higher_is_better=exp == "insertion", seed=0))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_degenerate_value_is_detected_and_a_sound_measure_is_not():
+    # V: the substrate leaves it at the clean level; the random map disturbs the image most and lifts V most
+    v = _curves("official:Breakout", "value", 3.56, 3.56, {"random": 15.0, "occlusion": 5.0, "rise": 8.0})
+    # a sound measure: the substrate drops it, and the faithful map recovers it early (no mid-path bump for random)
+    q = _curves("dqn", "q_ratio", 1.0, 0.2, {"random": -0.2, "occlusion": 0.3, "rise": 0.1})
+    d = p4.measure_degeneracy(pd.concat([v, q])).set_index("measure")
+    assert d.loc["value", "degenerate"] and not d.loc["q_ratio", "degenerate"]
+    assert d.loc["value", "random_insertion"] == 1 and d.loc["value", "random_deletion"] == 3
+    assert d.loc["value", "clean"] == pytest.approx(3.56) and d.loc["value", "substrate_value"] == pytest.approx(3.56)
+    assert d.loc["value", "gap_share"] == pytest.approx(0.0) and d.loc["value", "peak"] > 4
+    assert d.loc["q_ratio", "gap_share"] > 0.3 and d.loc["value", "n"] == 6
+    text = p4.degeneracy_sentence(d.reset_index()).data
+    assert "state value V" in text and "degenerate on 1 of 1 substrates" in text and "does not rank maps on it" in text
+    assert "too few states (n=6) for a verdict" in text
+    assert "Degenerate" in p4.style_degeneracy(d.reset_index(), "cap").to_html()
+    assert isinstance(p4.measure_degeneracy(v.iloc[:0]), Note)
+
+
+def _centred(n, seed):
+    e = ar1(n, seed=seed)
+    return e - e.mean()  # our mean is exactly the paper's
+
+
+def test_insertion_per_game_table_reads_the_papers_settings():
+    p = paper.paper_insertion()
+    truth = p[(p.game == "Breakout") & (p.substrate == "black") & (p.measure == "q_ratio")].set_index("method")["mean"]
+    rows = [{"agent": "dqn", "game": "Breakout", "substrate": "black", "measure": "q_ratio", "method": m, "state": i,
+             "value": truth[m] + e} for k, m in enumerate(truth.index) for i, e in enumerate(_centred(60, k))]
+    t = p4.per_game(pd.DataFrame(rows), n_resamples=200)
+    b = t[(t.game == "Breakout") & (t.substrate == "black") & (t.measure == "q_ratio")]
+    assert (b["verdict"] == "consistent").all() and len(b) == 8
+    assert (t.loc[t.game != "Breakout", "verdict"] == paper.NOT_RUN).all() and len(t) == 128
+    assert list(t["game"].unique()) == list(paper.GAMES.values())
+    assert "Breakout (60 states): 8 consistent, 24 not yet run" in p4.per_game_sentence(t).data
+    assert "Huber et al." in p4.style_per_game(t, "Breakout").to_html()
