@@ -148,3 +148,40 @@ def test_bad_inputs():
         similarity("pearson", m, m)
     with pytest.raises(ValueError, match="at least 9×9"):
         hog_pearson(m[:5, :5], m[:5, :5])
+
+
+def test_similarities_to_equals_the_pairwise_measures():
+    """The shared-work comparer gives every pairwise value: random, inverted, tied, constant maps, with and without the sign inversion."""
+    import warnings
+
+    from saliency_lib.metrics.similarity import SIMILARITIES, similarities_to
+
+    rng = np.random.default_rng(7)
+    a = rng.random((21, 30))
+    others = [rng.random((21, 30)), 1.0 - a, -3 * a + 2, np.round(rng.random((21, 30)) * 2), a ** 3, np.ones((21, 30))]
+    measures = list(SIMILARITIES)
+    for inv in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = np.array([[SIMILARITIES[m](a, b, sign_invariant=inv) for m in measures] for b in others])
+        got = similarities_to(a, others, measures, sign_invariant=inv)
+        assert np.array_equal(np.isnan(ref), np.isnan(got))
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    assert np.isnan(similarities_to(np.zeros((21, 30)), others[:2], measures)).all()  # constant reference
+    # the inverted map is identical under the sign inversion, and anti-correlated without it
+    assert similarities_to(a, [1.0 - a], ["spearman"])[0, 0] == pytest.approx(1.0)
+    assert similarities_to(a, [1.0 - a], ["spearman"], sign_invariant=False)[0, 0] == pytest.approx(-1.0)
+
+
+def test_similarities_to_rejects_bad_inputs():
+    from saliency_lib.metrics.similarity import similarities_to
+
+    a = np.random.default_rng(0).random((12, 12))
+    with pytest.raises(ValueError, match="unknown similarity 'pearson'"):
+        similarities_to(a, [a], ["pearson"])
+    with pytest.raises(ValueError, match="same shape"):
+        similarities_to(a, [a[:5]], ["spearman"])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        similarities_to(a, [np.full((12, 12), np.nan)], ["spearman"])
+    with pytest.raises(ValueError, match="at least 9×9"):
+        similarities_to(a[:8, :8], [a[:8, :8]], ["hog_pearson"])

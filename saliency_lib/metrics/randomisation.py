@@ -78,7 +78,7 @@ from ..agents.base import Agent
 from ..explainers import Explainer
 from ..validation import check_choice
 from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
-from .similarity import SIMILARITIES, ConstantMapWarning, is_constant
+from .similarity import SIMILARITIES, ConstantMapWarning, is_constant, similarities_to
 
 __all__ = ["INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS", "randomise_modules", "randomised_models", "rebuild_explainer", "RandomisationTest"]
 
@@ -348,26 +348,21 @@ class RandomisationTest:
         rows: list[dict] = []
         n_const = 0
 
-        def add(i, level, layer, a, b):
-            nonlocal n_const
-            const = is_constant(a) or is_constant(b)
-            n_const += const
-            for s in self.similarities:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConstantMapWarning)
-                    v = SIMILARITIES[s](a, b, sign_invariant=self.sign_invariant)
-                rows.append({"state": int(ids[i]), "level": level, "layer": layer, "measure": s, "value": v,
-                             "target": int(tgt[i]) if tgt[i] >= 0 else pd.NA, "constant_map": const, "higher_is_better": False})
-
         for i in range(n):
-            add(i, 0, ORIGINAL, original[i], original[i])
-            for level, layer, maps in randomised:
-                add(i, level, layer, original[i], maps[i])
+            # every comparison of state i shares its original map: one call shares its work (ranks, HOG)
+            pairs = [(0, ORIGINAL, original[i])] + [(level, layer, maps[i]) for level, layer, maps in randomised]
             if self.reference_rows:
                 uni = state_rng(self.seed, ids[i], stream=2).random(original.shape[1:])
                 gau = state_rng(self.seed, ids[i], stream=3).standard_normal(original.shape[1:])
-                add(i, pd.NA, REFERENCE_LAYERS[0], original[i], uni)
-                add(i, pd.NA, REFERENCE_LAYERS[1], original[i], gau)
+                pairs += [(pd.NA, REFERENCE_LAYERS[0], uni), (pd.NA, REFERENCE_LAYERS[1], gau)]
+            values = similarities_to(original[i], [b for _, _, b in pairs], self.similarities, sign_invariant=self.sign_invariant)
+            const_a = is_constant(original[i])
+            for (level, layer, b), vals in zip(pairs, values):
+                const = const_a or is_constant(b)
+                n_const += const
+                for s, v in zip(self.similarities, vals):
+                    rows.append({"state": int(ids[i]), "level": level, "layer": layer, "measure": s, "value": float(v),
+                                 "target": int(tgt[i]) if tgt[i] >= 0 else pd.NA, "constant_map": const, "higher_is_better": False})
         if n_const:
             warnings.warn(f"{n_const} map comparisons involved a constant map; their similarities are NaN (constant_map=True)",
                           ConstantMapWarning, stacklevel=3)

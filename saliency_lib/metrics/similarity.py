@@ -52,6 +52,7 @@ __all__ = [
     "ssim_2d",
     "hog_pearson",
     "similarity",
+    "similarities_to",
 ]
 
 #: HOG settings of the paper (reference §5): 3×3-pixel cells, otherwise skimage defaults.
@@ -236,3 +237,88 @@ def similarity(name: str, a, b, *, sign_invariant: bool = True) -> float:
     if name not in SIMILARITIES:
         raise ValueError(f"unknown similarity {name!r}; valid similarities are: {', '.join(SIMILARITIES)}")
     return SIMILARITIES[name](a, b, sign_invariant=sign_invariant)
+
+
+def similarities_to(reference, others, measures, *, sign_invariant: bool = True) -> np.ndarray:
+    """Every measure of ``reference`` against each map of ``others``, sharing the work.
+
+    The values of ``similarity(m, reference, b)`` for every ``b`` in ``others`` and every
+    ``m`` in ``measures`` (up to float rounding), computed with what the pairs have in
+    common done once: the normalised reference, its ranks and its HOG descriptor, and each
+    other map's. Two identities of the sign inversion save the second evaluation where it
+    is exact: the ranks of ``1 − b`` are those of ``b`` reversed, so Spearman of ``(a, 1 − b)``
+    is minus that of ``(a, b)``; HOG's unsigned orientations give ``hog(1 − b) = hog(b)``.
+    SSIM has no such identity and is evaluated twice, with scikit-image. On 84×84 maps
+    (one thread) this costs about 20 ms per map against 70 ms per pair of the pairwise
+    functions, mostly scikit-image's HOG (14 ms per descriptor), now one per map.
+
+    Parameters
+    ----------
+    reference : array_like, shape (H, W)
+    others : sequence of array_like, each (H, W)
+    measures : sequence of str
+        Names in :data:`SIMILARITIES`.
+    sign_invariant : bool, optional
+        As in the pairwise functions.
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(others), len(measures))
+        ``NaN`` where either map is constant (no warning: the caller counts those).
+    """
+    from scipy.stats import rankdata
+    from skimage.feature import hog
+
+    measures = list(measures)
+    for m in measures:
+        if m not in SIMILARITIES:
+            raise ValueError(f"unknown similarity {m!r}; valid similarities are: {', '.join(SIMILARITIES)}")
+    a = _as_map(reference, "reference")
+    if "hog_pearson" in measures and min(a.shape) < 9:
+        raise ValueError(f"hog_pearson needs maps of at least 9×9 pixels (one 3×3-cell block of 3×3 pixels), got {a.shape}")
+    out = np.full((len(others), len(measures)), np.nan)
+    if is_constant(a):
+        for b in others:
+            _pair(a, b)  # still reject malformed maps
+        return out
+    an = normalise_map(a)
+    ra = hog_a = None
+    for j, b in enumerate(others):
+        a_, b = _pair(a, b)
+        if is_constant(b):
+            continue
+        bn = normalise_map(b)
+        for k, m in enumerate(measures):
+            if m == "spearman":
+                if ra is None:
+                    ra = _centred(rankdata(an.ravel()))
+                v = _pearson_centred(ra, _centred(rankdata(bn.ravel())))
+                out[j, k] = abs(v) if sign_invariant else v
+            elif m == "hog_pearson":
+                if hog_a is None:
+                    hog_a = hog(an, **HOG_PARAMS)
+                hb = hog(bn, **HOG_PARAMS)
+                out[j, k] = _hog_corr(hog_a, hb)
+            else:
+                fn = _ssim_1d if m == "ssim" else _ssim_2d
+                v = float(fn(an, bn))
+                if sign_invariant:
+                    v2 = float(fn(an, 1.0 - bn))
+                    v = v2 if np.isnan(v) else (v if np.isnan(v2) else max(v, v2))
+                out[j, k] = v
+    return out
+
+
+def _centred(x: np.ndarray) -> np.ndarray:
+    return x - x.mean()
+
+
+def _pearson_centred(x: np.ndarray, y: np.ndarray) -> float:
+    den = np.sqrt(np.dot(x, x) * np.dot(y, y))
+    return float(np.dot(x, y) / den) if den > 0 else float("nan")
+
+
+def _hog_corr(ha: np.ndarray, hb: np.ndarray) -> float:
+    if np.ptp(ha) == 0 or np.ptp(hb) == 0:
+        return float("nan")
+    return _pearson_centred(_centred(ha), _centred(hb))
