@@ -57,7 +57,7 @@ from saliency_book.ch3_sanity import (
     sweep_note,
     verdict_rules,
 )
-from saliency_book.ch3_figures import style_layer_groups, style_paper, style_verdicts
+from saliency_book.ch3_figures import style_layer_groups, style_verdicts
 
 cfg = SanityChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
                     results_dir=results_dir, executor=executor, threshold=threshold)
@@ -66,6 +66,17 @@ cfg
 # %% [markdown]
 # In the `tiny` profile, used by the test suite, the sweep explains very few states with
 # coarse parameters, and the numbers mean nothing.
+#
+# ## How much the states are worth
+#
+# The states are consecutive steps of one greedy game, and a map's similarity at one step
+# is close to its similarity at the next. Treating them as independent samples would give
+# confidence intervals that are far too narrow. Every interval in this chapter therefore
+# resamples *blocks* of consecutive states (the moving-block bootstrap, with the block
+# length chosen from the measured autocorrelation; `saliency_lib.metrics.dependence`), and
+# every table gives the **effective sample size** (ESS) beside the number of states: how
+# many independent states the trajectory is worth. No verdict is printed from fewer than
+# 50 states (`saliency_book.evidence.MIN_STATES`); below that a row says "too few states".
 #
 # ## The test
 #
@@ -138,7 +149,7 @@ versions_note(cfg.profile, cfg.game, results_dir=cfg.results_dir)
 # The first figure shows, for every method, how similar the map of each partly
 # randomised DQN agent is to the trained agent's map.
 
-# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the study's DQN agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-dqn"}}
+# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the study's DQN agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % moving-block bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-dqn"}}
 res.curves("dqn")
 
 # %% [markdown]
@@ -151,7 +162,7 @@ res.curves("dqn")
 # The same test on the Mask-A3C agent, which adds its own attention masks to the
 # methods.
 
-# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the official Mask-A3C agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-mask-a3c"}}
+# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the official Mask-A3C agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % moving-block bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-mask-a3c"}}
 res.curves("mask_a3c")
 
 # %% [markdown]
@@ -183,7 +194,7 @@ res.curves("mask_a3c")
 # The figure puts the two variants side by side for every agent. The shaded column is the
 # level at which only the output layer (DQN) or the heads (Mask-A3C) are random.
 
-# %% mystnb={"figure": {"caption": "NS original against NS chosen action under cascading randomisation, one row per available agent (the study's DQN agent and/or the official Mask-A3C agent), one panel per measure. Lines: mean over the states; bands: 95 % bootstrap confidence intervals; shaded column: only the output layer or heads randomised.", "name": "fig-sanity-ns-curves"}}
+# %% mystnb={"figure": {"caption": "NS original against NS chosen action under cascading randomisation, one row per available agent (the study's DQN agent and/or the official Mask-A3C agent), one panel per measure. Lines: mean over the states; bands: 95 % moving-block bootstrap confidence intervals; shaded column: only the output layer or heads randomised.", "name": "fig-sanity-ns-curves"}}
 res.ns_curves()
 
 # %% [markdown]
@@ -215,28 +226,61 @@ res.example("mask_a3c")
 # can therefore have a high ρ although their brightest spots differ, which is why the
 # figure with the curves also shows SSIM and HOG.
 #
-# ## Huber et al.'s numbers beside ours
+# ## Huber et al.'s numbers beside ours, per game
 #
-# The reference notes do not reproduce the paper's sanity-check figures (mean and 99 %
-# confidence interval per layer, pooled over four games). They do list the per-state
-# similarities that Huber et al.'s result files hold for their Ms. Pac-Man DQN agent after
-# randomising only the output layer, for the first ≈ 33 states (reference notes §5). The
-# table puts these ranges beside ours at the same level (output layer, or heads for
-# Mask-A3C).
+# Huber et al.'s result files hold, for each of their four games, the similarity of every
+# method's map after each level of the cascade. The project's extract of them
+# (`data/reference/huber2021/`, with its README) covers about 100 early and 33 late states
+# of each game. Their DQN agents and ours randomise the same five layer groups in the same
+# order, so the levels compare one to one; the Mask-A3C agent has other layers and is left
+# out. The tables give, for every game, the paper's mean Spearman similarity with only the
+# output layer random and with every layer random, beside our DQN agent's mean with its
+# 95 % block-bootstrap CI, the number of states, their effective number and a verdict:
+# **consistent** when the paper's mean lies inside our interval, **differs** when it does
+# not, **too few states** below 50 states, **not yet run** for a game the study has not
+# reached. Our results are read from the store; nothing is computed here.
 
 # %%
-caption = ("Similarity after randomising only the output layer (Mask-A3C: the heads). Huber et al.: min–max over "
-           "≈ 33 Ms. Pac-Man states of their DQN agent (reference notes §5). Ours: min–max over the states "
-           "and mean [95 % bootstrap CI], on this chapter's game.")
-style_paper(res.paper(), caption)
+from IPython.display import display
+
+from saliency_book.ch3_paper import (
+    per_game,
+    per_game_sentence,
+    pooled,
+    precedent_sentence,
+    sanity_rows,
+    style_per_game,
+    style_pooled,
+)
+from saliency_book.paper import GAME_ORDER
+
+rows = sanity_rows(cfg)
+games_table = per_game(rows, seed=cfg.seed)
+for g in GAME_ORDER:
+    display(style_per_game(games_table, g))
 
 # %% [markdown]
-# The comparison is loose: a different game and agent, far fewer states on our side, and
-# a range over states grows with their number. It can still show whether NS original
-# keeps a high similarity while the chosen-action variant drops, as Huber et al. found.
-# Their overall conclusion (abstract; reference notes §7): every method except the
-# original Noise Sensitivity depends on the learned parameters, and Noise Sensitivity
-# needs the chosen-action score to depend on the output layer.
+# Counted per game:
+
+# %%
+per_game_sentence(games_table)
+
+# %% [markdown]
+# Huber et al.'s figures pool the states of their four games and draw the mean with a 99 %
+# confidence interval. The next table does the same over the games we have run, with an
+# interval that resamples blocks within each game and then combines them (so no block
+# straddles two games), beside the paper's mean over the same games.
+
+# %%
+style_pooled(pooled(rows, seed=cfg.seed))
+
+# %% [markdown]
+# The extract's states are partial (two stretches of 997), and the paper's means are
+# themselves estimates from correlated states of other agents: "differs" says that our
+# agent's mean is not theirs, not that either is wrong. Huber et al.'s overall conclusion
+# (abstract; reference notes §7): every method except the original Noise Sensitivity
+# depends on the learned parameters, and Noise Sensitivity needs the chosen-action score to
+# depend on the output layer.
 #
 # ## Verdicts
 #
@@ -262,9 +306,10 @@ verdict_rules(cfg.threshold)
 
 # %%
 verdicts = res.verdicts()
-caption = ("Similarity to the trained agent's map once every layer is randomised: mean [95 % bootstrap CI] over "
-           "the states. Verdict on the Spearman CI against the threshold τ of the configuration above. "
-           "'Spearman, random map': the original map against a uniform-random map.")
+caption = ("Similarity to the trained agent's map once every layer is randomised: mean [95 % moving-block bootstrap "
+           "CI] over the states, with their effective sample size (ESS). Verdict on the Spearman CI against the "
+           "threshold τ of the configuration above; none below 50 states. 'Spearman, random map': the original map "
+           "against a uniform-random map.")
 style_verdicts(verdicts, res.labels(), caption)
 
 # %% [markdown]
@@ -274,6 +319,13 @@ style_verdicts(verdicts, res.labels(), caption)
 
 # %%
 res.discussion(verdicts)
+
+# %% [markdown]
+# Where a map stays similar once every layer is random, Huber et al.'s own numbers may
+# already show it; the next paragraph, generated from both, says where they do:
+
+# %%
+precedent_sentence(verdicts, res.agents["dqn"], cfg.game, threshold=cfg.threshold)
 
 # %% [markdown]
 # Three limits apply to every verdict here. First, outside the full profile the sweep
@@ -299,7 +351,7 @@ res.discussion(verdicts)
 # on most pixels, and ρ is high because of the block alone. A plateau at the bottom of one
 # map and halfway up the other adds nothing.
 #
-# The next table recomputes, for the first five states of the sweep, the maps of the
+# The next table recomputes, for the first states of the sweep, the maps of the
 # trained agent and of the fully randomised agent (the sweep's models and parameters). For
 # each map it finds its largest tie (the pixels at its most frequent value) and where that
 # value sits among the other pixels. It then splits the similarity: over all pixels (the
@@ -308,9 +360,18 @@ res.discussion(verdicts)
 # elsewhere.
 
 # %%
-from saliency_book.ch3_tied_blocks import style_tied_blocks, tied_block_sentence, tied_block_summary, tied_blocks
+from saliency_book.ch3_tied_blocks import (
+    style_tied_block_test,
+    style_tied_blocks,
+    tied_block_sentence,
+    tied_block_summary,
+    tied_block_test,
+    tied_blocks,
+)
 
-blocks = {kind: tied_block_summary(tied_blocks(cfg, who)) for kind, who in res.agents.items()}
+tied = {kind: tied_blocks(cfg, who) for kind, who in res.agents.items()}
+blocks = {kind: tied_block_summary(t) for kind, t in tied.items()}
+tests = {kind: tied_block_test(t, threshold=cfg.threshold, seed=cfg.seed, game=cfg.game) for kind, t in tied.items()}
 caption = ("{}: share of the pixels in the largest tie of the trained map, of the fully randomised map and of "
            "both; share of each map's other pixels below its tied value; and the Spearman similarity of the "
            "two maps over all pixels, outside the shared block, and of the block alone. Mean over the first "
@@ -321,7 +382,7 @@ style_tied_blocks(blocks["dqn"], caption.format("The study's DQN agent"))
 # Formatted from the table:
 
 # %%
-tied_block_sentence(blocks["dqn"], res.title("dqn"), threshold=cfg.threshold)
+tied_block_sentence(blocks["dqn"], res.title("dqn"), test=tests["dqn"], threshold=cfg.threshold)
 
 # %% [markdown]
 # The same split for the Mask-A3C agent, whose input is standardised by a running mean
@@ -331,7 +392,23 @@ tied_block_sentence(blocks["dqn"], res.title("dqn"), threshold=cfg.threshold)
 style_tied_blocks(blocks["mask_a3c"], caption.format("The official Mask-A3C agent"))
 
 # %%
-tied_block_sentence(blocks["mask_a3c"], res.title("mask_a3c"), threshold=cfg.threshold)
+tied_block_sentence(blocks["mask_a3c"], res.title("mask_a3c"), test=tests["mask_a3c"], threshold=cfg.threshold)
+
+# %% [markdown]
+# The claim "this method fails because of the black screen, not because of the weights" is
+# tested the same way for every method, with a rule fixed before looking at the numbers
+# (`saliency_book.ch3_tied_blocks.tied_block_test`). It holds for a method only when, over
+# at least 50 states, (1) the block-bootstrap CI of its similarity over all pixels lies at
+# or above τ, (2) the CI outside the shared block lies below τ, and (3) the paired
+# difference of the two has a CI above zero. The generated sentences above make the claim
+# only where the test finds it.
+
+# %%
+caption = ("{}, {}: the test of the black-screen claim per method: Spearman similarity after full randomisation "
+           "over all pixels and outside the shared tied block, and their paired difference, each mean [95 % "
+           "moving-block bootstrap CI], with the states and the effective sample size of the differences.")
+display(style_tied_block_test(tests["dqn"], caption.format("The study's DQN agent", cfg.game)))
+display(style_tied_block_test(tests["mask_a3c"], caption.format("The official Mask-A3C agent", cfg.game)))
 
 # %% [markdown]
 # {cite:t}`adebayo2018sanity` noted that maps which multiply by the input, such as
@@ -349,4 +426,7 @@ tied_block_sentence(blocks["mask_a3c"], res.title("mask_a3c"), threshold=cfg.thr
 # * The curves and the verdict table show which methods depend on the learned
 #   parameters, for the study's DQN agent and the official Mask-A3C agent.
 # * Noise Sensitivity's original score is compared with Huber et al.'s chosen-action fix,
-#   in curves, in an example state and beside the paper's own numbers.
+#   in curves and in an example state.
+# * Per game, the paper's similarities stand beside ours with block-bootstrap CIs, the
+#   effective sample size and a verdict, and pooled over the games as the paper pools them.
+#   No verdict rests on fewer than 50 states.

@@ -43,7 +43,7 @@ seed = 0  # seed of the sweep and of the bootstrap
 device = "cpu"  # torch device of the illustration
 results_dir = "data/results"  # stored results, relative to the repository
 executor = "local"  # runs missing sweep units: "local", "processes" or "ray"
-alpha = 0.05  # family-wise level of the Holm-corrected Wilcoxon tests
+alpha = 0.05  # family-wise level of the Holm-corrected paired block-bootstrap tests
 
 # %% [markdown]
 # With `agent=None` the chapter explains the study's agents of the game: the DQN agent once
@@ -90,6 +90,13 @@ cfg
 # In the `tiny` profile, used by the test suite, the sweep explains very few states with
 # coarse parameters, and the numbers mean nothing.
 #
+# The explained states are consecutive steps of one greedy game, so neighbouring states
+# have similar AUCs. Every confidence interval and paired test below resamples blocks of
+# consecutive states (the moving-block bootstrap, `saliency_lib.metrics.dependence`), the
+# tables give the effective sample size (ESS) beside the number of states, and no verdict
+# or significant difference is printed from fewer than 50 states
+# (`saliency_book.evidence.MIN_STATES`).
+#
 # ## The metric
 #
 # The procedure follows Huber et al.'s code (reference notes §6). For a state $x$ and a
@@ -112,7 +119,8 @@ cfg
 #   prefers its action.
 #
 # The Mask-A3C agent has no Q-values. In the same two roles we use its **state value** $V_t$
-# and the **policy probability** $\pi_t(a)$ of its action. The area under a curve (AUC) is the
+# and the **policy probability** $\pi_t(a)$ of its action (V turns out to be a degenerate
+# measure here; a section below shows why, and no map is ranked on it). The area under a curve (AUC) is the
 # plain mean of its $T + 1$ values, as in the paper. Insertion AUCs are better when higher,
 # deletion AUCs when lower. A **random map** (uniform noise) is the chance baseline.
 
@@ -157,36 +165,39 @@ degradation_figure(cfg, dqn or mask_a3c)
 # ## Insertion curves
 #
 # Each panel shows the mean curve of every method over the explained states with a 95 %
-# bootstrap band (states resampled as whole curves). The dashed black line is the random
+# moving-block bootstrap band (states resampled as whole curves, in blocks of consecutive
+# states). The dashed black line is the random
 # map. A faithful method rises above it early. First the DQN agent:
 
-# %% mystnb={"figure": {"caption": "Insertion curves of the study's DQN agent: mean over the explained states and 95 % bootstrap band, per substrate (columns) and measure (rows); dashed black: random map.", "name": "fig-degradation-insertion-dqn"}}
+# %% mystnb={"figure": {"caption": "Insertion curves of the study's DQN agent: mean over the explained states and 95 % moving-block bootstrap band, per substrate (columns) and measure (rows); dashed black: random map.", "name": "fig-degradation-insertion-dqn"}}
 curves_figure(results, "dqn", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
 
 # %% [markdown]
 # Then the official Mask-A3C agent, with the state value and the policy probability:
 
-# %% mystnb={"figure": {"caption": "Insertion curves of the official Mask-A3C agent: mean over the explained states and 95 % bootstrap band, per substrate (columns) and measure (rows: state value V, policy probability of the action); dashed black: random map.", "name": "fig-degradation-insertion-mask-a3c"}}
+# %% mystnb={"figure": {"caption": "Insertion curves of the official Mask-A3C agent: mean over the explained states and 95 % moving-block bootstrap band, per substrate (columns) and measure (rows: state value V, policy probability of the action); dashed black: random map.", "name": "fig-degradation-insertion-mask-a3c"}}
 curves_figure(results, "mask_a3c", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples,
               seed=cfg.seed)
 
 # %% [markdown]
 # A curve need not rise monotonically: a half-revealed state can look more promising to
 # the agent than the state itself, and the Q-ratio and the value can overshoot their clean
-# level. The AUC then rewards maps that reveal such pixels first.
+# level. The AUC then rewards maps that reveal such pixels first. For the state value V
+# this goes so far that the measure is useless for ranking maps; the section on the state
+# value below shows why.
 #
 # ## Deletion curves
 #
 # Deletion runs the same paths backwards: the most salient pixels are destroyed first, so
 # a faithful method makes the curve fall early, below the random map.
 
-# %% mystnb={"figure": {"caption": "Deletion curves of the study's DQN agent: mean over the explained states and 95 % bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-dqn"}}
+# %% mystnb={"figure": {"caption": "Deletion curves of the study's DQN agent: mean over the explained states and 95 % moving-block bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-dqn"}}
 curves_figure(results, "dqn", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
 
 # %% [markdown]
 # And for the official Mask-A3C agent:
 
-# %% mystnb={"figure": {"caption": "Deletion curves of the official Mask-A3C agent: mean over the explained states and 95 % bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-mask-a3c"}}
+# %% mystnb={"figure": {"caption": "Deletion curves of the official Mask-A3C agent: mean over the explained states and 95 % moving-block bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-mask-a3c"}}
 curves_figure(results, "mask_a3c", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples,
               seed=cfg.seed)
 
@@ -202,7 +213,8 @@ curves_figure(results, "mask_a3c", "deletion", confidence=cfg.confidence, n_resa
 # agents as further rows, bold marking our best non-random method the same way. Our methods
 # that the paper did not run are extra columns; the paper's LIME variants that the study
 # does not run are NA in our rows. The Mask-A3C rows show the measure in the same role
-# (named in the row), on another scale.
+# (named in the row), on another scale; its state value V has no row (see the section on
+# the state value).
 
 # %%
 summary = auc_summary(results, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
@@ -252,13 +264,52 @@ style_our_aucs(our_auc_table(summary, "mask_a3c"),
                "non-random method (insertion: highest, deletion: lowest).")
 
 # %% [markdown]
+# ## The state value V is degenerate
+#
+# Insertion and deletion assume that the substrate takes away what the measure follows:
+# the curve should run from the measure's level on the substrate to its level on the clean
+# state, and a faithful map makes it get there early (insertion) or leave early
+# (deletion). The next table checks this for every measure and substrate from the stored
+# curves: the mean of the measure on the clean state and on the substrate, their gap
+# relative to the largest swing of a method's mean curve along the path, the highest point
+# of a mean curve relative to the clean value, and where the random map ranks. The rule,
+# fixed before looking: a measure is **degenerate** on a substrate when the random map has
+# the best insertion AUC *and* the worst deletion AUC, that is, when the metric rewards
+# disturbing the image rather than the order of the map.
+
+# %%
+from saliency_book.ch4_paper import degeneracy_sentence, mean_curve_table, measure_degeneracy, style_degeneracy
+
+degeneracy = measure_degeneracy(results, mean_curve_table(cfg, results))
+style_degeneracy(degeneracy, "Does the substrate move the measure? Mean on the clean state and on the substrate, their "
+                             "gap over the largest swing of a mean curve, the highest point of a mean curve over the "
+                             "clean value, and the random map's rank by mean AUC (1 = best) under insertion and "
+                             "deletion; bold: degenerate.")
+
+# %% [markdown]
+# Formatted from the table:
+
+# %%
+degeneracy_sentence(degeneracy)
+
+# %% [markdown]
+# The Mask-A3C agent's "black" substrate is the running mean of its standardised input, an
+# average grey screen, and to the value head that screen looks about as promising as the
+# real one. Half-revealed screens look far more promising. V therefore stays out of every
+# ranking, every bold "best method" and the comparison with the paper; its curves and AUCs
+# above are shown for what they are. The policy probability, the Mask-A3C agent's measure
+# in the action role, is not affected.
+#
 # ## Rankings and significance
 #
 # A difference of means says little with few states and large spreads. For each agent,
 # experiment, substrate and measure we therefore rank the methods by their mean AUC and
-# compare every pair on the same states with a paired Wilcoxon signed-rank test
-# {cite}`wilcoxon1945individual`, Holm-corrected over all pairs of the setting
-# {cite}`holm1979simple` (`saliency_lib.metrics.ranking_table`).
+# compare every pair on the same states with a paired moving-block bootstrap test, which
+# resamples the same blocks of consecutive states for both methods, Holm-corrected over
+# all pairs of the setting {cite}`holm1979simple` (`saliency_lib.metrics.ranking_table`).
+# A Wilcoxon signed-rank test {cite}`wilcoxon1945individual` would treat the states as
+# independent and find differences that the trajectory does not support. Below 50 states
+# no difference is called significant.
 
 # %%
 ranks = rankings(results, alpha=cfg.alpha, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
@@ -294,14 +345,18 @@ style_rankings(ranks, "mask_a3c", "deletion",
 # %% [markdown]
 # The full ranking of the paper's first setting, black insertion with the value measure,
 # lists the confidence intervals and every significant difference; rows with one are bold.
+# The Mask-A3C agent's value measure is V, which is not ranked, so its detail uses the
+# action measure, the policy probability.
 
 # %%
 style_ranking_detail(ranking_detail(ranks, "dqn"),
-                     "ranking with 95 % bootstrap CIs and the significant differences (Holm-corrected paired Wilcoxon).")
+                     "ranking with 95 % moving-block bootstrap CIs and the significant differences (Holm-corrected "
+                     "paired block-bootstrap tests).")
 
 # %%
-style_ranking_detail(ranking_detail(ranks, "mask_a3c"),
-                     "ranking with 95 % bootstrap CIs and the significant differences (Holm-corrected paired Wilcoxon).")
+style_ranking_detail(ranking_detail(ranks, "mask_a3c", role="action"),
+                     "ranking with 95 % moving-block bootstrap CIs and the significant differences (Holm-corrected "
+                     "paired block-bootstrap tests).")
 
 # %% [markdown]
 # ## The two factors
@@ -358,6 +413,53 @@ style_agreement(agreement, "Rank agreement between Huber et al.'s and our insert
 
 # %%
 comparison_summary(agreement, cfg.game)
+
+# %% [markdown]
+# Where our random map comes first, the paper's own table may already have it first; the
+# next sentence, generated from both, says so:
+
+# %%
+from saliency_book.ch4_paper import random_map_precedent
+
+random_map_precedent(summary, cfg.game)
+
+# %% [markdown]
+# ## Per game: the paper's AUCs beside ours
+#
+# Rank agreement compares orders. The next tables compare the values themselves, for
+# every game of the paper: the paper's mean insertion AUC over 997 states beside our DQN
+# agent's mean, with its 95 % moving-block bootstrap CI, the number of states and their
+# effective number (ESS), and a verdict: **consistent** when the paper's mean lies inside
+# our interval, **differs** when it does not, **too few states** below 50 states, and
+# **not yet run** for a game the study has not reached. The paper's numbers come from the
+# committed extract of its result files (`data/reference/huber2021/`); ours are read from
+# the store, and nothing is computed here. Only the DQN agent is compared: its measures are
+# the paper's own, while the Mask-A3C agent's are analogues on another scale.
+
+# %%
+from IPython.display import display
+
+from saliency_book.ch4_paper import insertion_aucs, per_game, per_game_sentence, pooled, style_per_game, style_pooled
+from saliency_book.paper import GAME_ORDER
+
+aucs = insertion_aucs(cfg)
+games_table = per_game(aucs, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+for g in GAME_ORDER:
+    display(style_per_game(games_table, g, confidence=cfg.confidence))
+
+# %% [markdown]
+# Counted per game:
+
+# %%
+per_game_sentence(games_table)
+
+# %% [markdown]
+# Pooled over the games we have run, every state counting once as in the paper's pooled
+# figures, with a 99 % interval from blocks resampled within each game and then combined,
+# beside the paper's mean over the same games:
+
+# %%
+style_pooled(pooled(aucs, n_resamples=cfg.n_resamples, seed=cfg.seed))
 
 # %% [markdown]
 # For the DQN agent the measures are the paper's own, so agreement means that the paper's
@@ -427,8 +529,13 @@ stream_sentence(both, cfg.game)
 # * Insertion and deletion score a saliency map by how fast the agent's output recovers
 #   (insertion) or collapses (deletion) when pixels are revealed or destroyed in the map's
 #   order. The substrate that stands in for missing pixels is a choice: black, noise or blur.
-# * The tables put Huber et al.'s insertion AUCs beside ours in their layout; the rankings
-#   say which differences are significant after the Holm correction.
+# * The tables put Huber et al.'s insertion AUCs beside ours in their layout and, per game,
+#   with our block-bootstrap CIs, the effective sample size and a verdict; the rankings
+#   say which differences are significant after the Holm correction, and none is called
+#   significant below 50 states.
+# * The state value V of the Mask-A3C agents is degenerate as an insertion/deletion
+#   measure: the substrate leaves it at its clean level, and the random map scores best on
+#   insertion and worst on deletion. No map is ranked on it.
 # * The sentences above, computed from the numbers, say whether the best method depends on
 #   what is explained (value or action) and on the substrate, in the paper and here, and how
 #   far the paper's method order carries over to the study's agents.

@@ -87,10 +87,11 @@ def pooled(rows: pd.DataFrame, *, measure: str = "spearman", levels: Sequence[in
                           seed=seed).sort_values(["level", "method"], kind="stable").reset_index(drop=True)
 
 
-def _labels() -> dict:
-    return {"columns": {"method": "Method", "level": "Randomised"}, "level": _LEVEL_NAMES,
-            "method": {m: method_label(m) for m in ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa",
-                                                    "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")}}
+_LABELS = {"columns": {"method": "Method", "level": "Randomised"}, "level": _LEVEL_NAMES}
+
+
+def _named(table: pd.DataFrame) -> pd.DataFrame:
+    return table.assign(method=table["method"].map(method_label))
 
 
 def style_per_game(table: pd.DataFrame, game: str, *, measure: str = "spearman"):
@@ -105,7 +106,7 @@ def style_per_game(table: pd.DataFrame, game: str, *, measure: str = "spearman")
                    f"of their DQN agent) beside our DQN agent's with its {int(CONFIDENCE * 100)} % moving-block "
                    f"bootstrap CI, the states and their effective number (ESS). Verdict: consistent when the paper's "
                    f"mean lies in our CI; a verdict needs {MIN_STATES} states.")
-    return style_comparison(t, _labels(), caption)
+    return style_comparison(_named(t), _LABELS, caption)
 
 
 def style_pooled(table: pd.DataFrame, *, measure: str = "spearman"):
@@ -116,7 +117,7 @@ def style_pooled(table: pd.DataFrame, *, measure: str = "spearman"):
     caption = (f"{MEASURE_LABELS[measure]} pooled over the games we have run ({games}), every state counting once as "
                "in Huber et al.'s figures: their mean over the same games beside ours with a 99 % CI (moving blocks "
                "within each game, then combined), states and ESS.")
-    return style_comparison(table, _labels(), caption)
+    return style_comparison(_named(table), _LABELS, caption)
 
 
 def per_game_sentence(table: pd.DataFrame):

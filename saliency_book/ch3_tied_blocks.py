@@ -305,8 +305,8 @@ def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, test: pd.Da
     if len(few):
         k = int(t.loc[few["method"], "n"].max())
         game = t["game"].dropna().iloc[0] if t["game"].notna().any() else None
-        text += (f" Whether the block, and not the weights, carries the similarity of {method_names(few['method'])} "
-                 f"is {too_few(k)}{f' ({game})' if game else ''}: the test needs {MIN_STATES} states.")
+        text += (f" On whether the block, and not the weights, carries the similarity of {method_names(few['method'])}, "
+                 f"these are {too_few(k)} ({f'{game}; ' if game else ''}the test needs {MIN_STATES} states).")
     carried = blocked[verdict == CARRIED]
     for r in carried.itertuples():
         x = t.loc[r.method]

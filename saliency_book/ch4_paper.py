@@ -5,9 +5,12 @@
 * :func:`per_game`, :func:`pooled`: the paper's mean AUC beside ours per game (block-bootstrap
   CI, n, effective sample size, verdict) and pooled over the games (99 % CI, as the paper).
 * :func:`per_game_sentence`: the verdicts counted per game, in words.
-* :func:`measure_degeneracy`, :func:`style_degeneracy`, :func:`degeneracy_sentence`: whether a
-  measure's substrate moves it, read off the stored curves; the check behind
+* :func:`mean_curve_table`, :func:`measure_degeneracy`, :func:`style_degeneracy`,
+  :func:`degeneracy_sentence`: whether a measure's substrate moves it, read off the stored
+  mean curves; the check behind
   :data:`saliency_book.evidence.DEGENERATE_MEASURES`.
+* :func:`random_map_precedent`: where our random map comes first, whether the paper's table
+  for the game already has it first.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from saliency_book.paper import (
 )
 
 __all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "style_per_game", "style_pooled",
-           "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "KEYS"]
+           "mean_curve_table", "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "random_map_precedent",
+           "KEYS", "CURVE_COLUMNS"]
 
 KEYS = ("substrate", "measure", "method")
 """The columns of one insertion setting of the paper's tables."""
@@ -134,24 +138,55 @@ def _clean_and_substrate(curves: pd.DataFrame, experiment: str) -> tuple[float, 
     return (float(ends[last]), float(ends[first])) if experiment == "insertion" else (float(ends[first]), float(ends[last]))
 
 
-@notes_pass
-def measure_degeneracy(results: pd.DataFrame) -> pd.DataFrame | Note:
-    """Does the substrate move the measure? One row per agent, substrate and measure, from the stored curves.
+CURVE_COLUMNS = ("experiment", "agent", "method", "substrate", "measure", "step", "mean")
+"""The columns :func:`measure_degeneracy` reads of a mean-curve table."""
 
-    The pre-stated rule: a measure is **degenerate** on a substrate when the random map has the
-    best mean AUC of all methods under insertion *and* the worst under deletion. Insertion and
-    deletion reward a map for moving the measure from its substrate level to its clean level
-    early (or late); a map that scores best both when it reveals and when it destroys pixels
-    is rewarded for disturbing the image, not for its order. The columns beside say why:
 
-    * ``clean``, ``substrate``: mean of the measure on the clean state and on the substrate;
+def mean_curve_table(cfg: DegradationChapter, results: pd.DataFrame | Note) -> pd.DataFrame | Note:
+    """Mean insertion/deletion curves (over the states) of the chapter's agents: :data:`CURVE_COLUMNS`.
+
+    From the per-state curve rows of ``results`` where it holds them; otherwise from the store's
+    pooled mean curves (:func:`saliency_lib.experiments.store.mean_curves`) of the chapter's
+    stored units. Raw outputs (``q[0]``, ``logits[1]``) are left out. Computes nothing.
+    """
+    if isinstance(results, Note):
+        return results
+    rows = results[results["step"].notna() & results["experiment"].isin(["insertion", "deletion"])]
+    if len(rows):
+        t = rows.groupby(list(CURVE_COLUMNS[:-1]), observed=True)["value"].mean().rename("mean").reset_index()
+    else:
+        try:
+            from saliency_lib.experiments.store import mean_curves
+        except ImportError:
+            return Note("The results hold no curves, and the store keeps no mean curves.", title="No curves")
+        from saliency_book.paper import stored_units
+
+        units = stored_units(cfg.profile, [cfg.game], experiments=("insertion", "deletion"), preset=None,
+                             agents=list(dict.fromkeys(results["agent"])), seed=cfg.seed, results_dir=cfg.results_dir)
+        t = mean_curves(units, results_dir=cfg.results_dir) if units else pd.DataFrame(columns=list(CURVE_COLUMNS))
+    t = t[~t["measure"].astype(str).str.contains("[", regex=False)]
+    return t[list(CURVE_COLUMNS)].reset_index(drop=True)
+
+
+def measure_degeneracy(results: pd.DataFrame | Note, curves: pd.DataFrame | Note) -> pd.DataFrame | Note:
+    """Does the substrate move the measure? One row per agent, substrate and measure.
+
+    ``results`` gives the per-state AUCs (``<measure>_auc`` rows), ``curves`` the mean curves
+    (:func:`mean_curve_table`). The pre-stated rule: a measure is **degenerate** on a substrate
+    when the random map has the best mean AUC of all methods under insertion *and* the worst
+    under deletion. Insertion and deletion reward a map for moving the measure from its
+    substrate level to its clean level early (or late); a map that scores best both when it
+    reveals and when it destroys pixels is rewarded for disturbing the image, not for its
+    order. The columns beside say why:
+
+    * ``clean``, ``substrate_value``: mean of the measure on the clean state and on the substrate;
     * ``gap_share``: ``|clean − substrate|`` over the largest swing of a method's mean curve
       along the path (near 0: the substrate leaves the measure where it was);
     * ``peak``: the largest value of a mean curve, over ``|clean|`` (how far half-revealed
       inputs overshoot);
     * ``random_insertion``, ``random_deletion``: the random map's rank by mean AUC (1: best;
       insertion: highest, deletion: lowest), of ``methods``;
-    * ``n``: states.
+    * ``n``: states (of the AUCs).
 
     Returns
     -------
@@ -159,28 +194,26 @@ def measure_degeneracy(results: pd.DataFrame) -> pd.DataFrame | Note:
         Columns ``agent, substrate, measure, n, clean, substrate_value, gap_share, peak,
         random_insertion, random_deletion, methods, degenerate``.
     """
-    t = results[results["step"].notna() & results["experiment"].isin(["insertion", "deletion"])]
-    t = t[~t["measure"].str.contains(r"\[", regex=True)]  # raw outputs (q[0], logits[1]) are not measures
+    for x in (results, curves):
+        if isinstance(x, Note):
+            return x
     aucs = results[results["step"].isna() & results["measure"].str.endswith("_auc")]
     rows = []
-    for (agent, sub, meas), g in t.groupby(["agent", "substrate", "measure"], sort=False):
-        states = aucs.loc[(aucs["agent"] == agent) & (aucs["substrate"] == sub) & (aucs["measure"] == f"{meas}_auc"),
-                          "state"]
-        # per-state AUCs are stored state by state even where only mean curves are kept
-        row = {"agent": agent, "substrate": sub, "measure": meas, "n": int(states.nunique() or g["state"].nunique())}
+    for (agent, sub, meas), g in curves.groupby(["agent", "substrate", "measure"], sort=False):
+        mine = aucs[(aucs["agent"] == agent) & (aucs["substrate"] == sub) & (aucs["measure"] == f"{meas}_auc")]
+        row = {"agent": agent, "substrate": sub, "measure": meas, "n": int(mine["state"].nunique())}
         swing = peak = 0.0
         for exp in ("insertion", "deletion"):
             e = g[g["experiment"] == exp]
             if e.empty:
                 continue
-            curves = e.pivot_table(index="method", columns="step", values="value", aggfunc="mean")  # mean over states
-            clean, substrate = _clean_and_substrate(curves, exp)
+            wide = e.pivot_table(index="method", columns="step", values="mean", aggfunc="mean")
+            clean, substrate = _clean_and_substrate(wide, exp)
             row.setdefault("clean", clean)
             row.setdefault("substrate_value", substrate)
-            swing = max(swing, float((curves.max(axis=1) - curves.min(axis=1)).max()))
-            peak = max(peak, float(curves.max(axis=1).max()))
-            a = aucs[(aucs["agent"] == agent) & (aucs["substrate"] == sub) & (aucs["experiment"] == exp)
-                     & (aucs["measure"] == f"{meas}_auc")].groupby("method")["value"].mean()
+            swing = max(swing, float((wide.max(axis=1) - wide.min(axis=1)).max()))
+            peak = max(peak, float(wide.max(axis=1).max()))
+            a = mine[mine["experiment"] == exp].groupby("method")["value"].mean()
             if "random" in a.index:
                 ranks = a.rank(ascending=exp == "deletion", method="min")
                 row[f"random_{exp}"], row["methods"] = int(ranks["random"]), len(a)
@@ -232,7 +265,7 @@ def degeneracy_sentence(table: pd.DataFrame):
                     f"({join_words(list(flagged['substrate']))}): the random map has the best insertion AUC and the "
                     f"worst deletion AUC. On the {r['substrate']} substrate its mean is {r['substrate_value']:.2f}, "
                     f"against {r['clean']:.2f} on the clean state, while the mean curves climb to {r['peak']:.1f} times "
-                    "the clean value half-way along the path.")
+                    "the clean value along the path.")
         elif meas in DEGENERATE_MEASURES:
             text = f"The {measure_label(meas)} ({agents}) is not flagged on any of the {len(g)} substrates here."
         else:
@@ -254,3 +287,47 @@ def degeneracy_sentence(table: pd.DataFrame):
         return Markdown("No measure is degenerate on any substrate here: the random map never has both the best "
                         "insertion and the worst deletion AUC.")
     return Markdown("\n\n".join(out))
+
+
+# -- what the paper's own tables already show -------------------------------------------------------
+
+@notes_pass
+def random_map_precedent(summary: pd.DataFrame, game: str):
+    """Where our random map has the best mean insertion AUC, whether Huber et al.'s table for ``game`` shows the same.
+
+    Only the paper's settings (black and random insertion, Q-ratio and advantage) of agents
+    whose measures are the paper's; ``summary`` is :func:`~saliency_book.ch4_degradation.auc_summary`.
+    The comparison is over the methods both studies ran. Returns Markdown.
+    """
+    from IPython.display import Markdown
+
+    if game not in GAME_LABELS:
+        return Note(f"Huber et al. did not run {game}.", title="Not in the paper")
+    p = _paper()
+    p = p[p["game"] == game]
+    s = summary[(summary["experiment"] == "insertion") & summary["substrate"].isin(PAPER_SUBSTRATES)
+                & summary["measure"].isin(["q_ratio", "advantage"]) & summary["method"].isin(PAPER_METHODS)]
+    ours, theirs, only_ours = [], [], []
+    for (_, sub, meas), g in s.groupby(["agent", "substrate", "measure"], sort=False):
+        q = p[(p["substrate"] == sub) & (p["measure"] == meas) & p["method"].isin(g["method"])].set_index("method")
+        mine = g.set_index("method")["mean"].reindex(q.index)
+        setting = f"{sub} insertion with the {measure_label(meas)}"
+        if q.empty or "random" not in q.index:
+            continue
+        if q["mean"].idxmax() == "random":
+            theirs.append(setting)
+        if mine.idxmax() == "random":
+            (ours if q["mean"].idxmax() == "random" else only_ours).append(f"{setting} ({int(g['n'].max())} states)")
+    label = GAME_LABELS[game]
+    text = []
+    if ours:
+        text.append(f"Our random map has the best mean insertion AUC of the common methods in {join_words(ours)}; "
+                    f"Huber et al.'s own {label} table shows the same there, so this is their finding too, not a new one.")
+    if only_ours:
+        text.append(f"Our random map has the best mean in {join_words(only_ours)}, where Huber et al.'s {label} table "
+                    "does not have it first.")
+    if not ours and not only_ours:
+        text.append(f"Our random map never has the best mean insertion AUC of the common methods on {label}"
+                    + (f", while Huber et al.'s table has it first in {join_words(theirs)}." if theirs else ", nor in "
+                       "Huber et al.'s table."))
+    return Markdown(" ".join(text))

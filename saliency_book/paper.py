@@ -6,7 +6,8 @@ says where every number comes from). Chapters 3 and 4 read them only through thi
 
 * :func:`paper_sanity`, :func:`paper_insertion`: the two tables in our names (games,
   methods, measures, levels).
-* :func:`stored_rows`: the study's stored rows of several games, computing nothing.
+* :func:`stored_units`, :func:`stored_rows`: the study's stored units and rows of several
+  games, computing nothing.
 * :func:`compare_per_game`: per game and setting, the paper's value beside our mean with
   its moving-block bootstrap CI, n, effective sample size and a verdict (:func:`paper_verdict`).
 * :func:`compare_pooled`: the same pooled over the games, as Huber et al. pool them (99 % CI).
@@ -27,7 +28,7 @@ from saliency_book.evidence import TOO_FEW, enough_states
 from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
 
 __all__ = [
-    "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "LEVEL_LAYERS", "paper_sanity", "paper_insertion", "stored_rows",
+    "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "LEVEL_LAYERS", "paper_sanity", "paper_insertion", "stored_units", "stored_rows",
     "paper_verdict", "compare_per_game", "compare_pooled", "style_comparison", "verdict_counts", "NOT_RUN", "VERDICTS",
 ]
 
@@ -125,33 +126,54 @@ def _preset(spec: str) -> str:
     return load_agent(spec).preset
 
 
-def stored_rows(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments: Sequence[str],
-                preset: str | None = "dqn", seed: int = 0, results_dir=RESULTS_DIR) -> pd.DataFrame:
-    """The study's stored rows of ``experiments`` for ``games``, computing nothing.
+def _stored(units: list, results_dir) -> list:
+    """The units of ``units`` that the store holds (loose or packed)."""
+    try:
+        from saliency_lib.experiments.store import stored_keys
+    except ImportError:  # a store that keeps every unit as one loose file
+        from saliency_lib.experiments.store import unit_path
 
-    The units are those the study plans (:func:`~saliency_lib.experiments.study.profile_specs`);
-    units not stored yet are skipped, so a game the study has not reached has no rows.
-    ``preset`` keeps the agents of one kind (``"dqn"``: the agents whose measures are the
-    paper's; None: every agent).
+        return [u for u in units if unit_path(u, results_dir).exists()]
+    keys = stored_keys(units, results_dir=results_dir)
+    return [u for u in units if u.key in keys]
+
+
+def stored_units(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments: Sequence[str],
+                 preset: str | None = "dqn", agents: Sequence[str] | None = None, seed: int = 0,
+                 results_dir=RESULTS_DIR) -> list:
+    """The study's units of ``experiments`` for ``games`` that are stored, computing nothing.
+
+    The units are those the study plans (:func:`~saliency_lib.experiments.study.profile_specs`,
+    ``agents`` or the study's agents of each game); ``preset`` keeps the agents of one kind
+    (``"dqn"``: the agents whose measures are the paper's; None: every agent).
     """
-    from saliency_lib.experiments.store import load_units, unit_path
     from saliency_lib.experiments.study import profile_specs
     from saliency_lib.experiments.units import plan_units
 
-    parts = []
+    out = []
     for game in games:
-        for spec in profile_specs(profile, game, seed=seed, results_dir=results_dir):
+        for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir):
             if preset is not None and _preset(spec.agents[0]) != preset:
                 continue
             units, _ = plan_units(dataclasses.replace(spec, experiments=tuple(experiments)), results_dir=results_dir,
                                   states=False)
-            done = [u for u in units if unit_path(u, results_dir).exists()]
-            if done:
-                parts.append(load_units(done, results_dir=results_dir))
-    if not parts:
+            out += _stored(units, results_dir)
+    return out
+
+
+def stored_rows(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments: Sequence[str],
+                preset: str | None = "dqn", seed: int = 0, results_dir=RESULTS_DIR) -> pd.DataFrame:
+    """The study's stored rows of ``experiments`` for ``games``, computing nothing (:func:`stored_units`).
+
+    A game the study has not reached has no rows.
+    """
+    from saliency_lib.experiments.store import load_units
+
+    units = stored_units(profile, games, experiments=experiments, preset=preset, seed=seed, results_dir=results_dir)
+    if not units:
         return pd.DataFrame(columns=["experiment", "agent", "game", "method", "substrate", "state", "level", "layer",
                                      "step", "measure", "value"])
-    t = pd.concat(parts, ignore_index=True)
+    t = load_units(units, results_dir=results_dir)
     return t[t["experiment"].isin(list(experiments))].reset_index(drop=True)
 
 
@@ -227,7 +249,7 @@ def compare_pooled(ours: pd.DataFrame, paper: pd.DataFrame, keys: Sequence[str],
                    n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per setting, pooled over the games that we have run: the paper's pooled mean beside ours, 99 % CI.
 
-    Ours: :func:`~saliency_lib.metrics.dependence.pooled_block_ci` (every state counts once, as
+    Only settings the paper has. Ours: :func:`~saliency_lib.metrics.dependence.pooled_block_ci` (every state counts once, as
     in Huber et al.'s pooled figures; blocks resampled within each game). The paper's: the mean
     over the same games, each weighted by the states behind its value, so that both sides
     pool the same games. A verdict needs :data:`~saliency_book.evidence.MIN_STATES` pooled states.
@@ -250,10 +272,12 @@ def compare_pooled(ours: pd.DataFrame, paper: pd.DataFrame, keys: Sequence[str],
         series = {game: _ordered_values(gg) for game, gg in g.groupby("game", sort=False)}
         r = pooled_block_ci(series, confidence=confidence, n_resamples=n_resamples, seed=seed)
         p = paper[(paper["game"].isin(r["groups"])) & np.logical_and.reduce([paper[k] == v for k, v in zip(keys, key)])]
-        pm = float(np.average(p["mean"], weights=p["n"])) if len(p) else np.nan
+        if p.empty:
+            continue  # a setting the paper did not run (e.g. our gradient methods): nothing to pool beside
+        pm = float(np.average(p["mean"], weights=p["n"]))
         rows.append({**dict(zip(keys, key)), "games": ", ".join(r["groups"]), "paper": pm, "mean": r["mean"],
                      "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"], "n_eff": r["n_eff"],
-                     "verdict": paper_verdict(pm, r["ci_low"], r["ci_high"], r["n"]) if len(p) else "not in the paper"})
+                     "verdict": paper_verdict(pm, r["ci_low"], r["ci_high"], r["n"])})
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -10,6 +10,7 @@ import pytest
 import saliency_book.ch3_paper as p3
 import saliency_book.ch4_paper as p4
 from saliency_book import paper
+from saliency_book.ch4_degradation import DegradationChapter
 from saliency_book.common import ExplainedAgent, Note
 from saliency_book.evidence import TOO_FEW
 from saliency_lib.results import to_table
@@ -147,7 +148,14 @@ def test_degenerate_value_is_detected_and_a_sound_measure_is_not():
     v = _curves("official:Breakout", "value", 3.56, 3.56, {"random": 15.0, "occlusion": 5.0, "rise": 8.0})
     # a sound measure: the substrate drops it, and the faithful map recovers it early (no mid-path bump for random)
     q = _curves("dqn", "q_ratio", 1.0, 0.2, {"random": -0.2, "occlusion": 0.3, "rise": 0.1})
-    d = p4.measure_degeneracy(pd.concat([v, q])).set_index("measure")
+    rows = pd.concat([v, q])
+    cfg = DegradationChapter()
+    curves = p4.mean_curve_table(cfg, rows)
+    assert list(curves.columns) == list(p4.CURVE_COLUMNS) and len(curves) == 2 * 2 * 3 * 11
+    d = p4.measure_degeneracy(rows, curves).set_index("measure")
+    # the same from a store that keeps mean curves only (state NA, one row per step)
+    only_aucs = rows[rows["step"].isna()]
+    assert p4.measure_degeneracy(only_aucs, curves).set_index("measure").equals(d)
     assert d.loc["value", "degenerate"] and not d.loc["q_ratio", "degenerate"]
     assert d.loc["value", "random_insertion"] == 1 and d.loc["value", "random_deletion"] == 3
     assert d.loc["value", "clean"] == pytest.approx(3.56) and d.loc["value", "substrate_value"] == pytest.approx(3.56)
@@ -157,7 +165,8 @@ def test_degenerate_value_is_detected_and_a_sound_measure_is_not():
     assert "state value V" in text and "degenerate on 1 of 1 substrates" in text and "does not rank maps on it" in text
     assert "too few states (n=6) for a verdict" in text
     assert "Degenerate" in p4.style_degeneracy(d.reset_index(), "cap").to_html()
-    assert isinstance(p4.measure_degeneracy(v.iloc[:0]), Note)
+    assert isinstance(p4.measure_degeneracy(v.iloc[:0], curves.iloc[:0]), Note)
+    assert isinstance(p4.measure_degeneracy(rows, Note("no curves")), Note)
 
 
 def _centred(n, seed):
@@ -177,3 +186,24 @@ def test_insertion_per_game_table_reads_the_papers_settings():
     assert list(t["game"].unique()) == list(paper.GAMES.values())
     assert "Breakout (60 states): 8 consistent, 24 not yet run" in p4.per_game_sentence(t).data
     assert "Huber et al." in p4.style_per_game(t, "Breakout").to_html()
+
+
+def _as_papers(game: str, **override) -> pd.DataFrame:
+    """An auc_summary whose means are the paper's for ``game`` (``override[method]`` replaces one everywhere)."""
+    p = paper.paper_insertion()
+    p = p[p.game == game]
+    return pd.DataFrame({"agent": "dqn", "experiment": "insertion", "substrate": p["substrate"], "measure": p["measure"],
+                         "method": p["method"], "mean": [override.get(m, v) for m, v in zip(p["method"], p["mean"])],
+                         "n": 60})
+
+
+def test_random_map_precedent_credits_the_papers_table():
+    # Frostbite, random insertion, advantage: the paper's random map has the highest mean of its columns
+    text = p4.random_map_precedent(_as_papers("Frostbite"), "Frostbite").data
+    assert "random insertion with the advantage (60 states); Huber et al.'s own Frostbite table shows the same" in text
+    assert "this is their finding too, not a new one" in text
+    # Breakout: the paper never has it first
+    assert "nor in Huber et al.'s table" in p4.random_map_precedent(_as_papers("Breakout"), "Breakout").data
+    flipped = p4.random_map_precedent(_as_papers("Breakout", random=99.0), "Breakout").data
+    assert "does not have it first" in flipped and "black insertion with the Q-ratio (60 states)" in flipped
+    assert isinstance(p4.random_map_precedent(_as_papers("Breakout"), "Seaquest"), Note)

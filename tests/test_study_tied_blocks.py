@@ -135,7 +135,7 @@ def test_sentence_claims_the_block_only_where_the_test_finds_it():
                              game="Breakout")
     text5 = tb.tied_block_sentence(summary, "test agent", test=few).data
     assert "only through the block" not in text5 and "block alone stays below" not in text5
-    assert "too few states (n=5) for a verdict (Breakout): the test needs 50 states" in text5
+    assert "these are too few states (n=5) for a verdict (Breakout; the test needs 50 states)" in text5
     # the data do not support it: no claim, and the failure stands
     kept = tb.tied_block_sentence(summary, "t", test=tb.tied_block_test(
         _states(60, integrated_gradients=(0.9, 0.8), occlusion=(0.05, 0.1)), n_resamples=100)).data
