@@ -22,11 +22,15 @@
 # package and the times Huber et al. recorded. It ends with the speed of the code that
 # trains the agents: the trainers and the vectorised Atari environments.
 #
-# The numbers come from three benchmark scripts in `benchmarks/`. They ran once, on the
-# study's CPU, and wrote their results to `data/benchmarks/`. The chapter reads these
-# files and does not re-run the benchmarks, because they take long. It only times one map
-# per method on the study's own agents, as a spot check on the machine that executes it.
-# All the work is done by `saliency_book.ch6_runtime`.
+# The chapter then turns to the whole study: how far the library goes below the cost of a
+# method's forward passes, and how the study's units spread over worker processes and a
+# Ray cluster.
+#
+# The numbers come from five benchmark scripts in `benchmarks/`. They ran on the study's
+# CPU and wrote their results to `data/benchmarks/`. The chapter reads these files and
+# does not re-run the benchmarks, because they take long. It only times one map per method
+# on the study's own agents, as a spot check on the machine that executes it. All the work
+# is done by `saliency_book.ch6_runtime` and `saliency_book.ch6_scaleout`.
 
 # %% [markdown]
 # ## Parameters
@@ -37,7 +41,7 @@
 # %% tags=["parameters"]
 game = "Breakout"  # game of the spot check on the study's agents
 profile = "quick"  # "tiny", "quick" or "full": size of the spot check
-benchmarks_dir = "data/benchmarks"  # explainers.json, training.json, envs.json
+benchmarks_dir = "data/benchmarks"  # explainers.json, training.json, envs.json, study_cost.json, scaleout.json
 results_dir = "data/results"  # cache of the spot check, relative to the repository
 seed = 0  # seed of the game whose states the spot check times
 
@@ -88,9 +92,39 @@ from saliency_book.ch6_runtime import (
 
 )
 
+from saliency_book.ch6_scaleout import (
+
+    before_after_summary,
+
+    before_after_table,
+
+    executor_table,
+
+    overhead_table,
+
+    projection_assumptions,
+
+    projection_table,
+
+    provenance,
+
+    scaleout_summary,
+
+    shipped_table,
+
+    study_before_after_table,
+
+)
+
 from saliency_book.ch6_figures import (
 
+    before_after_figure,
+
     cost_figure,
+
+    scaleout_figure,
+
+    style_before_after,
 
     style_bf16,
 
@@ -98,11 +132,21 @@ from saliency_book.ch6_figures import (
 
     style_envs,
 
+    style_executors,
+
     style_explainer_table,
 
     style_machine,
 
+    style_overhead,
+
+    style_projection,
+
+    style_shipped,
+
     style_spot_check,
+
+    style_study_before_after,
 
     style_training,
 
@@ -123,7 +167,7 @@ caption = "Where the committed benchmarks ran, as recorded in their JSON files (
 style_machine(machine_table(bench), caption)
 
 # %% [markdown]
-# These commands rewrite the three files with the settings recorded in them. Run them
+# These commands rewrite the files with the settings recorded in them. Run them
 # on an idle machine for less noisy numbers; the chapter picks up the new files.
 
 # %%
@@ -241,6 +285,118 @@ bf16_summary(precision)
 # so the library's choice rests on the trained agent. float32 stays the default everywhere
 # in this book.
 #
+# ## Below the naive floor
+#
+# A perturbation method that evaluates N perturbed inputs seems bound to cost N forward
+# passes. We call the time of these passes through the bare network, in one batch, the
+# method's **naive floor**. Two exact shortcuts go below it. First, occlusion, SARFA and
+# Noise Sensitivity change only a small window of the input, so only a small window of each
+# convolution's output changes; the library recomputes only those windows (**incremental
+# inference**). Second, in the sanity check's cascade the layers below the randomised ones
+# are unchanged, so their activations on the perturbed inputs are computed once and reused
+# at every level (**activation reuse**). Neither changes a map beyond float rounding.
+#
+# `benchmarks/study_cost.py` measures both on the shipped Breakout DQN agent and real
+# states, in CPU time of one thread. The "before" is the naive floor, the "after" the
+# library's default path. Captum and the `lime` package stand beside them where they
+# implement the same method. The caption says which run each number comes from: Captum and
+# the `lime` package were not timed in the cost benchmark's run, so their times are set
+# beside ours as multiples of the naive floor of their own run.
+
+# %%
+before_after = before_after_table(bench)
+runs = provenance(bench)
+caption = ("Per perturbation method: the naive floor (before) and the fast path (after), ms per map; floor ÷ fast is "
+           "the speed-up; max map diff: the largest difference between fast and naive maps after min-max "
+           "normalisation. Captum and lime: ms per map in their own run, and ÷ our method's naive floor in that run. "
+           "NA: no equivalent.")
+style_before_after(before_after, caption, runs)
+
+# %% mystnb={"figure": {"caption": "Before and after, per perturbation method. Left: the naive floor (grey) and the fast path (blue), milliseconds per map on a log scale; Captum (orange triangles) and the lime package (green squares) in their own run. Right: every time as a multiple of the naive floor measured in the same run as it, so that runs on different networks and states can stand side by side; the dashed line is the floor.", "name": "fig-runtime-before-after"}}
+before_after_figure(before_after, bench)
+
+# %% [markdown]
+# For the study as a whole, the benchmark times the sanity check's cascade (the original
+# network and its five randomised levels, every method of the study), the insertion and
+# deletion curves, and projects the core hours of the paper-scale study from them.
+
+# %%
+study_cost = study_before_after_table(bench)
+caption = ("The study before and after the speed-ups, from study_cost.json: per state for the cascade and the "
+           "curves, and the projected core hours of the paper-scale study (4 DQN agents × 997 states and the "
+           "Mask-A3C states). Run: date and commit of the part's measurement.")
+style_study_before_after(study_cost, caption)
+
+# %%
+Markdown(before_after_summary(before_after, study_cost))
+
+# %% [markdown]
+# ## Spreading the study over workers
+#
+# The study is a sweep of independent **units**: one method, one experiment, one chunk of
+# states. `run_sweep` computes them in this process (`local`), in worker processes
+# (`processes`) or as Ray tasks (`ray`), and every executor gives the same table.
+# `benchmarks/scaleout.py` runs one small real sweep of the shipped Breakout DQN agent (cheap
+# parameters, about a second per unit) under each executor with one and two workers, each
+# time in a fresh results directory, and records what the machine was doing meanwhile.
+
+# %%
+executors = executor_table(bench)
+caption = ("Units of a small real sweep per minute, per executor and number of workers. Whole sweep: start-up "
+           "included; steady: between the first and the last finished unit; efficiency: the steady rate ÷ (workers × "
+           "the local rate); same table: the executor's result table equals the local one.")
+style_executors(executors, caption)
+
+# %% [markdown]
+# Each configuration ran once, one after the other, while other jobs shared the machine
+# (next paragraph). Their load moves the rates by tens of percent from one configuration to
+# the next, so an efficiency above 100 % is noise, not a gain, and the 2-worker efficiencies
+# include the competition for the cores.
+
+# %%
+Markdown(f"**The machine.** {(bench.scaleout or {}).get('shared_machine', 'Not recorded.')}")
+
+# %% [markdown]
+# Ray's cost per task is small next to a unit of the study, which takes minutes at the
+# paper's parameters. What each task ships matters more: the agent and the state set go to
+# each worker once, a unit's arguments are a few hundred bytes, and its result frame grows
+# with its states.
+
+# %%
+overhead = overhead_table(bench)
+caption = "Ray's overhead per task, measured on this machine with 2 workers (empty tasks and tasks shaped like the sweep's)."
+style_overhead(overhead, caption)
+
+# %%
+caption = ("What the sweep's tasks ship, pickled: the measured units, and scaled to the full study's units "
+           "(25 states per DQN unit, 997 states per agent).")
+style_shipped(shipped_table(bench), caption)
+
+# %% [markdown]
+# **The full study.** The projection takes the core hours of the paper-scale study after
+# the speed-ups from `study_cost.json` and spreads them over the cores at the efficiency
+# measured here. The driver, which stores every finished unit itself, is a second bound:
+# with many workers it can become the slowest part. The projection is recomputed from both
+# committed files whenever the chapter runs, so a new run of either benchmark changes it.
+# Its assumptions follow the table.
+
+# %%
+proj = projection_table(bench)
+caption = ("Projected wall-clock hours of the paper-scale study. Compute: core hours ÷ (cores × efficiency); "
+           "driver: the driver's time to store every row (a lower bound on its own); start-ups: one per agent's "
+           "sweep; upper bound: plus the largest unit once per sweep.")
+style_projection(proj, caption)
+
+# %% mystnb={"figure": {"caption": "Left: units per minute of the measured sweep per executor, with one and two workers (bars: steady rate; black ticks: whole sweep with start-up; dashed: workers × the local rate). Right: the projected wall-clock hours of the paper-scale study, from its projected core hours and the measured efficiency, to the upper bound.", "name": "fig-runtime-scaleout"}}
+scaleout_figure(executors, proj)
+
+# %%
+Markdown(projection_assumptions(bench))
+
+# %%
+Markdown(scaleout_summary(executors, overhead, proj))
+
+# %% [markdown]
 # ## The study's own agents
 #
 # The benchmark network is the DQN architecture. The Mask-A3C agents have another network:
@@ -320,5 +476,11 @@ envs_summary(envs)
 #   Only the same-run comparisons with Captum and the `lime` package isolate the
 #   implementation.
 # * bf16 is offered only for the methods whose maps kept their ranking on a trained agent.
+# * Incremental inference and activation reuse take the local perturbation methods and the
+#   sanity cascade below their naive floor, with the same maps; the tables above give the
+#   measured factors and the core hours they save.
+# * The study's units spread over worker processes or Ray with little overhead per task;
+#   the projection turns the measured core hours into wall-clock hours on this machine and
+#   on a 64-core cluster.
 # * The trainers step their environments in ale-py's C++ vector environment. The last two
 #   tables compare their throughput with a CleanRL-style loop and with other backends.

@@ -1,6 +1,7 @@
 """Chapter 6 (run time): its figures and styled tables.
 
-The numbers come from :mod:`saliency_book.ch6_runtime`; this module only draws them.
+The numbers come from :mod:`saliency_book.ch6_runtime` and :mod:`saliency_book.ch6_scaleout`;
+this module only draws them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import pandas as pd
 from saliency_book.ch6_runtime import FAMILY_COLOURS, Benchmarks
 from saliency_book.common import Note, figure_image, join_words
 
-__all__ = ["plot_cost", "cost_figure", "style_table", "style_explainer_table", "style_machine", "style_comparisons", "style_bf16", "style_training", "style_envs", "style_spot_check"]
+__all__ = ["plot_cost", "cost_figure", "style_table", "style_explainer_table", "style_machine", "style_comparisons", "style_bf16",
+           "style_training", "style_envs", "style_spot_check", "style_before_after", "style_study_before_after",
+           "plot_before_after", "before_after_figure", "style_executors", "style_overhead", "style_shipped",
+           "style_projection", "plot_scaleout", "scaleout_figure"]
 
 
 def style_table(table: pd.DataFrame | Note, caption: str, columns: dict[str, str], formats: dict[str, str] | None = None):
@@ -136,3 +140,177 @@ def style_spot_check(table: pd.DataFrame | Note, caption: str):
     out["Benchmark, random-weight DQN (ms/map)"] = [bench.get(m, math.nan) for m, _ in wide.index]
     fmt["Benchmark, random-weight DQN (ms/map)"] = "{:,.1f}"
     return out.style.format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
+
+
+# -- the study's cost: before/after and scale-out (saliency_book.ch6_scaleout) ---------------------------
+
+def style_before_after(table: pd.DataFrame | Note, caption: str, provenance: dict[str, str] | None = None):
+    """:func:`~saliency_book.ch6_scaleout.before_after_table` as the chapter shows it; the caption gains the runs."""
+    if isinstance(table, Note):
+        return table
+    if provenance:
+        names = {"ours": "naive and fast", "captum": "Captum", "lime": "the lime package"}
+        by_source: dict[str, list[str]] = {}
+        for k, v in provenance.items():
+            by_source.setdefault(v, []).append(names.get(k, k))
+        caption += " " + " ".join(f"{join_words(ks)[0].upper()}{join_words(ks)[1:]}: {v}." for v, ks in by_source.items())
+    return style_table(table, caption, {
+        "label": "Method", "forward_passes": "Passes", "naive_floor_ms": "Naive floor (ms)", "naive_ms": "Naive path (ms)",
+        "ms": "Fast (ms)", "speedup": "Floor ÷ fast", "target": "Target", "max_abs_map_diff": "Max map diff",
+        "captum_ms": "Captum (ms)", "captum_x_floor": "Captum ÷ its floor", "lime_ms": "lime (ms)",
+        "lime_x_floor": "lime ÷ its floor"},
+        {"forward_passes": "{:,.0f}", "naive_floor_ms": "{:,.1f}", "naive_ms": "{:,.1f}", "ms": "{:,.1f}",
+         "speedup": "{:.2f}×", "target": "{:.1f}×", "max_abs_map_diff": "{:.1e}", "captum_ms": "{:,.0f}",
+         "captum_x_floor": "{:.2f}×", "lime_ms": "{:,.0f}", "lime_x_floor": "{:.2f}×"})
+
+
+def style_study_before_after(table: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.study_before_after_table` as the chapter shows it."""
+    return style_table(table, caption, {"what": "What", "unit": "Unit", "before": "Before", "after": "After",
+                                        "speedup": "Speed-up", "run": "Run (date, commit)"},
+                       {"before": "{:,.1f}", "after": "{:,.1f}", "speedup": "{:.2f}×"})
+
+
+def plot_before_after(table: pd.DataFrame, *, title: str):
+    """Per method: naive floor and fast time (left, ms, log scale) and every time as a multiple of the naive
+    floor of its own run (right: bars from the floor to the fast path), with Captum's and the lime package's
+    times where they exist."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    t = table.sort_values("naive_floor_ms").reset_index(drop=True)
+    fig = Figure(figsize=(10, 0.42 * len(t) + 2.2), layout="constrained")
+    left, right = fig.subplots(1, 2, sharey=True, width_ratios=(3, 2))
+    y = np.arange(len(t))
+    h = 0.38
+    left.barh(y + h / 2, t["naive_floor_ms"], height=h, color="0.7")
+    left.barh(y - h / 2, t["ms"], height=h, color="tab:blue")
+    for yi, v in zip(y, t["ms"]):
+        left.text(v * 1.05, yi - h / 2, f"{v:,.0f}", va="center", fontsize=7)
+    ratio = t["ms"] / t["naive_floor_ms"]
+    right.axvline(1.0, color="0.3", lw=1.2)
+    right.barh(y, ratio - 1, left=1, height=0.6, color="tab:blue")  # from the floor to the fast path
+    for yi, v in zip(y, ratio):
+        right.text(v * (0.92 if v < 1 else 1.08), yi, f"{v:.2f}×", va="center", ha="right" if v < 1 else "left", fontsize=7)
+    for ax, cap, lime in ((left, t["captum_ms"], t["lime_ms"]), (right, t["captum_x_floor"], t["lime_x_floor"])):
+        ax.plot(cap, y, "^", color="tab:orange", markersize=8)
+        ax.plot(lime, y, "s", color="tab:green", markersize=7)
+        ax.set_xscale("log")
+        ax.grid(axis="x", which="major", alpha=0.3)
+    values = np.r_[ratio.to_numpy(), t["captum_x_floor"].dropna().to_numpy(), t["lime_x_floor"].dropna().to_numpy()]
+    right.set_xlim(min(values.min(), 1) / 1.8, max(values.max(), 1) * 1.8)
+    ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if right.get_xlim()[0] <= v <= right.get_xlim()[1]]
+    right.xaxis.set_major_locator(FixedLocator(ticks))
+    right.xaxis.set_major_formatter(lambda v, _: f"{v:g}×")
+    right.xaxis.set_minor_locator(NullLocator())
+    right.xaxis.set_minor_formatter(NullFormatter())
+    left.set_yticks(y, t["label"])
+    left.set_xlabel("milliseconds per map (log scale)")
+    right.set_xlabel("× the naive floor of the same run (log scale)")
+    handles = [Patch(color="0.7", label="before: naive floor (ms)"), Patch(color="tab:blue", label="after: fast path"),
+               Line2D([], [], marker="^", color="tab:orange", ls="", markersize=8, label="Captum (its own run)"),
+               Line2D([], [], marker="s", color="tab:green", ls="", markersize=7, label="lime package (its own run)")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def before_after_figure(table: pd.DataFrame | Note, b: Benchmarks):
+    """:func:`plot_before_after` as an image (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    s = (b.study_cost or {}).get("setting", {})
+    title = (f"Below the naive floor: {s.get('agent', 'the study agent')}, {s.get('states_per_call', '?')} states per call, "
+             "1 thread")
+    return figure_image(plot_before_after(table, title=title))
+
+
+def style_executors(table: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.executor_table` as the chapter shows it."""
+    return style_table(table, caption, {"executor": "Executor", "workers": "Workers", "units": "Units", "wall_s": "Wall (s)",
+                                        "units_per_min": "Units/min (whole sweep)",
+                                        "steady_units_per_min": "Units/min (steady)", "startup_s": "Start-up (s)",
+                                        "efficiency": "Efficiency", "same_table": "Same table as local"},
+                       {"workers": "{:.0f}", "units": "{:.0f}", "wall_s": "{:.1f}", "units_per_min": "{:.1f}",
+                        "steady_units_per_min": "{:.1f}", "startup_s": "{:.1f}", "efficiency": "{:.0%}"})
+
+
+def style_overhead(table: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.overhead_table` as the chapter shows it."""
+    return style_table(table, caption, {"what": "What", "value": "Cost", "unit": "Unit"}, {"value": "{:,.3g}"})
+
+
+def style_shipped(table: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.shipped_table` as the chapter shows it, in readable units."""
+    if isinstance(table, Note):
+        return table
+    t = table.assign(size=[_bytes(v) for v in table["bytes"]])
+    return style_table(t, caption, {"what": "What", "size": "Pickled size"})
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def style_projection(table: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.projection_table` as the chapter shows it."""
+    return style_table(table, caption, {"target": "Target", "cores": "Cores", "efficiency": "Efficiency",
+                                        "compute_hours": "Compute (h)", "driver_hours": "Driver (h)",
+                                        "startup_hours": "Start-ups (h)", "wall_hours": "Wall (h)",
+                                        "wall_hours_upper": "Wall, upper bound (h)"},
+                       {"cores": "{:.0f}", "efficiency": "{:.0%}", "compute_hours": "{:,.2f}", "driver_hours": "{:,.2f}",
+                        "startup_hours": "{:,.2f}", "wall_hours": "{:,.1f}", "wall_hours_upper": "{:,.1f}"})
+
+
+def plot_scaleout(executors: pd.DataFrame, proj: pd.DataFrame | None = None):
+    """Steady units per minute per executor and workers (left; dashed: workers × the local rate) and the
+    projected wall hours of the full study per target (right, bar to the upper bound)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10 if proj is not None else 6, 3.6), layout="constrained")
+    axes = fig.subplots(1, 2 if proj is not None else 1, squeeze=False)[0]
+    ax = axes[0]
+    order = list(dict.fromkeys(executors["executor"]))
+    local = executors.loc[executors["executor"] == "local", "steady_units_per_min"]
+    base = float(local.iloc[0]) if not local.empty else math.nan
+    colours = {1: "tab:blue", 2: "tab:orange"}
+    w = 0.38
+    for workers, g in executors.groupby("workers"):
+        x = np.array([order.index(e) for e in g["executor"]]) + (workers - 1.5) * w * (len(colours) > 1)
+        ax.bar(x, g["steady_units_per_min"], width=w, color=colours.get(workers, "0.4"),
+               label=f"{workers} worker{'s' if workers > 1 else ''}")
+        ax.plot(x, g["units_per_min"], "_", color="black", markersize=14, markeredgewidth=2)
+        ax.hlines([workers * base] * len(x), x - w / 2, x + w / 2, colors="0.3", linestyles="dashed", lw=1)
+    ax.set_xticks(range(len(order)), order)
+    ax.set_ylabel("units per minute")
+    ax.set_title("Measured sweep (bars: steady; black: whole sweep; dashed: ideal)", fontsize=9)
+    ax.set_ylim(0, max(executors["steady_units_per_min"].max(), 2 * base if base == base else 0) * 1.25)
+    ax.legend(fontsize=8, loc="upper left")
+    if proj is not None:
+        ax = axes[1]
+        y = np.arange(len(proj))
+        ax.barh(y, proj["wall_hours"], color="tab:purple", height=0.6)
+        ax.errorbar(proj["wall_hours"], y, xerr=[np.zeros(len(proj)), proj["wall_hours_upper"] - proj["wall_hours"]],
+                    fmt="none", ecolor="black", capsize=4)
+        for yi, r in zip(y, proj.itertuples()):
+            bound = " (driver-bound)" if r.driver_hours > r.compute_hours else ""
+            ax.text(r.wall_hours_upper * 1.1, yi, f"{r.wall_hours:,.1f}–{r.wall_hours_upper:,.1f} h{bound}", va="center",
+                    fontsize=8)
+        ax.set_yticks(y, proj["target"])
+        ax.set_xscale("log")
+        ax.set_xlim(right=proj["wall_hours_upper"].max() * 12)
+        ax.set_xlabel("projected wall-clock hours, full study (log scale)")
+        ax.set_title("Projection from the measured costs", fontsize=9)
+    return fig
+
+
+def scaleout_figure(executors: pd.DataFrame | Note, proj: pd.DataFrame | Note):
+    """:func:`plot_scaleout` as an image (a Note in ``executors`` passes through; one in ``proj`` drops the panel)."""
+    if isinstance(executors, Note):
+        return executors
+    return figure_image(plot_scaleout(executors, None if isinstance(proj, Note) else proj))

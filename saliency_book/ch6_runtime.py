@@ -8,10 +8,12 @@ benchmarks (they take long on the study's 2-core CPU):
   method, the forward-pass floor, Captum and the ``lime`` package, bf16;
 * ``training.json``, written by ``benchmarks/training.py``: trainer throughput against a
   CleanRL-style loop;
-* ``envs.json``, written by ``benchmarks/envs.py``: vectorised-environment throughput.
+* ``envs.json``, written by ``benchmarks/envs.py``: vectorised-environment throughput;
+* ``study_cost.json`` and ``scaleout.json``: the study's cost below the naive floor and spread
+  over workers, shown by :mod:`saliency_book.ch6_scaleout`.
 
 * :class:`RuntimeChapter`: the chapter's frozen configuration.
-* :func:`load_benchmarks`: the three JSON files (a missing file becomes ``None``).
+* :func:`load_benchmarks`: the JSON files (a missing file becomes ``None``).
 * :func:`explainer_table`, :func:`comparison_table`, :func:`bf16_table`,
   :func:`training_table`, :func:`envs_table`, :func:`machine_table`: tidy tables,
   each with a ``style_…`` function that captions and formats it (:func:`style_table`).
@@ -52,7 +54,7 @@ from saliency_lib.games import game_info
 
 __all__ = [
     "RuntimeChapter", "Benchmarks", "BENCHMARKS_DIR", "PAPER_SECONDS", "PAPER_SOURCE", "CAPTUM_EQUIVALENT",
-    "load_benchmarks", "method_family", "explainer_table", "cost_summary", "comparison_table", "bf16_table", "training_table",
+    "load_benchmarks", "missing_benchmark", "method_family", "explainer_table", "cost_summary", "comparison_table", "bf16_table", "training_table",
     "envs_table", "machine_table", "regenerate_commands", "spot_check",
     "hardware_note", "paper_summary", "comparison_summary", "bf16_summary", "training_summary", "envs_summary",
     "spot_summary",
@@ -146,6 +148,8 @@ class Benchmarks:
     explainers: dict | None
     training: dict | None
     envs: dict | None
+    study_cost: dict | None = None
+    scaleout: dict | None = None
 
 
 def _read_json(path: Path) -> dict | None:
@@ -158,7 +162,7 @@ def _read_json(path: Path) -> dict | None:
 
 
 def load_benchmarks(benchmarks_dir: str | os.PathLike = BENCHMARKS_DIR) -> Benchmarks:
-    """Read ``explainers.json``, ``training.json`` and ``envs.json`` from ``benchmarks_dir``.
+    """Read ``explainers.json``, ``training.json``, ``envs.json``, ``study_cost.json`` and ``scaleout.json``.
 
     Raises
     ------
@@ -166,13 +170,14 @@ def load_benchmarks(benchmarks_dir: str | os.PathLike = BENCHMARKS_DIR) -> Bench
         A file exists but is not valid JSON, or ``explainers.json`` lacks ``methods``.
     """
     d = repo_path(benchmarks_dir)
-    b = Benchmarks(d, _read_json(d / "explainers.json"), _read_json(d / "training.json"), _read_json(d / "envs.json"))
+    b = Benchmarks(d, *(_read_json(d / f"{name}.json") for name in ("explainers", "training", "envs", "study_cost", "scaleout")))
     if b.explainers is not None and not isinstance(b.explainers.get("methods"), dict):
         raise ValueError(f"{d / 'explainers.json'} has no 'methods' mapping; regenerate it with benchmarks/explainers.py")
     return b
 
 
-def _missing(what: str, b: Benchmarks, script: str) -> Note:
+def missing_benchmark(what: str, b: Benchmarks, script: str) -> Note:
+    """The warning that ``what`` is missing from the benchmarks directory, with the command that writes it."""
     return Note(f"No `{what}` in `{rel_path(b.directory)}`. Run `python benchmarks/{script} --json "
                 f"{rel_path(b.directory)}/{what}` to measure it.", kind="warning", title="Benchmark missing")
 
@@ -193,7 +198,7 @@ def explainer_table(b: Benchmarks) -> pd.DataFrame | Note:
         NaN where there is no equivalent or no published time.
     """
     if b.explainers is None:
-        return _missing("explainers.json", b, "explainers.py")
+        return missing_benchmark("explainers.json", b, "explainers.py")
     comps = b.explainers.get("comparisons", {})
     rows = []
     for name, r in b.explainers["methods"].items():
@@ -286,7 +291,7 @@ def comparison_table(b: Benchmarks) -> pd.DataFrame | Note:
     speed-up any implementation of the same forward passes could reach).
     """
     if b.explainers is None:
-        return _missing("explainers.json", b, "explainers.py")
+        return missing_benchmark("explainers.json", b, "explainers.py")
     rows = []
     for key, c in b.explainers.get("comparisons", {}).items():
         theirs, short, ours = _COMPARISON_LABELS.get(key, (key.split(" vs ")[0],) * 2 + (key.split(" vs ")[-1],))
@@ -325,7 +330,7 @@ def bf16_table(b: Benchmarks) -> pd.DataFrame | Note:
     ``precision="bf16"`` for the method today.
     """
     if b.explainers is None:
-        return _missing("explainers.json", b, "explainers.py")
+        return missing_benchmark("explainers.json", b, "explainers.py")
     agree = b.explainers.get("bf16_agreement", {}).get("methods", {})
     rows = []
     for name, r in b.explainers["methods"].items():
@@ -354,7 +359,7 @@ def training_table(b: Benchmarks) -> pd.DataFrame | Note:
     now)".
     """
     if b.training is None:
-        return _missing("training.json", b, "training.py")
+        return missing_benchmark("training.json", b, "training.py")
     from saliency_lib.train import A2CArgs, DQNArgs
 
     d, a = DQNArgs(), A2CArgs()
@@ -408,7 +413,7 @@ def envs_table(b: Benchmarks) -> pd.DataFrame | Note:
     has NaN and the reason in ``note``.
     """
     if b.envs is None:
-        return _missing("envs.json", b, "envs.py")
+        return missing_benchmark("envs.json", b, "envs.py")
     sps = b.envs["agent_steps_per_s"]
     base = sps.get("gymnasium_sync_ours")
     rows = []
@@ -439,13 +444,21 @@ def machine_table(b: Benchmarks) -> pd.DataFrame | Note:
         la = b.envs.get("load_avg")
         rows.append({"benchmark": "envs.json", "date": "", "cpu": b.envs.get("machine"), "cpus": b.envs.get("cpu_count"),
                      "threads": None, "load": f"{la[0]:.1f}" if la else "", "versions": f"{b.envs.get('num_envs')} envs"})
+    for name, doc in (("study_cost.json", b.study_cost), ("scaleout.json", b.scaleout)):
+        if doc is None:
+            continue
+        m = doc.get("machine", {})
+        load = m.get("load_average", [None])[0], m.get("load_average_at_end", [None])[0]
+        rows.append({"benchmark": name, "date": m.get("date", "")[:10], "cpu": m.get("cpu"), "cpus": m.get("logical_cpus"),
+                     "threads": m.get("torch_threads"), "load": " → ".join(f"{x:.1f}" for x in load if x is not None),
+                     "versions": ", ".join(f"{k} {m[k]}" for k in ("python", "torch", "ray", "numpy", "commit") if m.get(k))})
     if not rows:
         return Note(f"No benchmark results in `{rel_path(b.directory)}`.", kind="warning", title="No benchmarks")
     return pd.DataFrame(rows)
 
 
 def regenerate_commands(b: Benchmarks) -> str:
-    """Shell commands that rewrite the three JSON files with the settings recorded in them (Markdown)."""
+    """Shell commands that rewrite the benchmark JSON files with the settings recorded in them (Markdown)."""
     d = rel_path(b.directory)
     ex = [f"python benchmarks/explainers.py --json {d}/explainers.json"]
     if b.explainers is not None:
@@ -462,7 +475,14 @@ def regenerate_commands(b: Benchmarks) -> str:
     en = [f"python benchmarks/envs.py --json {d}/envs.json"]
     if b.envs is not None:
         en.append(f"--num-envs {b.envs['num_envs']}")
-    lines = [c[0] + (" \\\n    " + " ".join(c[1:]) if len(c) > 1 else "") for c in (ex, tr, en)]
+    cost = [f"python benchmarks/study_cost.py --json {d}/study_cost.json"]
+    if b.study_cost is not None:
+        s = b.study_cost.get("setting", {})
+        cost += [f"--{flag} {s[key]}" for flag, key in (("states", "states_per_call"), ("map-states", "map_states"),
+                                                         ("repeats", "repeats"), ("cascade-states", "cascade_states"))
+                 if isinstance(s.get(key), int)]
+    scale = [f"python benchmarks/scaleout.py --json {d}/scaleout.json"]
+    lines = [c[0] + (" \\\n    " + " ".join(c[1:]) if len(c) > 1 else "") for c in (ex, tr, en, cost, scale)]
     return "```bash\n" + "\n".join(lines) + "\n```\n"
 
 
@@ -592,7 +612,7 @@ def _md(text: str):
 def hardware_note(b: Benchmarks):
     """Where the explainer benchmark ran, from its recorded machine info (Markdown, or a Note)."""
     if b.explainers is None:
-        return _missing("explainers.json", b, "explainers.py")
+        return missing_benchmark("explainers.json", b, "explainers.py")
     m, s = b.explainers.get("machine", {}), b.explainers.get("setting", {})
     load = [x for x in (m.get("load_average_at_start", [None])[0], m.get("load_average_at_end", [None])[0]) if x is not None]
     cuda = {True: "CUDA available but not used", False: "no CUDA"}.get(m.get("cuda"), "CUDA not recorded")

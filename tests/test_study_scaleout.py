@@ -1,0 +1,219 @@
+"""Chapter 6's study-cost and scale-out part (saliency_book.ch6_scaleout, its figures) and benchmarks/scaleout.py."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import saliency_book.ch6_figures as fg
+import saliency_book.ch6_runtime as rt
+import saliency_book.ch6_scaleout as so
+from saliency_book.common import Note
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = {"date": "2030-02-03T04:05:06+00:00", "commit": "abc1234", "cpu": "Test CPU", "logical_cpus": 2,
+       "load_average": [3.0, 2.0, 1.0], "load_average_at_end": [4.0, 2.0, 1.0], "python": "3.11", "torch": "9.9",
+       "torch_threads": 1}
+
+
+def _study_cost(core_hours_after=10.0):
+    """Two methods; 2 DQN agents × 50 states (2 chunks of 25 each) and 20 Mask-A3C states (2 chunks of 10)."""
+    return {
+        "machine": RUN, "runs": {"methods": RUN, "cascade": RUN, "degradation": RUN, "projection": RUN},
+        "setting": {"agent": "data/agents/dqn-Test", "states_per_call": 25, "map_states": 25, "repeats": 3, "cascade_states": 2},
+        "methods": {
+            "occlusion": {"ms": 50.0, "naive_ms": 300.0, "naive_floor_ms": 200.0, "forward_passes": 1000, "incremental": True,
+                          "max_abs_map_diff": 2e-6, "target_speedup_vs_naive_floor": 2.5},
+            "lime_slic": {"ms": 400.0, "naive_ms": 400.0, "naive_floor_ms": 320.0, "forward_passes": 2000, "incremental": False,
+                          "max_abs_map_diff": 0.0},
+        },
+        "cascade": {"naive_ms_per_state": 3000.0, "ms_per_state": 1000.0, "levels": 5, "methods": ["occlusion", "lime_slic"],
+                    "per_method_ms_per_state": {"occlusion": {"naive": 2000.0, "fast": 400.0},
+                                                "lime_slic": {"naive": 1000.0, "fast": 600.0}},
+                    "similarity_ms_per_state": 200.0},
+        "degradation": {"naive_ms_per_state": 800.0, "ms_per_state": 400.0, "substrates": ["black", "random", "blur"],
+                        "methods": ["occlusion", "lime_slic", "random"],
+                        "per_method_ms_per_state": {"occlusion": {"naive": 300.0, "fast": 150.0},
+                                                    "lime_slic": {"naive": 400.0, "fast": 200.0},
+                                                    "random": {"naive": 100.0, "fast": 50.0}}},
+        "projection": {"core_hours_before": 30.0, "core_hours_after": core_hours_after,
+                       "dqn": {"agents": 2, "states": 50, "core_hours_before": 20.0, "core_hours_after": core_hours_after / 2},
+                       "mask_a3c": {"states": 20, "core_hours_before": 10.0, "core_hours_after": core_hours_after / 2}},
+    }
+
+
+def _explainers():
+    return {"machine": {"date": "2030-01-01T00:00:00+00:00"},
+            "setting": {"agent": "random-weight DQN", "state": "MsPacman, 1 state per call"},
+            "methods": {"occlusion": {"ms": 60.0, "forward_passes": 1000, "floor_ms": 100.0},
+                        "lime_slic": {"ms": 500.0, "forward_passes": 2000, "floor_ms": 250.0}},
+            "comparisons": {"captum.attr.Occlusion vs occlusion": {"ms": 300.0},
+                            "captum.attr.Lime vs lime_slic": {"ms": 750.0},
+                            "lime.lime_image vs lime_slic": {"ms": 1000.0}}}
+
+
+def _scaleout():
+    ex = [{"executor": "local", "workers": 1, "units": 10, "wall_s": 30.0, "units_per_min": 20.0, "steady_units_per_min": 24.0,
+           "startup_s": 5.0, "efficiency": 1.0, "same_table_as_local": True},
+          {"executor": "processes", "workers": 2, "units": 10, "wall_s": 20.0, "units_per_min": 30.0,
+           "steady_units_per_min": 36.0, "startup_s": 3.6, "efficiency": 0.75, "same_table_as_local": True},
+          {"executor": "ray", "workers": 2, "units": 10, "wall_s": 25.0, "units_per_min": 24.0,
+           "steady_units_per_min": 24.0, "startup_s": 7.2, "efficiency": 0.5, "same_table_as_local": True}]
+    return {"machine": RUN, "executors": ex, "shared_machine": "The machine was shared: test.",
+            "ray_overhead": {"direct_call_us": 0.05, "noop_ms_per_task": 0.5, "noop_round_trip_ms": 2.0, "init_s": 4.0,
+                             "per_unit_difference_s": 0.1},
+            "shipped": {"unit_args_bytes": 400, "degradation_frame_bytes": 2_000_000, "sanity_rows_per_state": 10,
+                        "degradation_rows_per_state": 100, "degradation_frame_bytes_per_state": 20_000},
+            "driver": {"store_ms_per_row": 0.0},
+            "assumptions": ["A recorded assumption."]}
+
+
+@pytest.fixture
+def bench(tmp_path):
+    for name, doc in (("study_cost", _study_cost()), ("explainers", _explainers()), ("scaleout", _scaleout())):
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    return rt.load_benchmarks(tmp_path)
+
+
+def test_before_after_table_sets_captum_and_lime_beside_the_floor_of_their_own_run(bench):
+    t = so.before_after_table(bench).set_index("method")
+    assert t.loc["occlusion", "speedup"] == pytest.approx(4.0)  # floor 200 ÷ fast 50
+    assert t.loc["lime_slic", "speedup"] == pytest.approx(0.8)
+    assert t.loc["occlusion", "captum_ms"] == 300.0 and t.loc["occlusion", "captum_x_floor"] == pytest.approx(3.0)
+    assert t.loc["lime_slic", "captum_x_floor"] == pytest.approx(3.0)  # 750 ÷ explainers.json's floor 250
+    assert t.loc["lime_slic", "lime_x_floor"] == pytest.approx(4.0)
+    assert math.isnan(t.loc["occlusion", "lime_ms"])
+    runs = so.provenance(bench)
+    assert "explainers.json, run of 2030-01-01 (another run" in runs["captum"]
+    assert "2030-02-03 at commit abc1234" in runs["ours"]
+    text = so.before_after_summary(t.reset_index(), so.study_before_after_table(bench))
+    assert "Occlusion runs 4.0 times as fast as its naive floor" in text and "at most 2.0e-06" in text
+    assert "LIME (SLIC) has no incremental path: it takes 1.25 times its floor" in text
+    assert "Captum took 3.0 times the floor for Occlusion and 3.0 times the floor for LIME (SLIC)" in text
+    assert "3.00 times as fast (30 → 10 core hours)" in text
+
+
+def test_same_run_comparisons_are_preferred(tmp_path):
+    sc = _study_cost()
+    sc["comparisons"] = {"captum.attr.Occlusion vs occlusion": {"ms": 800.0}}
+    (tmp_path / "study_cost.json").write_text(json.dumps(sc))
+    (tmp_path / "explainers.json").write_text(json.dumps(_explainers()))
+    b = rt.load_benchmarks(tmp_path)
+    t = so.before_after_table(b).set_index("method")
+    assert t.loc["occlusion", "captum_x_floor"] == pytest.approx(4.0)  # 800 ÷ study_cost's own floor 200
+    assert so.provenance(b)["captum"].startswith("study_cost.json, the same run")
+
+
+def test_study_table_and_missing_files(bench, tmp_path):
+    t = so.study_before_after_table(bench)
+    assert list(t["speedup"]) == pytest.approx([3.0, 2.0, 3.0])
+    assert t.loc[2, "unit"] == "core hours" and t.loc[0, "run"] == "2030-02-03, abc1234"
+    empty = rt.load_benchmarks(tmp_path / "none")
+    for fn in (so.before_after_table, so.study_before_after_table, so.executor_table, so.overhead_table,
+               so.shipped_table, so.projection_table, so.projection_assumptions):
+        assert isinstance(fn(empty), Note)
+    assert isinstance(fg.before_after_figure(so.before_after_table(empty), empty), Note)
+
+
+def test_study_tasks_count_the_full_profiles_units():
+    t = so.study_tasks(_study_cost())
+    # DQN: 2 agents × 2 chunks × (11 sanity + 12 degradation units); Mask-A3C: 2 chunks × (13 + 14)
+    assert (t["dqn_tasks"], t["mask_a3c_tasks"], t["sweeps"]) == (2 * 2 * 23, 2 * 27, 2 + so.MASK_A3C_AGENTS)
+
+
+def test_projection_known_answer_and_it_follows_study_cost():
+    p = so.projection(_scaleout(), _study_cost(10.0))
+    by = {r["target"]: r for r in p["targets"]}
+    sweeps = 2 + so.MASK_A3C_AGENTS
+    two = by["2 cores with processes"]
+    assert two["compute_hours"] == pytest.approx(10.0 / (2 * 0.75))
+    assert two["wall_hours"] == pytest.approx(10.0 / 1.5 + sweeps * 3.6 / 3600)
+    cluster = by["a 64-core Ray cluster"]
+    assert cluster["compute_hours"] == pytest.approx(10.0 / (64 * 0.5))
+    # largest DQN unit: LIME's sanity unit, (600 + 200 / 2) ms × 25 states = 17.5 s; the Mask-A3C units are
+    # scaled by their mean: (5 h / 54) ÷ (5 h / 92) × 17.5 s
+    largest = 17.5 * 92 / 54
+    assert p["largest_unit_s"] == pytest.approx(largest)
+    assert cluster["wall_hours_upper"] - cluster["wall_hours"] == pytest.approx(sweeps * largest / 3600)
+    assert p["rows"] == 2 * 50 * (11 * 10 + 12 * 100) + 20 * (13 * 10 + 14 * 100)
+    again = so.projection(_scaleout(), _study_cost(20.0))
+    assert again["targets"][0]["compute_hours"] == pytest.approx(2 * two["compute_hours"])
+    slow_driver = {**_scaleout(), "driver": {"store_ms_per_row": 100.0}}  # 4.5 h of storing bounds the cluster
+    c = so.projection(slow_driver, _study_cost(10.0))["targets"][2]
+    assert c["wall_hours"] == pytest.approx(100 * p["rows"] / 3.6e6 + sweeps * 7.2 / 3600)
+    bound = pd.DataFrame(so.projection(slow_driver, _study_cost(10.0))["targets"])
+    assert "On a 64-core Ray cluster, the driver, which stores every unit's rows itself (4.5 hours)" in \
+        so.scaleout_summary(bound.assign(steady_units_per_min=1.0, executor="x", workers=1), Note("-"), bound)
+    only_local = {**_scaleout(), "executors": _scaleout()["executors"][:1]}
+    assert all("missing" in r for r in so.projection(only_local, _study_cost())["targets"])
+
+
+def test_scaleout_tables_figures_and_sentences(bench):
+    ex = so.executor_table(bench)
+    assert list(ex["executor"]) == ["local", "processes", "ray"] and ex["same_table"].all()
+    ov = so.overhead_table(bench).set_index("unit")
+    assert ov.loc["µs", "value"] == 0.05
+    assert so.shipped_table(bench).set_index("what")["bytes"].max() == 2_000_000
+    pr = so.projection_table(bench)
+    assert list(pr["target"]) == [t for t, _, _ in so.TARGETS]
+    md = so.projection_assumptions(bench)
+    assert "Core hours after the speed-ups: 10.0" in md and "* A recorded assumption." in md
+    assert "projected from" not in md  # the file recorded no projection of its own
+    stale = rt.load_benchmarks(bench.directory)
+    stale = type(stale)(**{**stale.__dict__, "scaleout": {**stale.scaleout, "projection": {"core_hours_after": 99.0}}})
+    assert "projected from 99.0 core hours" in so.projection_assumptions(stale)
+    text = so.scaleout_summary(ex, so.overhead_table(bench), pr)
+    assert "the sweep ran 24.0 units per minute" in text and "processes reached 36.0 (75% of twice the local rate)" in text
+    assert "An empty Ray task costs 0.50 ms" in text and "Ray took 0.10 s more than the local executor." in text
+    for img in (fg.before_after_figure(so.before_after_table(bench), bench), fg.scaleout_figure(ex, pr),
+                fg.scaleout_figure(ex, Note("none"))):
+        assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
+    html = fg.style_before_after(so.before_after_table(bench), "Cap.", so.provenance(bench)).to_html()
+    assert "Captum and the lime package: explainers.json, run of 2030-01-01" in html and "4.00×" in html
+    assert "Naive and fast: study_cost.json, methods run of 2030-02-03" in html
+    assert "75%" in fg.style_executors(ex, "Cap.").to_html()
+    assert "2.0 MB" in fg.style_shipped(so.shipped_table(bench), "Cap.").to_html()
+    m = rt.machine_table(bench)
+    assert list(m["benchmark"]) == ["explainers.json", "study_cost.json", "scaleout.json"]
+    assert m.loc[2, "load"] == "3.0 → 4.0"
+    assert "python benchmarks/scaleout.py --json" in rt.regenerate_commands(bench)
+
+
+def test_committed_files_give_a_projection():
+    b = rt.load_benchmarks()
+    if b.scaleout is None or b.study_cost is None:
+        pytest.skip("scaleout.json or study_cost.json is not committed")
+    t = so.projection_table(b)
+    assert isinstance(t, pd.DataFrame) and (t["wall_hours"] > 0).all()
+    assert (t["wall_hours_upper"] >= t["wall_hours"]).all()
+    assert isinstance(so.before_after_table(b), pd.DataFrame)
+
+
+def test_benchmark_writes_its_schema_on_a_tiny_run(tmp_path):
+    """One method on 2 states, the local executor only (seconds); the schema, not the times."""
+    (tmp_path / "study_cost.json").write_text(json.dumps(_study_cost()))
+    out = tmp_path / "scaleout.json"
+    cmd = [sys.executable, "benchmarks/scaleout.py", "--json", str(out), "--configs", "local:1", "--skip-ray-overhead",
+           "--methods", "gradient", "--states", "2", "--chunk", "2", "--study-cost", str(tmp_path / "study_cost.json")]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert {"machine", "background", "shared_machine", "setting", "executors", "ray_overhead", "shipped", "driver",
+            "assumptions", "projection"} <= set(res)
+    assert {"date", "commit", "cpu", "load_average", "load_average_at_end", "torch", "nice"} <= set(res["machine"])
+    (row,) = res["executors"]
+    assert row["executor"] == "local" and row["units"] == res["setting"]["units"] == 3  # sanity, degradation, random
+    assert row["efficiency"] == 1.0 and row["same_table_as_local"] is True
+    s = res["shipped"]
+    assert s["degradation_frame_bytes"] > s["sanity_frame_bytes"] > s["unit_args_bytes"] > 0
+    assert s["full_study_frame_bytes"] == pytest.approx(s["degradation_frame_bytes_per_state"] * 25)
+    assert res["driver"]["rows"] > 0 and res["ray_overhead"] is None
+    assert [t.get("missing", "") for t in res["projection"]["targets"]][0].startswith("no processes measurement")
+    assert res["projection"]["core_hours_after"] == 10.0
+    assert res["background"]["wall_s"] > 0 and res["shared_machine"].startswith("The machine was")
