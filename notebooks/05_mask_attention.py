@@ -194,8 +194,10 @@ coarse_note(cfg.profile)
 
 # %% [markdown]
 # For the actor-critic agent, the insertion and deletion curves follow two outputs: the
-# probability π(a) of the action the agent took, and the state value V. A policy mask
-# should do well on π(a), a value mask on V. The sanity column is the Spearman
+# probability π(a) of the action the agent took, and the state value V. V is degenerate
+# under insertion and deletion (the substrate leaves it at its clean level; chapter 4
+# shows why), so no map is ranked on it and the insertion and deletion columns use π(a),
+# on which a policy mask should do well. The sanity column is the Spearman
 # similarity between a method's map on the original agent and on the agent with all
 # layers re-drawn at random; a method that passes the check has a low similarity.
 

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import Note, as_count
+from saliency_book.evidence import DEGENERATE_MEASURES
 from saliency_lib.experiments.catalog import official_available, shipped_agents
 from saliency_lib.experiments.paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
 from saliency_lib.experiments.profiles import get_profile, profile_settings
@@ -483,16 +484,18 @@ class Criterion:
     higher_is_better: bool
 
 
-CRITERIA = (
+CRITERIA = tuple(c for c in (
     Criterion("ins_prob", "insertion AUC, π(a) ↑", "insertion", "prob_auc", True),
     Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True),
     Criterion("del_prob", "deletion AUC, π(a) ↓", "deletion", "prob_auc", False),
     Criterion("del_value", "deletion AUC, V ↓", "deletion", "value_auc", False),
     Criterion("sanity", "Spearman after full randomisation ↓", "sanity", "spearman", False),
-)
+) if c.measure.removesuffix("_auc") not in DEGENERATE_MEASURES)
 """The ranking's columns. Insertion: a faithful map restores the output fast (high AUC);
 deletion: it destroys it fast (low AUC); sanity check: a map that depends on the
-weights changes when all layers are re-drawn (low similarity to the original map)."""
+weights changes when all layers are re-drawn (low similarity to the original map). The
+state value V is left out: it is degenerate under insertion and deletion
+(:data:`saliency_book.evidence.DEGENERATE_MEASURES`, measured in chapter 4)."""
 
 
 def official_table(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
