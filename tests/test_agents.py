@@ -257,3 +257,22 @@ def test_channels_last_pooling_equals_the_standard_one_in_values_and_gradients()
     a.sum().backward()
     b.sum().backward()
     assert torch.equal(x.grad, y.grad)
+
+
+def test_inference_batch_is_the_default_batch_of_explainers_and_metrics():
+    """Mask-A3C networks ask for small batches (their activations spill out of the caches); the DQN keeps 256.
+    An explicit batch_size wins, and an explainer re-bound to another agent takes that agent's default."""
+    from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet
+    from saliency_lib.agents.base import DEFAULT_BATCH
+    from saliency_lib.explainers import get_explainer
+    from saliency_lib.metrics import Insertion
+
+    a3c = ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
+    dqn = load_agent("data/agents/dqn-Breakout-s0")
+    assert a3c.inference_batch == MaskA3CNet.inference_batch == 16 and dqn.inference_batch == DEFAULT_BATCH == 256
+    occ = get_explainer("occlusion", a3c, patch=8)
+    assert occ.batch_size == 16 and occ.for_agent(dqn).batch_size == 256
+    assert get_explainer("occlusion", a3c, patch=8, batch_size=7).for_agent(dqn).batch_size == 7
+    assert Insertion().batch_size is None and Insertion(batch_size=5).batch_size == 5
+    with pytest.raises(ValueError, match="batch_size"):
+        get_explainer("occlusion", a3c, batch_size=0)

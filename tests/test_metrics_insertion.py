@@ -138,3 +138,41 @@ def test_bad_inputs(patch_agent, states):
         Insertion().evaluate(patch_agent, states, saliency=m, target=7)
     with pytest.raises(ValueError, match="states must have shape"):
         Insertion().evaluate(patch_agent, states[:, :3], saliency=m)
+
+
+@pytest.mark.parametrize("metric", [Insertion, Deletion])
+@pytest.mark.parametrize("substrate", ["black", "random", "blur"])
+def test_every_step_image_is_the_pixel_selection_of_state_and_substrate(states, metric, substrate):
+    """The images the network sees (built with bit operations on float32) are exactly torch.where of the
+    state and the substrate on the top-ranked pixels, step by step, for every chunking."""
+    from saliency_lib.agents import QAgent
+
+    seen = []
+
+    class Recorder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(()))
+
+        def forward(self, x):
+            seen.append(x.clone())
+            return x.flatten(1)[:, :4] * self.scale
+
+    agent = QAgent(Recorder(), game="Breakout", preset="dqn", n_actions=4)
+    x = states[:3]
+    maps = random_saliency(3, (84, 84), seed=4)
+    ppx = 700
+    m = metric(substrate=substrate, pixels_per_step=ppx, batch_size=5, reuse_endpoints=False, seed=2)
+    m.curves(agent, x, maps, state_ids=[0, 1, 2])
+    got = torch.cat(seen)
+    sub = make_substrate(x, substrate, seed=2, state_ids=[0, 1, 2])
+    order = torch.argsort(torch.from_numpy(-maps.reshape(3, -1)), dim=1, stable=True)
+    t_count = m.n_steps(84 * 84)
+    want = []
+    for i in range(3):
+        for t in range(t_count):
+            changed = torch.zeros(84 * 84, dtype=torch.bool)
+            changed[order[i, : min(t * ppx, 84 * 84)]] = True
+            a, b = (x[i], sub[i]) if metric is Insertion else (sub[i], x[i])
+            want.append(torch.where(changed.view(1, 84, 84), a, b))
+    assert torch.equal(got, torch.stack(want))

@@ -27,6 +27,9 @@ from torch import nn
 
 __all__ = ["Agent", "QAgent", "ActorCriticAgent", "INPUT_RANGES", "PRESET_STATES"]
 
+#: Rows per forward call of explainers and metrics for networks that state no preference.
+DEFAULT_BATCH = 256
+
 Hidden = tuple[torch.Tensor, ...] | None
 
 #: The value range of each preset's states, or ``None`` where they are not bounded.
@@ -100,6 +103,15 @@ class Agent:
 
     def initial_hidden(self, n: int) -> Hidden:
         return None
+
+    @property
+    def inference_batch(self) -> int:
+        """Rows per forward call that explainers and metrics use unless told otherwise.
+
+        The network's ``inference_batch`` attribute if it has one, else 256. Only speed
+        depends on it (results agree for every batch size up to float rounding).
+        """
+        return int(getattr(getattr(self, "net", None), "inference_batch", DEFAULT_BATCH))
 
     @staticmethod
     def index_hidden(hidden: Hidden, index: torch.Tensor) -> Hidden:

@@ -123,7 +123,9 @@ class Explainer:
         the method supports. Default: the method's reference choice (the action
         scores ``q``/``logits`` unless a subclass says otherwise).
     batch_size : int, optional
-        Network input rows per forward call (default 256). Only speed and memory
+        Network input rows per forward call (default: the agent's
+        :attr:`~saliency_lib.agents.Agent.inference_batch`, 256 for the DQN and 16
+        for Mask-A3C, whose large activations run faster in small batches). Only speed and memory
         depend on it: all scores are collected before any reduction, so maps agree
         for every ``batch_size`` up to the floating-point rounding of the network
         itself (about 1e-7 relative on the CPU).
@@ -170,12 +172,12 @@ class Explainer:
     #: maps keep Spearman ≥ 0.99 with float32 maps on a trained agent (``data/benchmarks/explainers.json``).
     bf16_validated: ClassVar[bool] = False
 
-    def __init__(self, agent: Agent, *, output: str | None = None, batch_size: int = 256, precision: str = "fp32"):
+    def __init__(self, agent: Agent, *, output: str | None = None, batch_size: int | None = None, precision: str = "fp32"):
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be a saliency_lib.agents.Agent, got {type(agent).__name__}; wrap a network with QAgent(...) or load one with load_agent(...)")
         self.agent = agent
         self.output = self._resolve_output(output)
-        self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        self.batch_size = check_int("batch_size", agent.inference_batch if batch_size is None else batch_size, minimum=1)
         self.precision = check_choice("precision", precision, PRECISIONS)
         if self.precision == "bf16" and not self._bf16_ok():
             raise ValueError(
@@ -184,7 +186,7 @@ class Explainer:
                 "keep Spearman >= 0.99 with float32 maps on a trained agent, or were not checked "
                 "(see data/benchmarks/explainers.json); use precision='fp32'"
             )
-        self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": self.batch_size, "precision": self.precision}
+        self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": batch_size, "precision": self.precision}
         self._params: dict[str, Any] = {}
 
     # -- configuration ---------------------------------------------------------------

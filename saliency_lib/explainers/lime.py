@@ -206,7 +206,7 @@ class Lime(PerturbationExplainer):
         alpha: float = 1.0,
         seed: int = 0,
         output: str | None = None,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         precision: str = "fp32",
     ):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
@@ -304,7 +304,7 @@ class LimeSLIC(Lime):
         alpha: float = 1.0,
         seed: int = 0,
         output: str | None = None,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         precision: str = "fp32",
     ):
         params = dict(
@@ -359,7 +359,7 @@ class LimeQuickshift(Lime):
         alpha: float = 1.0,
         seed: int = 0,
         output: str | None = None,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         precision: str = "fp32",
     ):
         params = dict(
@@ -414,7 +414,7 @@ class LimeFelzenszwalb(Lime):
         alpha: float = 1.0,
         seed: int = 0,
         output: str | None = None,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         precision: str = "fp32",
     ):
         params = dict(

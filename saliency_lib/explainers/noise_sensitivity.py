@@ -208,7 +208,7 @@ class NoiseSensitivity(PointPerturbation):
         blur_sigma: float = 3.0,
         blur_frames: bool = True,
         output: str | None = None,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         precision: str = "fp32",
         naive: bool = False,
     ):

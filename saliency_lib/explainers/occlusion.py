@@ -89,7 +89,7 @@ class Occlusion(PerturbationExplainer):
         stride: int | None = None,
         colour: float = 0.0,
         output: str | None = None,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         precision: str = "fp32",
         naive: bool = False,
     ):

@@ -87,7 +87,7 @@ class RISE(PerturbationExplainer):
         seed: int = 0,
         masks: torch.Tensor | None = None,
         output: str | None = None,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         precision: str = "fp32",
     ):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
