@@ -10,7 +10,7 @@ units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a ma
 * :data:`PAPER_AUC`: Huber et al.'s insertion AUCs (reference notes §6.1), a typed table.
 * :func:`auc_summary`, :func:`paper_layout_table`, :func:`our_auc_table`: AUC means and
   tables, the paper's four tables in their layout with our rows beside them.
-* :func:`curve_bands`, :func:`curves_figure`: mean curves with bootstrap bands over states.
+* :func:`curve_bands`, :func:`curves_figure`: mean curves with moving-block bootstrap bands over states.
 * :func:`rankings`, :func:`style_rankings`, :func:`ranking_detail`: rankings with Holm-corrected
   paired block-bootstrap tests (:func:`saliency_lib.metrics.ranking_table`) per setting, on at
   least :data:`~saliency_book.evidence.MIN_STATES` states and never on a measure of

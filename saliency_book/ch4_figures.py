@@ -188,7 +188,8 @@ def style_rankings(ranks: pd.DataFrame, preset: str, experiment: str, caption: s
 
     Cell: rank and mean AUC. Bold: in the top group (no method significantly better). Green:
     significantly better than the random map; red: significantly worse (Holm-corrected paired
-    Wilcoxon). Rows are ordered by the mean rank over the columns.
+    block-bootstrap tests, none below :data:`~saliency_book.evidence.MIN_STATES` states). Rows
+    are ordered by the mean rank over the columns.
     """
     agent = pick_agent(ranks, preset)
     if agent is None:
