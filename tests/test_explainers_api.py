@@ -74,7 +74,7 @@ def mask_agent(convlstm: bool = True, variant: str = "double", seed: int = 0) ->
 
 
 # -- the result ---------------------------------------------------------------------------------
-PASSES = {"occlusion": 1 + 42 * 42, "noise_sensitivity": 1 + 28 * 28, "ns_original": 785, "ns_chosen": 785, "ns_black": 785,
+PASSES = {"occlusion": 1 + 42 * 42, "occlusion_gray": 1 + 42 * 42, "sarfa_blur": 1 + 42 * 42, "noise_sensitivity": 1 + 28 * 28, "ns_original": 785, "ns_chosen": 785, "ns_black": 785,
           "sarfa": 1 + 42 * 42, "rise": 1001, "lime_slic": 2001, "lime_quickshift": 1501, "lime_felzenszwalb": 1001,
           "gradient": 2, "integrated_gradients": 51, "gradcam": 2, "random": 1}
 
@@ -244,7 +244,7 @@ def test_bad_states(agent):
 
 
 def test_unknown_method_and_preset_conflicts(agent):
-    with pytest.raises(ValueError, match="unknown explainer 'shap'; valid names are: occlusion, noise_sensitivity"):
+    with pytest.raises(ValueError, match="unknown explainer 'shap'; valid names are: occlusion, occlusion_gray, noise_sensitivity"):
         get_explainer("shap", agent)
     with pytest.raises(ValueError, match="'ns_chosen' fixes variant='chosen'; use 'noise_sensitivity'"):
         get_explainer("ns_chosen", agent, variant="black")

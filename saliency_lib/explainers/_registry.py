@@ -23,11 +23,13 @@ __all__ = ["EXPLAINERS", "get_explainer", "method_label", "METHOD_LABELS"]
 EXPLAINERS = MappingProxyType(
     {
         "occlusion": partial(Occlusion),
+        "occlusion_gray": partial(Occlusion, colour=0.5),  # Huber et al. §6.2 ablation
         "noise_sensitivity": partial(NoiseSensitivity),
         "ns_original": partial(NoiseSensitivity, variant="original"),
         "ns_chosen": partial(NoiseSensitivity, variant="chosen"),
         "ns_black": partial(NoiseSensitivity, variant="black"),
         "sarfa": partial(SARFA),
+        "sarfa_blur": partial(SARFA, perturbation="blur"),  # Huber et al. §6.2 ablation
         "rise": partial(RISE),
         "lime_slic": partial(LimeSLIC),
         "lime_quickshift": partial(LimeQuickshift),

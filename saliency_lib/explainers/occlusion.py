@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import torch
 
@@ -78,6 +79,7 @@ class Occlusion(PerturbationExplainer):
 
     name = "occlusion"
     label = "Occlusion"
+    labels = MappingProxyType({"occlusion_gray": "Occlusion (gray)"})
     bf16_validated = True
     reference = "Huber et al. 2022 (Frontiers in AI 5:903875), §3.1"
 
@@ -101,6 +103,11 @@ class Occlusion(PerturbationExplainer):
         colour = check_float("colour", colour)
         self._remember(patch=patch, stride=stride, colour=colour)
         self.patch, self.stride, self.colour = patch, stride, colour
+
+    @property
+    def method_name(self) -> str:
+        """``"occlusion_gray"`` for the gray patches of Huber et al.'s §6.2 ablation (colour 0.5), else ``"occlusion"``."""
+        return "occlusion_gray" if self.colour == 0.5 else "occlusion"
 
     @property
     def grid_shape(self) -> tuple[int, int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..agents.base import Agent
@@ -118,6 +120,7 @@ class SARFA(PointPerturbation):
 
     name = "sarfa"
     label = "SARFA"
+    labels = MappingProxyType({"sarfa_blur": "SARFA (blur)"})
     supported_outputs = ("q", "advantage", "logits")
     reference = "Puri et al. 2020 (ICLR); Huber et al. 2022 (Frontiers in AI 5:903875), §3.3"
 
@@ -139,6 +142,11 @@ class SARFA(PointPerturbation):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self._set_naive(naive)
         self._init_perturbation(radius, stride, perturbation, blur_sigma, blur_frames)
+
+    @property
+    def method_name(self) -> str:
+        """``"sarfa_blur"`` for the blurred disks of Huber et al.'s §6.2 ablation, else ``"sarfa"``."""
+        return "sarfa_blur" if self.perturbation == "blur" else "sarfa"
 
     def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         gh, gw = self.grid_shape
