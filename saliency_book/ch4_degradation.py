@@ -278,7 +278,9 @@ def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> p
     tables = [run_sweep(dataclasses.replace(s, experiments=DEGRADATION_EXPERIMENTS), executor=cfg.executor,
                         results_dir=cfg.results_dir, progress=progress).table for s in specs]
     df = pd.concat(tables, ignore_index=True)
-    return df[df["experiment"].isin(DEGRADATION_EXPERIMENTS)].reset_index(drop=True)
+    df = df[df["experiment"].isin(DEGRADATION_EXPERIMENTS)].reset_index(drop=True)
+    df.attrs["results_dir"] = str(cfg.results_dir)  # where the figures find the rows' mean curves (by unit key)
+    return df
 
 
 def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):

@@ -119,14 +119,51 @@ def _colours(methods: list[str]) -> dict[str, object]:
     return out
 
 
+def _curve_lines(results: pd.DataFrame, agent: str, experiment: str, measures: list[str], *, confidence: float,
+                 n_resamples: int, seed: int) -> tuple[pd.DataFrame, str]:
+    """The curves of :func:`curves_figure`: ``measure, substrate, method, step, x, mean, low, high`` and the band's name.
+
+    From every state's curve where ``results`` holds them (:func:`curve_bands`); otherwise from
+    the study store's mean curves of the rows' units, found by their keys (``config_hash``) under
+    ``results.attrs["results_dir"]`` (:func:`saliency_lib.experiments.store.mean_curves`).
+    """
+    cols = ["measure", "substrate", "method", "step", "x", "mean", "low", "high"]
+    mine = results[(results["agent"] == agent) & (results["experiment"] == experiment)]
+    t = mine[mine["step"].notna() & mine["measure"].isin(measures)]
+    out = []
+    if len(t):
+        for (meas, sub), g in t.groupby(["measure", "substrate"]):
+            wide = g.pivot_table(index=["method", "state"], columns="step", values="value", aggfunc="first")
+            steps = wide.columns.to_numpy(dtype=float)
+            for m in wide.index.get_level_values(0).unique():
+                mean, lo, hi = curve_bands(wide.loc[m].to_numpy(), confidence=confidence, n_resamples=n_resamples,
+                                           seed=seed)
+                out.append(pd.DataFrame({"measure": meas, "substrate": sub, "method": m, "step": steps,
+                                         "x": steps / max(steps.max(), 1.0), "mean": mean, "low": lo, "high": hi}))
+        return (pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=cols)), "block-bootstrap band"
+    from saliency_lib.experiments.paths import RESULTS_DIR
+    from saliency_lib.experiments.store import mean_curves
+
+    try:  # the store keeps each curve's mean over the states, not every state's curve
+        c = mean_curves(list(mine["config_hash"].dropna().unique()), confidence=confidence,
+                        results_dir=results.attrs.get("results_dir", RESULTS_DIR))
+    except (FileNotFoundError, ValueError):
+        return pd.DataFrame(columns=cols), ""
+    c = c[(c["agent"] == agent) & (c["experiment"] == experiment) & c["measure"].isin(measures)]
+    last = c.groupby(["measure", "substrate"])["step"].transform("max").clip(lower=1)
+    return c.assign(x=c["step"] / last)[cols].reset_index(drop=True), "band (t over the effective number of states)"
+
+
 def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *, confidence: float = 0.95,
                   n_resamples: int = 1000, seed: int = 0, dpi: int = 90):
     """Mean insertion/deletion curves of the agent with ``preset``: rows measures, columns substrates.
 
-    Bands: moving-block bootstrap CI over states (:func:`curve_bands`). The x-axis is the step
-    divided by the last step, the fraction of pixels changed (84 pixels per step; exact for
-    84 × 84 states, within 84/6400 for 80 × 80 ones). The random-map baseline is the dashed
-    black line. A Note when there is no such agent.
+    Bands: moving-block bootstrap CI over states (:func:`curve_bands`) where ``results`` holds
+    every state's curve. The study's store keeps mean curves instead (:func:`_curve_lines`), whose
+    band is the t-interval of the mean over the effective number of states of the curve's AUCs.
+    The x-axis is the step divided by the last step, the fraction of pixels changed (84 pixels per
+    step; exact for 84 × 84 states, within 84/6400 for 80 × 80 ones). The random-map baseline is
+    the dashed black line. A Note when there is no such agent.
     """
     if isinstance(results, Note):
         return results
@@ -139,8 +176,8 @@ def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *,
     import matplotlib.pyplot as plt
 
     measures = measures_of(results, agent)
-    t = results[results["step"].notna() & results["measure"].isin(measures) & (results["agent"] == agent)
-                & (results["experiment"] == experiment)]
+    t, band = _curve_lines(results, agent, experiment, measures, confidence=confidence, n_resamples=n_resamples,
+                           seed=seed)
     measures = [m for m in measures if m in set(t["measure"].unique())]
     if t.empty or not measures:
         return Note(f"No {experiment} curves for {agent}.", title="No curves")
@@ -152,16 +189,14 @@ def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *,
                              squeeze=False)
     for (meas, sub), g in t.groupby(["measure", "substrate"]):
         ax = axes[measures.index(meas)][substrates.index(sub)]
-        wide = g.pivot_table(index=["method", "state"], columns="step", values="value", aggfunc="first")
-        x = wide.columns.to_numpy(dtype=float) / max(float(wide.columns.max()), 1.0)
         for m in methods:
-            if m not in wide.index.get_level_values(0):
+            c = g[g["method"] == m].sort_values("step")
+            if c.empty:
                 continue
-            mean, lo, hi = curve_bands(wide.loc[m].to_numpy(), confidence=confidence, n_resamples=n_resamples,
-                                       seed=seed)
             ls, lw = ("--", 1.6) if m == "random" else ("-", 1.1)
-            ax.plot(x, mean, ls=ls, lw=lw, color=colours[m], label=short_label(m))
-            ax.fill_between(x, lo, hi, color=colours[m], alpha=0.12, lw=0)
+            ax.plot(c["x"], c["mean"], ls=ls, lw=lw, color=colours[m], label=short_label(m))
+            ax.fill_between(c["x"].to_numpy(float), c["low"].to_numpy(float), c["high"].to_numpy(float),
+                            color=colours[m], alpha=0.12, lw=0)
         ax.set_title(f"{sub} substrate, {measure_label(meas)}", fontsize=10)
         ax.grid(alpha=0.3)
         if sub == substrates[0]:
@@ -172,7 +207,7 @@ def curves_figure(results: pd.DataFrame | Note, preset: str, experiment: str, *,
     fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7), fontsize=8, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(f"{experiment.capitalize()} curves of {agent_label(agent)}: mean over states, "
-                 f"{int(confidence * 100)} % block-bootstrap band", fontsize=11)
+                 f"{int(confidence * 100)} % {band}", fontsize=11)
     # fixed margins: tight_layout would lay the figure out twice (figure_image crops it anyway)
     fig.subplots_adjust(left=0.07, right=0.99, top=0.9 if len(measures) > 1 else 0.82, bottom=0.17 if len(measures) > 1 else 0.3,
                         wspace=0.22, hspace=0.38)

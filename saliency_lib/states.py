@@ -23,6 +23,16 @@ the ConvLSTM state is carried from step to step and zeroed after each life
 loss and each new game. ``StateSet.hidden`` holds the recurrent state that was
 *fed into* the network at each recorded step, so an explainer that holds it
 fixed reproduces the agent's own outputs at that step.
+
+Spread over one game (:func:`collect_spread_states`)
+----------------------------------------------------
+The first ``n`` states of a game are its opening (for Breakout, the launch of the ball).
+:func:`collect_spread_states` plays one whole greedy game from the same start (up to
+``max_steps`` agent steps) and keeps ``n`` states evenly spaced over it, the first and the
+last included (:func:`spread_indices`). The game is played twice: once to learn its length,
+once more to record the chosen states with the recurrent state fed into the network there;
+both plays are the same game (greedy agent, seeded emulator), which the second checks
+action by action, so ``n`` states cost two games of forward passes, not ``n`` stored ones.
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ import torch
 from ._io import atomic_write
 from .agents.base import Agent
 
-__all__ = ["StateSet", "collect_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
+__all__ = ["StateSet", "collect_states", "spread_indices", "collect_spread_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
 
 #: Outputs that are not per-state vectors and are not stored in a StateSet.
 _SKIP_OUTPUTS = ("hidden",)
@@ -132,6 +142,72 @@ def _make_env(agent: Agent, game_index: int):
     return make_env(agent.game, agent.preset, mode="eval")
 
 
+def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool):
+    """Greedy play: per agent step ``(x, action, out, hidden_in, t, game_index, rgb, game_over)``.
+
+    ``hidden_in`` is the recurrent state fed into the network at that step (None for
+    feed-forward agents), ``t`` the agent step in its game, ``rgb`` the raw frame (None unless
+    ``frames``) and ``game_over`` whether the step ended the game. After a game over the next
+    game starts (seed ``seed + game index``), unless ``one_game``, which ends the play.
+    """
+    from .envs import raw_frame
+
+    game_index = 0
+    env = _make_env(agent, game_index)
+    try:
+        obs, _ = env.reset(seed=seed)
+        hidden = agent.initial_hidden(1)
+        step0 = 4 if agent.preset == "dqn" else 0
+        t = step0
+        while True:
+            x = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=agent.device)[None]
+            out = agent(x, hidden)
+            action = int(out[agent.default_output].argmax(1)[0])
+            rgb = raw_frame(env).copy() if frames else None
+            hidden_in = hidden
+            hidden = out.get("hidden") if agent.recurrent else None
+            obs, _, term, trunc, info = env.step(action)
+            yield x, action, out, hidden_in, t, game_index, rgb, bool(term or trunc)
+            t += 1
+            if info.get("life_lost") and hidden is not None:
+                hidden = agent.initial_hidden(1)
+            if term or trunc:
+                if one_game:
+                    return
+                env.close()
+                game_index += 1
+                env = _make_env(agent, game_index)
+                obs, _ = env.reset(seed=seed + game_index)
+                hidden = agent.initial_hidden(1)
+                t = step0
+    finally:
+        env.close()
+
+
+def _state_set(agent: Agent, records: list, seed: int, frames: bool, meta: dict | None = None) -> StateSet:
+    outs: dict[str, list] = {}
+    for _, _, out, *_ in records:
+        for k, v in out.items():
+            if k in _SKIP_OUTPUTS or not isinstance(v, torch.Tensor):
+                continue
+            outs.setdefault(k, []).append(v[0].detach().cpu())
+    hid = [tuple(h[0].cpu() for h in r[3]) for r in records if r[3] is not None]
+    return StateSet(
+        states=torch.stack([r[0][0].cpu() for r in records]), actions=torch.tensor([r[1] for r in records], dtype=torch.int64),
+        outputs={k: torch.stack(v) for k, v in outs.items()},
+        hidden=tuple(torch.stack(h) for h in zip(*hid)) if hid else None,
+        frames=np.stack([r[6] for r in records]) if frames else None,
+        steps=np.asarray([r[4] for r in records], dtype=np.int64), episode=np.asarray([r[5] for r in records], dtype=np.int64),
+        game=agent.game, preset=agent.preset, agent=str(agent.meta.get("source", type(agent.net).__name__)), seed=int(seed),
+        meta=dict(meta or {}),
+    )
+
+
+def _check_n(n, name: str = "n") -> None:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name} must be a positive integer number of states, got {n!r}")
+
+
 @torch.no_grad()
 def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = False, progress: bool = False) -> StateSet:
     """Play the greedy agent and record ``n`` consecutive states.
@@ -158,60 +234,96 @@ def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = 
     ValueError
         If ``n`` is not a positive integer.
     """
-    from .envs import raw_frame
+    _check_n(n)
+    play = _play(agent, seed, one_game=False, frames=frames)
+    records = [next(play) for _ in _bar(range(n), progress, f"states {agent.game}")]
+    play.close()
+    return _state_set(agent, records, seed, frames)
 
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer number of states, got {n!r}")
-    game_index = 0
-    env = _make_env(agent, game_index)
-    obs, _ = env.reset(seed=seed)
-    hidden = agent.initial_hidden(1)
-    step0 = 4 if agent.preset == "dqn" else 0
-    t = step0
-    xs, acts, steps, eps, rgb, hid = [], [], [], [], [], []
-    outs: dict[str, list] = {}
-    it = range(n)
-    if progress:
-        from tqdm.auto import tqdm
 
-        it = tqdm(it, desc=f"states {agent.game}")
-    for _ in it:
-        x = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=agent.device)[None]
-        out = agent(x, hidden)
-        action = int(out[agent.default_output].argmax(1)[0])
-        xs.append(x[0].cpu())
-        acts.append(action)
-        steps.append(t)
-        eps.append(game_index)
-        if hidden is not None:
-            hid.append(tuple(h[0].cpu() for h in hidden))
-        for k, v in out.items():
-            if k in _SKIP_OUTPUTS or not isinstance(v, torch.Tensor):
-                continue
-            outs.setdefault(k, []).append(v[0].detach().cpu())
-        if frames:
-            rgb.append(raw_frame(env).copy())
-        hidden = out.get("hidden") if agent.recurrent else None
-        obs, _, term, trunc, info = env.step(action)
-        t += 1
-        if info.get("life_lost") and hidden is not None:
-            hidden = agent.initial_hidden(1)
-        if term or trunc:
-            env.close()
-            game_index += 1
-            env = _make_env(agent, game_index)
-            obs, _ = env.reset(seed=seed + game_index)
-            hidden = agent.initial_hidden(1)
-            t = step0
-    env.close()
-    hidden_t = tuple(torch.stack(h) for h in zip(*hid)) if hid else None
-    return StateSet(
-        states=torch.stack(xs), actions=torch.tensor(acts, dtype=torch.int64),
-        outputs={k: torch.stack(v) for k, v in outs.items()}, hidden=hidden_t,
-        frames=np.stack(rgb) if frames else None, steps=np.asarray(steps, dtype=np.int64),
-        episode=np.asarray(eps, dtype=np.int64), game=agent.game, preset=agent.preset,
-        agent=str(agent.meta.get("source", type(agent.net).__name__)), seed=int(seed),
-    )
+def _bar(it, progress: bool, desc: str):
+    if not progress:
+        return it
+    from tqdm.auto import tqdm
+
+    return tqdm(it, desc=desc)
+
+
+def spread_indices(length: int, n: int) -> np.ndarray:
+    """``n`` indices evenly spaced over ``0 … length − 1``, both ends included, ascending and distinct.
+
+    Index ``i`` is ``round(i · (length − 1) / (n − 1))``; one state is index 0.
+
+    Raises
+    ------
+    ValueError
+        ``n`` or ``length`` is not a positive integer, or ``n > length`` (fewer states than asked for).
+    """
+    _check_n(n)
+    _check_n(length, "length")
+    if n > length:
+        raise ValueError(f"cannot pick {n} evenly spaced states from an episode of {length} states; "
+                         f"ask for at most {length}")
+    if n == 1:
+        return np.zeros(1, dtype=np.int64)
+    return np.rint(np.arange(n) * ((length - 1) / (n - 1))).astype(np.int64)
+
+
+@torch.no_grad()
+def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int = 10_000, frames: bool = False,
+                          progress: bool = False) -> StateSet:
+    """``n`` states evenly spaced over one whole greedy game from the start (see the module notes).
+
+    Parameters
+    ----------
+    agent : Agent
+    n : int
+        Number of states, at most the game's length.
+    seed : int, optional
+        Seed of the game's ``reset`` (the same start as :func:`collect_states`).
+    max_steps : int, optional
+        Agent-step cap of the game (default 10 000: 40 000 frames, the Mask-A3C environment's
+        own cap); a game cut there is spread over its first ``max_steps`` states.
+    frames, progress : bool, optional
+        As :func:`collect_states`.
+
+    Returns
+    -------
+    StateSet
+        Its ``steps`` are the chosen agent steps, ``episode`` is 0 and ``meta`` records
+        ``selection="spread"``, ``episode_length``, ``truncated`` and ``indices``.
+
+    Raises
+    ------
+    ValueError
+        ``n`` or ``max_steps`` is not a positive integer, or the game is shorter than ``n`` states.
+    RuntimeError
+        The second play of the game differs from the first (a non-deterministic agent or emulator).
+    """
+    _check_n(n)
+    _check_n(max_steps, "max_steps")
+    actions, over = [], False
+    for _, action, *_, game_over in _bar(_play(agent, seed, one_game=True, frames=False), progress,
+                                         f"game {agent.game}"):
+        actions.append(action)
+        over = game_over
+        if len(actions) == max_steps:
+            break
+    length = len(actions)
+    idx = spread_indices(length, n)
+    keep, records = set(idx.tolist()), []
+    play = _play(agent, seed, one_game=True, frames=frames)
+    for i, rec in enumerate(play):
+        if rec[1] != actions[i]:
+            raise RuntimeError(f"the replay of the game took action {rec[1]} at step {i}, the first play {actions[i]}: "
+                               "the agent or the emulator is not deterministic, so the spread states cannot be recorded")
+        if i in keep:
+            records.append(rec)
+        if i == idx[-1]:
+            break
+    play.close()
+    meta = {"selection": "spread", "episode_length": length, "truncated": not over, "indices": idx.tolist()}
+    return _state_set(agent, records, seed, frames, meta)
 
 
 # -- HIGHLIGHTS-DIV ------------------------------------------------------------------

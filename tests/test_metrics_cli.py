@@ -61,7 +61,11 @@ def test_insertion_command(checkpoint, tmp_path, capsys):
     table = read_table(out / "deletion_random.parquet")
     assert set(table["method"]) == {"occlusion", "random"}  # the random-map baseline is added
     assert not table.duplicated(list(KEY)).any()
-    assert table["step"].max() == 11  # ceil(7056 / 700) steps
+    assert table["step"].isna().all()  # per-state AUCs; the curves are kept as means over states
+    curves = pd.read_csv(out / "deletion_random_curves.csv")
+    assert curves["step"].max() == 11  # ceil(7056 / 700) steps
+    assert set(curves["method"]) == {"occlusion", "random"} and (curves["n"] == 3).all()
+    assert (curves["low"] <= curves["mean"]).all() and (curves["mean"] <= curves["high"]).all()
     assert (out / "deletion_random_ranking_q_ratio_auc.csv").exists()
     assert (out / "deletion_random.png").exists()
     lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]

@@ -7,11 +7,13 @@ import torch
 from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, build_agent
 from saliency_lib.states import (
     StateSet,
+    collect_spread_states,
     collect_states,
     diversity_threshold,
     highlights_div,
     importance,
     select_highlights,
+    spread_indices,
 )
 
 torch.set_num_threads(1)
@@ -140,3 +142,74 @@ def test_state_set_load_runs_no_pickled_code(tmp_path):
     torch.save({"states": Payload()}, bad, pickle_protocol=pickle.HIGHEST_PROTOCOL)
     with pytest.raises(pickle.UnpicklingError):
         StateSet.load(bad)
+
+
+# -- states spread over one game -----------------------------------------------------------------
+
+def test_spread_indices_cover_the_episode_evenly():
+    idx = spread_indices(1000, 7)
+    assert idx[0] == 0 and idx[-1] == 999 and len(set(idx.tolist())) == 7
+    gaps = np.diff(idx)
+    assert gaps.max() - gaps.min() <= 1 and abs(gaps.mean() - 999 / 6) < 1e-9  # evenly spaced, to the rounding
+    assert spread_indices(5, 5).tolist() == [0, 1, 2, 3, 4] and spread_indices(10, 1).tolist() == [0]
+    with pytest.raises(ValueError, match="cannot pick 11 evenly spaced states from an episode of 10 states"):
+        spread_indices(10, 11)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        spread_indices(10, 0)
+    with pytest.raises(ValueError, match="length must be a positive integer"):
+        spread_indices(0, 1)
+
+
+@pytest.fixture(scope="module")
+def recurrent_agent():
+    torch.manual_seed(0)
+    return ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
+
+
+def test_spread_states_span_the_whole_game_with_their_recurrent_states(recurrent_agent):
+    agent = recurrent_agent
+    s = collect_spread_states(agent, 4, seed=1, frames=True)
+    length = s.meta["episode_length"]
+    assert s.meta["selection"] == "spread" and not s.meta["truncated"] and length > 100
+    assert s.meta["indices"] == spread_indices(length, 4).tolist() and s.meta["indices"][-1] == length - 1
+    # the same game played state by state: the spread states are its states, the last one its end
+    ref = collect_states(agent, length + 1, seed=1, frames=True)
+    assert ref.episode[length - 1] == 0 and ref.episode[length] == 1
+    idx = s.meta["indices"]
+    assert torch.equal(s.states, ref.states[idx]) and torch.equal(s.actions, ref.actions[idx])
+    assert all(torch.equal(a, b[idx]) for a, b in zip(s.hidden, ref.hidden))
+    assert s.steps.tolist() == ref.steps[idx].tolist() and (s.episode == 0).all()
+    assert np.array_equal(s.frames, ref.frames[idx])
+    assert s.hidden[0][1:].abs().max() > 0  # carried recurrent states, not the zero state of a new game
+    with torch.no_grad():
+        out = agent(s.states, s.hidden)
+    torch.testing.assert_close(out["logits"], s.outputs["logits"], rtol=1e-4, atol=1e-5)
+
+
+def test_spread_states_of_a_capped_game_and_bad_inputs(recurrent_agent):
+    s = collect_spread_states(recurrent_agent, 5, seed=1, max_steps=41)
+    assert s.meta["truncated"] and s.meta["episode_length"] == 41 and s.meta["indices"] == [0, 10, 20, 30, 40]
+    assert s.steps.tolist() == [0, 10, 20, 30, 40]
+    with pytest.raises(ValueError, match="cannot pick 42 evenly spaced states from an episode of 41 states"):
+        collect_spread_states(recurrent_agent, 42, max_steps=41)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="n must be a positive integer"):
+            collect_spread_states(recurrent_agent, bad)
+    with pytest.raises(ValueError, match="max_steps must be a positive integer"):
+        collect_spread_states(recurrent_agent, 2, max_steps=0)
+
+
+def test_spread_states_refuse_a_game_that_does_not_replay(recurrent_agent, monkeypatch):
+    calls = {"n": 0}
+    forward = type(recurrent_agent).__call__
+
+    def flaky(self, x, hidden=None):
+        out = forward(self, x, hidden)
+        calls["n"] += 1
+        if calls["n"] > 30:  # the second play sees other outputs: another game
+            out = {**out, "logits": torch.roll(out["logits"], 1, dims=1)}
+        return out
+
+    monkeypatch.setattr(type(recurrent_agent), "__call__", flaky)
+    with pytest.raises(RuntimeError, match="not deterministic"):
+        collect_spread_states(recurrent_agent, 3, seed=1, max_steps=30)

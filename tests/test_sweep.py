@@ -7,6 +7,7 @@ every number still flows through the real explainers and metrics.
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 
@@ -15,8 +16,8 @@ import pytest
 import torch
 
 from saliency_book.common import describe_params
-from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
-from saliency_lib.experiments import executors, profiles, units
+from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent, save_agent
+from saliency_lib.experiments import executors, profiles, study, units
 
 METHODS = ("occlusion", "gradient")
 
@@ -163,3 +164,42 @@ def test_sweep_sizes_and_parameter_text():
         profiles.sweep_sizes("huge", "dqn")
     text = describe_params({"occlusion": {"patch": 4}, "rise": {"n_masks": 500}}, label=str.upper, sep="=")
     assert text == "OCCLUSION patch=4, RISE n_masks=500"
+
+
+def test_profiles_spread_the_mask_a3c_states_in_full_only(agent_dir):
+    quick, full = profiles.PROFILES["quick"], profiles.PROFILES["full"]
+    assert quick.selection("mask_a3c") == quick.selection("dqn") == full.selection("dqn") == "first"
+    assert full.selection("mask_a3c") == "spread" and full.episode_cap() == 10_000
+    assert "state_selection" not in quick.settings()
+    # "first" adds nothing to the state set's configuration: the units stored before keep their keys
+    agent = load_agent(agent_dir)
+    assert set(units.state_config(agent_dir, agent, 5, 0)) == {"agent", "weights", "n", "seed"}
+    spread = units.state_config(agent_dir, agent, 5, 0, "spread", 10_000)
+    assert spread["selection"] == "spread" and spread["episode_cap"] == 10_000
+    with pytest.raises(ValueError, match="unknown state_selection 'middle'"):
+        _spec(agent_dir, state_selection="middle")
+    with pytest.raises(ValueError, match="episode_cap must be a positive integer"):
+        _spec(agent_dir, state_selection="spread", episode_cap=0)
+
+
+def test_a_spread_sweep_explains_states_spread_over_the_game(agent_dir, tmp_path):
+    kw = {"methods": ("gradient",), "experiments": ("insertion",), "n_states": 3, "chunk": 3}
+    spec = _spec(agent_dir, state_selection="spread", episode_cap=41, **kw)
+    got, context = units.plan_units(spec, results_dir=tmp_path)
+    first, _ = units.plan_units(_spec(agent_dir, **kw), results_dir=tmp_path, states=False)
+    assert not {u.key for u in got} & {u.key for u in first}  # other states, other units
+    assert json.loads(got[0].state_config)["selection"] == "spread"
+    states = context[got[0].state_config][2]
+    assert states.meta["indices"] == [0, 20, 40] and states.steps.tolist() == [4, 24, 44]  # the paper's numbering
+    cached, _ = units.spec_states(spec, results_dir=tmp_path)
+    assert torch.equal(cached.states, states.states)
+    rep = executors.run_sweep(spec, results_dir=tmp_path, progress=False)
+    assert rep.computed == len(got) and sorted(set(rep.table["state"])) == [0, 1, 2]
+
+
+def test_the_committed_quick_units_are_all_found():
+    """The shipped agents' quick units under data/results stay valid: ``run --profile quick`` computes nothing."""
+    agents = ["data/agents/dqn-Breakout-s0", "data/agents/a3c-Breakout-double-s0"]
+    st = study.study_status("quick", ["Breakout"], agents=agents)
+    assert [r["agent"] for r in st["agents"]] == agents
+    assert all(r["units_done"] == r["units_total"] > 0 and r["bytes"] > 0 for r in st["agents"])

@@ -23,7 +23,9 @@ Outputs of ``sanity AGENT --out OUT``:
 
 Outputs of ``insertion AGENT --mode M --substrate S --out OUT``:
 
-* ``OUT/<M>_<S>.parquet`` — curves, AUCs and raw outputs;
+* ``OUT/<M>_<S>.parquet`` — the AUCs per state (the store keeps curves as per-step summaries, not per state);
+* ``OUT/<M>_<S>_curves.csv`` — the mean curve of every measure per method and step, with its 95 % band
+  (:func:`saliency_lib.experiments.store.mean_curves`);
 * ``OUT/<M>_<S>_summary.csv`` — AUC mean ± std and CI per method;
 * ``OUT/<M>_<S>_ranking_<measure>.csv`` — ranking with Holm-corrected paired block-bootstrap tests (the states
   are consecutive, see :mod:`saliency_lib.metrics.dependence`);
@@ -104,12 +106,12 @@ def _spec(args, experiments: tuple[str, ...], methods: list[str], **kw):
 
 
 def _run(spec, args):
-    """Run the units of ``spec`` (stored under ``--out``) and return the table."""
+    """Run the units of ``spec`` (stored under ``--out``) and return the sweep's report."""
     from ..experiments.executors import run_sweep
 
     executor = args.executor or ("processes" if args.threads > 1 else "local")
     return run_sweep(spec, executor=executor, results_dir=Path(args.out), workers=args.threads,
-                     ray_address=args.ray_address, progress=not args.quiet).table
+                     ray_address=args.ray_address, progress=not args.quiet)
 
 
 def _print(obj) -> None:
@@ -133,7 +135,7 @@ def run_sanity(args) -> int:
     groups = load_agent(args.agent).layer_groups()
     if args.levels is not None and args.levels > len(groups):
         raise ValueError(f"--levels {args.levels} exceeds the agent's {len(groups)} layer groups {[n for n, _ in groups]}")
-    table = _run(spec, args)
+    table = _run(spec, args).table
     out = Path(args.out)
     write_table(table, out / "sanity.parquet")
     summ = summarise(table, by=["method", "level", "layer", "measure"], seed=args.seed)
@@ -158,10 +160,12 @@ def run_insertion(args) -> int:
     methods = list(dict.fromkeys(args.methods))
     spec = _spec(args, (args.mode,), methods, substrates=(args.substrate,), random_baseline=not args.no_random_baseline,
                  metric={"pixels_per_step": args.pixels_per_step, "blur_sigma": args.blur_sigma})
-    table = _run(spec, args)
+    report = _run(spec, args)
+    table, curves = report.table, report.curves()
     out = Path(args.out)
     stem = f"{args.mode}_{args.substrate}"
     write_table(table, out / f"{stem}.parquet")
+    curves.to_csv(out / f"{stem}_curves.csv", index=False)
     metric = (Insertion if args.mode == "insertion" else Deletion)(substrate=args.substrate)
     aucs = table[table["step"].isna()]
     summ = summarise(aucs, by=["method", "measure"], seed=args.seed)
@@ -171,7 +175,8 @@ def run_insertion(args) -> int:
         ranking_table(sub, higher_is_better=metric.higher_is_better, seed=args.seed).to_csv(
             out / f"{stem}_ranking_{measure}.csv", index=False)
     first = metric.measures_for(load_agent(args.agent))[0]
-    plot_curves(table, out / f"{stem}.png", measure=first, title=f"{args.agent}: {args.mode}, {args.substrate} substrate")
+    plot_curves(curves.rename(columns={"mean": "value"}), out / f"{stem}.png", measure=first,
+                title=f"{args.agent}: {args.mode}, {args.substrate} substrate")
     for r in summ.itertuples():
         _print({"method": r.method, "measure": r.measure, "mean": round(r.mean, 4), "std": round(r.std, 4),
                 "ci95": [round(r.ci_low, 4), round(r.ci_high, 4)], "n": r.n})

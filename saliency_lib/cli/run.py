@@ -9,10 +9,11 @@ import sys
 from ..experiments.catalog import STUDY_METHODS
 from ..experiments.executors import EXECUTORS, run_sweep
 from ..experiments.paths import RESULTS_DIR
-from ..experiments.profiles import PROFILE_NAMES, sweep_sizes
+from ..experiments.profiles import PROFILE_NAMES, get_profile, sweep_sizes
+from ..experiments.store import compact
 from ..experiments.study import profile_specs
-from ..experiments.units import EXPERIMENTS, SUBSTRATES, SweepSpec
-from ..games import HUBER_GAMES
+from ..experiments.units import EXPERIMENTS, STATE_SELECTIONS, SUBSTRATES, SweepSpec
+from .compact import default_games
 
 __all__ = ["add_run_parser"]
 
@@ -29,6 +30,8 @@ def add_run_parser(subparsers) -> None:
     p.add_argument("--n-states", type=int, default=None, help="with --agents: states per agent")
     p.add_argument("--chunk", type=int, default=None, help="with --agents: states per unit")
     p.add_argument("--params", default="{}", help="with --agents: JSON of explainer parameters per method")
+    p.add_argument("--selection", choices=STATE_SELECTIONS, default=None,
+                   help="with --agents: the first n states of the greedy play (default) or n spread over one game")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--ray-address", default=None, help="existing Ray cluster (default: $RAY_ADDRESS, else a local Ray)")
@@ -37,6 +40,8 @@ def add_run_parser(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--status", action="store_true",
                    help="print one JSON object: units done and total, states and stored bytes per agent and game; computes nothing")
+    p.add_argument("--compact", action="store_true",
+                   help="after each agent's sweep, pack its units into one file per experiment (saliency-study compact)")
     p.set_defaults(func=_cmd_run)
 
 
@@ -50,30 +55,32 @@ def _cmd_run(args) -> int:
     if args.status:
         from ..experiments.study import study_status
 
-        games = args.games or (["Breakout"] if args.profile != "full" else list(HUBER_GAMES))
-        print(json.dumps(study_status(args.profile, games, agents=args.agents, seed=args.seed,
-                                      results_dir=args.results_dir)))
+        print(json.dumps(study_status(args.profile, default_games(args.profile, args.games), agents=args.agents,
+                                      seed=args.seed, results_dir=args.results_dir)))
         return 0
-    custom = args.methods is not None or args.n_states is not None or args.chunk is not None
+    custom = args.methods is not None or args.n_states is not None or args.chunk is not None or args.selection is not None
     if custom and args.agents is None:
-        raise SystemExit("--methods, --n-states and --chunk describe a custom sweep and need --agents")
+        raise SystemExit("--methods, --n-states, --chunk and --selection describe a custom sweep and need --agents")
     if custom:
         dqn = sweep_sizes(args.profile, "dqn")
         specs = [SweepSpec(agents=tuple(args.agents), methods=tuple(args.methods or STUDY_METHODS),
                            experiments=tuple(args.experiments), substrates=tuple(args.substrates),
                            n_states=args.n_states or dqn[0], chunk=args.chunk or dqn[1], seed=args.seed,
-                           params=json.loads(args.params))]
+                           params=json.loads(args.params), state_selection=args.selection or "first",
+                           episode_cap=get_profile(args.profile).episode_cap())]
     else:
-        games = args.games or (["Breakout"] if args.profile != "full" else list(HUBER_GAMES))
         specs = [dataclasses.replace(s, experiments=tuple(args.experiments), substrates=tuple(args.substrates))
-                 for g in games for s in profile_specs(args.profile, g, agents=args.agents, seed=args.seed,
-                                                       results_dir=args.results_dir)]
+                 for g in default_games(args.profile, args.games)
+                 for s in profile_specs(args.profile, g, agents=args.agents, seed=args.seed, results_dir=args.results_dir)]
     total = computed = 0
     for spec in specs:
         rep = run_sweep(spec, executor=args.executor, results_dir=args.results_dir, workers=args.workers,
                         ray_address=args.ray_address, progress=progress, on_unit=report)
         total, computed = total + rep.total, computed + rep.computed
-        print(json.dumps({"agents": list(spec.agents), "units": rep.total, "computed": rep.computed,
-                          "rows": len(rep.table), "seconds": round(rep.seconds, 1)}), flush=True)
+        line = {"agents": list(spec.agents), "units": rep.total, "computed": rep.computed, "rows": len(rep.table),
+                "seconds": round(rep.seconds, 1)}
+        if args.compact:
+            line["compact"] = compact(rep.units, results_dir=args.results_dir)
+        print(json.dumps(line), flush=True)
     print(f"units: {computed} computed, {total - computed} skipped of {total}", flush=True)
     return 0

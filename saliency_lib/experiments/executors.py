@@ -7,8 +7,8 @@
   object store once; each worker deserialises them once and keeps them.
 
 The driver writes each finished unit's rows atomically through the store
-(:func:`saliency_lib.experiments.store.store_unit`). A unit whose file exists is
-never computed again, so a re-run of a finished sweep computes nothing and an
+(:func:`saliency_lib.experiments.store.store_unit`). A stored unit, loose or packed,
+is never computed again, so a re-run of a finished sweep computes nothing and an
 interrupted sweep resumes where it stopped. A worker that dies mid-unit leaves
 nothing behind; the unit is retried (Ray's ``max_retries``; a new process for
 ``processes``).
@@ -20,13 +20,13 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
 
 from .paths import RESULTS_DIR
-from .store import load_units, store_unit, unit_path
+from .store import load_units, mean_curves, store_unit, stored_keys
 from .units import SweepSpec, Unit, compute_unit, plan_units
 
 __all__ = ["EXECUTORS", "RAY_INSTALL", "SweepReport", "run_sweep"]
@@ -43,11 +43,18 @@ class SweepReport:
     """What a sweep did: the table and how many units it computed."""
 
     table: pd.DataFrame
+    """The tidy rows of every unit (:func:`~.store.load_units`): no curves, see :meth:`curves`."""
     total: int
     computed: int
     skipped: int
     seconds: float
     executor: str
+    units: list[Unit] = field(default_factory=list)
+    results_dir: object = RESULTS_DIR
+
+    def curves(self, *, confidence: float = 0.95) -> pd.DataFrame:
+        """The sweep's mean insertion/deletion curves with their bands (:func:`~.store.mean_curves`)."""
+        return mean_curves(self.units, results_dir=self.results_dir, confidence=confidence)
 
 
 class _Progress:
@@ -103,7 +110,8 @@ def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir=RESULTS_D
         _require_ray()
     t0 = time.monotonic()
     units, context = plan_units(spec, results_dir=results_dir, progress=progress)
-    todo = [u for u in units if not unit_path(u, results_dir).exists()]
+    done = stored_keys(units, results_dir=results_dir)
+    todo = [u for u in units if u.key not in done]
     bar = _Progress(len(units), len(units) - len(todo), progress, on_unit)
     try:
         if todo:
@@ -112,7 +120,8 @@ def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir=RESULTS_D
     finally:
         bar.close()
     table = load_units(units, results_dir=results_dir)
-    return SweepReport(table, len(units), len(todo), len(units) - len(todo), time.monotonic() - t0, executor)
+    return SweepReport(table, len(units), len(todo), len(units) - len(todo), time.monotonic() - t0, executor, units,
+                       results_dir)
 
 
 def _run_local(todo, context, results_dir, bar, **_):

@@ -9,6 +9,15 @@ One frozen :class:`Profile` per name:
 * ``full``: the study at the paper's sizes (Huber et al.: 997 states of the fixed-start
   trajectory per game, the paper's explainer parameters), hours of CPU.
 
+Which states a sweep explains is :attr:`Profile.state_selection`, per agent kind. The DQN
+agents always explain the first ``n_states`` states of the greedy play from the fixed start,
+Huber et al.'s trajectory. The Mask-A3C agents do so in ``tiny`` and ``quick`` (their 5 states
+are the ball launch of Breakout; the committed quick units keep their keys), and in ``full``
+explain ``n_states`` states spread evenly over one whole greedy game (``"spread"``, at most
+``eval_max_steps`` agent steps; :func:`saliency_lib.states.collect_spread_states`), so their
+100 states see the whole game rather than its opening. The selection is part of the state
+set's configuration, so the cached states and the unit keys of the two never mix.
+
 The sweep (:mod:`saliency_lib.experiments.study`) reads :attr:`Profile.sweep`; a chapter's
 ``parameters`` cell takes ``profile`` and optional overrides, and the chapter's frozen
 config reads the rest through :func:`get_profile` or :func:`profile_settings`, so the book,
@@ -19,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -34,7 +43,7 @@ class SweepSize(NamedTuple):
     """Sizes of the sweep for one kind of agent (its preset): ``n_states, chunk, params``."""
 
     n_states: int
-    """States per agent: the first ``n_states`` of the agent's greedy game from the fixed start."""
+    """States per agent, picked from the agent's greedy play as :attr:`Profile.state_selection` says."""
     chunk: int
     """States per unit of work (and per stored result file)."""
     params: Mapping[str, Mapping]
@@ -76,6 +85,17 @@ class Profile:
     """Methods of chapter 6's run-time spot check (None: all)."""
     runtime_states: int
     """States each method is timed on in chapter 6's spot check."""
+    state_selection: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """How each agent kind's sweep picks its states (:data:`~saliency_lib.experiments.units.STATE_SELECTIONS`):
+    ``"first"`` (kinds not named here) or ``"spread"``; see the module notes."""
+
+    def selection(self, kind: str) -> str:
+        """The state selection of an agent kind's sweep."""
+        return self.state_selection.get(kind, "first")
+
+    def episode_cap(self) -> int:
+        """Agent-step cap of the game a ``"spread"`` selection spreads its states over."""
+        return self.eval_max_steps or 10_000
 
     def sweep_size(self, kind: str) -> SweepSize:
         """The sweep sizes of an agent kind; kinds other than ``mask_a3c`` get the DQN sizes."""
@@ -83,7 +103,7 @@ class Profile:
 
     def settings(self) -> dict:
         """The chapters' settings as a plain dict (what :func:`profile_settings` overrides)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("name", "sweep")}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("name", "sweep", "state_selection")}
 
 
 # Cheap explainer parameters of the smoke profile: every code path runs, on a coarse grid.
@@ -115,7 +135,9 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
         "full", MappingProxyType({"dqn": SweepSize(997, 25, _PAPER), "mask_a3c": SweepSize(100, 10, _PAPER)}),
         example_params=_PAPER, highlight_states=5, episodes=10, eval_max_steps=10_000, gif_steps=1_500,
         official_games="all", official_episodes=10, official_max_steps=10_000, train_frames=10_000_000,
-        book_games="all", play_steps=1500, bootstrap_resamples=2000, runtime_methods=None, runtime_states=3),
+        book_games="all", play_steps=1500, bootstrap_resamples=2000, runtime_methods=None, runtime_states=3,
+        # the Mask-A3C agents' 100 states span a whole greedy game, not its launch (issue 18)
+        state_selection=MappingProxyType({"mask_a3c": "spread"})),
 })
 """Profile name → :class:`Profile`."""
 PROFILE_NAMES = tuple(PROFILES)

@@ -1,10 +1,11 @@
 """The result store: sweep units and cached results under ``data/results/``.
 
-**Units.** Each finished unit of the sweep (:mod:`.units`) is one atomic file
-``<results_dir>/sweep/<experiment>/<unit key>.parquet`` in the tidy schema of
-:mod:`saliency_lib.results`; the states it explains are cached under
-``<results_dir>/sweep/states/``. Every command (``saliency-study run``, ``sanity``,
-``insertion``) and every chapter reads and writes units through here.
+**Units.** Each finished unit of the sweep (:mod:`.units`) is stored under
+``<results_dir>/sweep/``, first as one atomic loose file, later packed with the other units
+of its agent; the states it explains are cached under ``<results_dir>/sweep/states/``.
+Their layout and format are :mod:`.unitstore`'s; its functions are re-exported here, so every
+command (``saliency-study run``, ``compact``, ``sanity``, ``insertion``) and every chapter
+reads and writes units through this module.
 
 **Cached results.** Everything else a chapter computes (evaluations, figures, timing)
 is cached by configuration hash.
@@ -26,22 +27,32 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .._io import atomic_write
-from ..results import KEY, canonical_json, config_hash, empty_table, read_table, write_table
-from ..versions import environment_versions, version_differences
-from .paths import RESULTS_DIR, repo_path
-
-if TYPE_CHECKING:  # units import the store, not the other way round
-    from .units import Unit
+from ..results import canonical_json, config_hash
+from ..versions import environment_versions
+from .paths import repo_path
+from .unitstore import (
+    compact,
+    load_units,
+    mean_curves,
+    pack_path,
+    states_dir,
+    store_unit,
+    stored_bytes,
+    stored_keys,
+    stored_versions,
+    unit_path,
+    unit_versions,
+)
 
 __all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA", "states_dir", "unit_path",
-           "store_unit", "load_units", "unit_versions", "stored_versions"]
+           "pack_path", "store_unit", "stored_keys", "load_units", "mean_curves", "unit_versions", "stored_versions",
+           "stored_bytes", "compact"]
 
 LOCAL = "_local"
 """Machine-local, uncommitted part of a results directory."""
@@ -113,60 +124,3 @@ def cached_file(name: str, config: Mapping, suffix: str, make: Callable[[str], o
         _atomic(f, make)
         _atomic(f.with_suffix(".json"), lambda p: Path(p).write_text(canonical_json(config) + "\n"))
     return f
-
-
-def states_dir(results_dir) -> Path:
-    return repo_path(results_dir) / "sweep" / "states"
-
-
-def unit_path(unit: Unit, results_dir=RESULTS_DIR) -> Path:
-    return repo_path(results_dir) / "sweep" / unit.experiment / f"{unit.key}.parquet"
-
-
-def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
-    got = set(rows["state"].astype(int)) if len(rows) else set()
-    if got != set(unit.states):
-        raise RuntimeError(f"unit {unit.key} returned rows for states {sorted(got)}, expected {list(unit.states)}")
-    # atomic (temporary file, fsync, rename); the package versions that made it travel with it
-    write_table(rows, unit_path(unit, results_dir), metadata={"versions": json.dumps(environment_versions(), sort_keys=True)})
-
-
-def load_units(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> pd.DataFrame:
-    """All stored rows of ``units``, sorted by the results key."""
-    parts = [read_table(unit_path(u, results_dir)) for u in units]
-    if not parts:
-        return empty_table()
-    df = pd.concat(parts, ignore_index=True)
-    return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
-
-
-def unit_versions(path: str | os.PathLike) -> dict[str, str] | None:
-    """The package versions recorded with a stored unit, or None for a unit stored before they were recorded."""
-    from ..results import read_table_metadata
-
-    raw = read_table_metadata(path).get("versions")
-    return json.loads(raw) if raw else None
-
-
-def stored_versions(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> dict:
-    """What versions made the stored ``units``, against the running environment.
-
-    Returns ``{"units", "unrecorded", "differences"}``: the number of stored units, how
-    many of them record no versions, and ``{package: (recorded versions, running version)}``
-    for every package whose recorded version differs from the running one in some unit.
-    """
-    n = unrecorded = 0
-    diff: dict[str, tuple[set, str]] = {}
-    for u in units:
-        path = unit_path(u, results_dir)
-        if not path.exists():
-            continue
-        n += 1
-        rec = unit_versions(path)
-        if rec is None:
-            unrecorded += 1
-            continue
-        for name, (was, now) in version_differences(rec).items():
-            diff.setdefault(name, (set(), now))[0].add(was)
-    return {"units": n, "unrecorded": unrecorded,
-            "differences": {k: (sorted(v[0]), v[1]) for k, v in sorted(diff.items())}}

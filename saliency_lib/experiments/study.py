@@ -10,10 +10,10 @@ from .catalog import STUDY_METHODS, study_agents
 from .executors import run_sweep
 from .paths import RESULTS_DIR
 from .profiles import get_profile
-from .store import stored_versions, unit_path
+from .store import compact, stored_bytes, stored_keys, stored_versions
 from .units import SweepSpec, plan_units
 
-__all__ = ["profile_specs", "study_results", "study_status", "study_versions"]
+__all__ = ["profile_specs", "study_units", "study_results", "study_status", "study_versions", "study_compact"]
 
 
 def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = None, seed: int = 0,
@@ -24,9 +24,11 @@ def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = Non
     prof = get_profile(profile)
     specs = []
     for a in (study_agents(game, results_dir=results_dir) if agents is None else agents):
-        n, chunk, params = prof.sweep_size(load_agent(a).preset)
+        preset = load_agent(a).preset
+        n, chunk, params = prof.sweep_size(preset)
         specs.append(SweepSpec(agents=(a,), methods=STUDY_METHODS, n_states=n, chunk=chunk, seed=seed,
-                               params={m: dict(p) for m, p in params.items()}))
+                               params={m: dict(p) for m, p in params.items()}, state_selection=prof.selection(preset),
+                               episode_cap=prof.episode_cap()))
     return specs
 
 
@@ -49,25 +51,38 @@ def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | 
 
     Returns ``{"profile", "results_dir", "agents": [{"agent", "game", "n_states", "units_done",
     "units_total", "bytes"}...], "units_done", "units_total", "bytes"}``; ``bytes`` is the size
-    of the stored unit files.
+    on disk of the agent's stored units: its loose unit files and its packs (:mod:`.unitstore`).
     """
     rows = []
     for game in games:
         for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir):
             units, _ = plan_units(spec, results_dir=results_dir, states=False)
-            paths = [unit_path(u, results_dir) for u in units]
-            done = [p for p in paths if p.exists()]
+            done = stored_keys(units, results_dir=results_dir)
             rows.append({"agent": spec.agents[0], "game": game, "n_states": spec.n_states, "units_done": len(done),
-                         "units_total": len(units), "bytes": sum(p.stat().st_size for p in done)})
+                         "units_total": len(units), "bytes": stored_bytes(units, results_dir=results_dir)})
     return {"profile": profile, "results_dir": str(results_dir), "agents": rows,
             "units_done": sum(r["units_done"] for r in rows), "units_total": sum(r["units_total"] for r in rows),
             "bytes": sum(r["bytes"] for r in rows)}
 
 
+def study_units(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
+                results_dir=RESULTS_DIR) -> list:
+    """Every unit of ``profile`` for ``games``, planned without collecting any state."""
+    return [u for game in games
+            for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir)
+            for u in plan_units(spec, results_dir=results_dir, states=False)[0]]
+
+
 def study_versions(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
                    results_dir=RESULTS_DIR) -> dict:
     """Which package versions made the stored units of ``profile`` (:func:`~.store.stored_versions`), computing nothing."""
-    units = [u for game in games
-             for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir)
-             for u in plan_units(spec, results_dir=results_dir, states=False)[0]]
+    units = study_units(profile, games, agents=agents, seed=seed, results_dir=results_dir)
     return stored_versions(units, results_dir=results_dir)
+
+
+def study_compact(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
+                  results_dir=RESULTS_DIR) -> dict:
+    """Pack the loose units of ``profile`` for ``games`` into one file per agent and experiment
+    (:func:`~.store.compact`), computing nothing."""
+    return compact(study_units(profile, games, agents=agents, seed=seed, results_dir=results_dir),
+                   results_dir=results_dir)

@@ -25,12 +25,19 @@ import torch
 from ..metrics.insertion_deletion import SUBSTRATES
 from ..results import EXPERIMENTS, canonical_json, config_hash
 from .paths import RESULTS_DIR
-from .store import states_dir
+from .unitstore import states_dir
 
 __all__ = [
-    "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "Unit", "SweepSpec", "applicable",
-    "state_config", "study_states", "one_thread", "plan_units", "compute_unit", "maybe_fault",
+    "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "STATE_SELECTIONS", "Unit",
+    "SweepSpec", "applicable", "state_config", "study_states", "spec_states", "one_thread", "plan_units", "compute_unit",
+    "maybe_fault",
 ]
+
+STATE_SELECTIONS = ("first", "spread")
+"""How a sweep picks its states from the agent's greedy play from the fixed start: ``"first"``, the
+first ``n_states`` (Huber et al.'s trajectory, over as many games as it takes); ``"spread"``,
+``n_states`` evenly spaced over one whole game of at most ``episode_cap`` agent steps
+(:func:`saliency_lib.states.collect_spread_states`)."""
 
 RANDOM_BASELINE = "random"
 """Method name of the uniform-random map baseline (insertion/deletion only)."""
@@ -58,7 +65,7 @@ class Unit:
     """(mode, substrate) pairs of a degradation unit, e.g. ``(("insertion", "black"),)``; empty for sanity."""
     states: tuple[int, ...]
     state_config: str
-    """Canonical JSON of the state set: agent, weights hash, n, seed."""
+    """Canonical JSON of the state set: agent, weights hash, n, seed (and the selection, unless ``"first"``)."""
     params: str
     """Canonical JSON of the explainer's parameters (defaults: ``{}``)."""
     seed: int
@@ -99,6 +106,10 @@ class SweepSpec:
     """Metric options that differ from the study's (keys of :data:`METRIC_OPTIONS`), e.g. ``{"levels": 2}``."""
     random_baseline: bool = True
     """Add the uniform-random map to the degradation units (the paper's ``rnd_baseline``)."""
+    state_selection: str = "first"
+    """Which states of the greedy play: one of :data:`STATE_SELECTIONS`."""
+    episode_cap: int = 10_000
+    """Agent-step cap of the game that ``"spread"`` spreads the states over (unused by ``"first"``)."""
 
     def __post_init__(self):
         bad = sorted(set(self.experiments) - set(EXPERIMENTS))
@@ -112,7 +123,10 @@ class SweepSpec:
         bad = sorted(set(self.methods) - set(EXPLAINERS))
         if bad:
             raise ValueError(f"unknown methods {bad}; valid methods are: {', '.join(EXPLAINERS)}")
-        for name in ("n_states", "chunk", "batch_size"):
+        if self.state_selection not in STATE_SELECTIONS:
+            raise ValueError(f"unknown state_selection {self.state_selection!r}; valid selections are: "
+                             f"{', '.join(STATE_SELECTIONS)}")
+        for name in ("n_states", "chunk", "batch_size", "episode_cap"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -131,27 +145,52 @@ def applicable(method: str, agent) -> bool:
     return True
 
 
-def state_config(agent_spec: str, agent, n: int, seed: int) -> dict:
-    return {"agent": str(agent_spec), "weights": agent.meta.get("sha256"), "n": int(n), "seed": int(seed)}
+def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first", episode_cap: int = 10_000) -> dict:
+    """What determines a sweep's state set; it goes into every unit key.
+
+    The ``"first"`` selection records no selection at all, so the keys of the units stored
+    before there was a choice stay valid.
+    """
+    cfg = {"agent": str(agent_spec), "weights": agent.meta.get("sha256"), "n": int(n), "seed": int(seed)}
+    if selection != "first":
+        if selection not in STATE_SELECTIONS:
+            raise ValueError(f"unknown state selection {selection!r}; valid selections are: {', '.join(STATE_SELECTIONS)}")
+        cfg.update(selection=selection, episode_cap=int(episode_cap))
+    return cfg
 
 
-def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir=RESULTS_DIR, agent=None, progress: bool = False):
-    """The first ``n`` states of the agent's greedy game from the fixed start (cached).
+def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir=RESULTS_DIR, agent=None, progress: bool = False,
+                 selection: str = "first", episode_cap: int = 10_000):
+    """The ``n`` states of the agent's greedy play from the fixed start that ``selection`` picks (cached).
+
+    ``"first"``: the first ``n`` states; ``"spread"``: ``n`` states evenly spaced over one whole
+    game of at most ``episode_cap`` agent steps (:data:`STATE_SELECTIONS`).
 
     Returns ``(StateSet, state_config)``. The set holds the raw frames too, for figures.
     """
     from ..agents import load_agent
-    from ..states import StateSet, collect_states
+    from ..states import StateSet, collect_spread_states, collect_states
 
     agent = agent if agent is not None else load_agent(agent_spec)
-    cfg = state_config(agent_spec, agent, n, seed)
+    cfg = state_config(agent_spec, agent, n, seed, selection, episode_cap)
     path = states_dir(results_dir) / f"states-{config_hash(cfg)}.pt"
     if path.exists():
         return StateSet.load(path), cfg
     with one_thread():
-        states = collect_states(agent, n, seed=seed, frames=True, progress=progress)
+        if selection == "spread":
+            states = collect_spread_states(agent, n, seed=seed, max_steps=episode_cap, frames=True, progress=progress)
+        else:
+            states = collect_states(agent, n, seed=seed, frames=True, progress=progress)
     states.save(path)
     return states, cfg
+
+
+def spec_states(spec: SweepSpec, agent_spec: str | None = None, *, results_dir=RESULTS_DIR, agent=None,
+                progress: bool = False):
+    """:func:`study_states` of one agent of ``spec`` (default its first): the states its units explain."""
+    return study_states(spec.agents[0] if agent_spec is None else agent_spec, spec.n_states, seed=spec.state_seed,
+                        results_dir=results_dir, agent=agent, progress=progress, selection=spec.state_selection,
+                        episode_cap=spec.episode_cap)
 
 
 class one_thread:
@@ -184,10 +223,10 @@ def plan_units(spec: SweepSpec, *, results_dir=RESULTS_DIR, progress: bool = Fal
     for spec_agent in spec.agents:
         agent = load_agent(spec_agent)
         if states:
-            sset, scfg = study_states(spec_agent, spec.n_states, seed=spec.state_seed, results_dir=results_dir,
-                                      agent=agent, progress=progress)
+            sset, scfg = spec_states(spec, spec_agent, results_dir=results_dir, agent=agent, progress=progress)
         else:
-            sset, scfg = None, state_config(spec_agent, agent, spec.n_states, spec.state_seed)
+            sset, scfg = None, state_config(spec_agent, agent, spec.n_states, spec.state_seed, spec.state_selection,
+                                            spec.episode_cap)
         skey = canonical_json(scfg)
         context[skey] = (spec_agent, agent, sset)
         chunks = [tuple(range(i, min(i + spec.chunk, spec.n_states))) for i in range(0, spec.n_states, spec.chunk)]

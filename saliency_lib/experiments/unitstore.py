@@ -1,0 +1,541 @@
+"""The sweep's unit store: what each finished unit keeps, loose at first, then packed.
+
+What a unit keeps
+-----------------
+* **Tidy rows** (:mod:`saliency_lib.results` schema), the rows the chapters read: a sanity
+  unit's similarity per (state, method, level, measure); a degradation unit's AUCs per
+  (state, method, substrate, measure, mode), ``step`` NA.
+* **Curve summaries** (degradation units): per (mode, substrate, measure, step) the number of
+  finite values, their mean and sum of squared deviations over the unit's states
+  (:mod:`.curves`), not every state's curve. :func:`mean_curves` pools them into the mean
+  curve and its band.
+
+Layout under ``<results_dir>/sweep/``
+-------------------------------------
+``<experiment>/<unit key>.parquet``
+    A **loose** unit, written atomically by the sweep as soon as the unit is done. The file
+    holds the tidy rows and the summary rows (``state`` NA, ``value`` the mean, plus the
+    columns ``n``, ``nonfinite`` and ``m2``). Loose units stored before the compact format
+    hold every state's curve instead; they are read the same way, their curves summarised
+    on reading.
+``packs/<experiment>/<agent>-<hash>.parquet``
+    A **pack**: the units of one (experiment, agent, state set), i.e. of one agent in one
+    profile, in one file (:func:`compact`). Its summary rows are pooled per *series*, the
+    units that differ only in their states (one method's chunks), so a pack keeps one mean
+    curve per method and setting however many chunks it holds. The footer's metadata lists
+    the units, the package versions that made each and the pools. A pack is replaced
+    atomically; its loose files are removed only after it is written, so an interrupted
+    compaction loses nothing and a reader always finds every stored unit.
+``states/states-<hash>.pt``
+    Cached state sets (:func:`~saliency_lib.experiments.units.study_states`; not committed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+import pandas as pd
+
+from .._io import atomic_write
+from ..results import KEY, SCHEMA, config_hash, empty_table, validate_table
+from ..versions import environment_versions, version_differences
+from .curves import SUMMARY_COLUMNS, curve_bands_table, pool_curves, raw_curve_rows, summarise_curves
+from .paths import RESULTS_DIR, repo_path
+
+if TYPE_CHECKING:  # units import the store, not the other way round
+    from .units import Unit
+
+__all__ = ["states_dir", "unit_path", "pack_path", "store_unit", "stored_keys", "load_units", "mean_curves",
+           "unit_versions", "stored_versions", "stored_bytes", "compact"]
+
+_EXTRA = ("n", "nonfinite", "m2")
+"""Columns of a stored file beyond the tidy schema: the curve summaries' statistics."""
+_FORMAT = {"unit": "saliency-unit/2", "pack": "saliency-pack/1"}
+
+
+def _arrow_schema():
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int64": pa.int64(), "Int64": pa.int64(), "float64": pa.float64(),
+             "boolean": pa.bool_()}
+    return pa.schema([(c, types[t]) for c, t in SCHEMA.items()]
+                     + [("n", pa.int64()), ("nonfinite", pa.int64()), ("m2", pa.float64())])
+
+
+def states_dir(results_dir) -> Path:
+    return repo_path(results_dir) / "sweep" / "states"
+
+
+def unit_path(unit: Unit, results_dir=RESULTS_DIR) -> Path:
+    """Where ``unit`` is stored while loose."""
+    return repo_path(results_dir) / "sweep" / unit.experiment / f"{unit.key}.parquet"
+
+
+def pack_path(unit: Unit, results_dir=RESULTS_DIR) -> Path:
+    """The pack that :func:`compact` puts ``unit`` in: one per (experiment, agent, state set)."""
+    slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(unit.agent.split(":")[-1]).name)
+    name = f"{unit.agent.split(':')[0]}-{slug}" if ":" in unit.agent else slug
+    group = config_hash({"experiment": unit.experiment, "agent": unit.agent, "states": unit.state_config})
+    return repo_path(results_dir) / "sweep" / "packs" / unit.experiment / f"{name}-{group}.parquet"
+
+
+class _KeyRef(NamedTuple):
+    """A degradation unit known by its key alone (the ``config_hash`` of its rows)."""
+
+    key: str
+    experiment: str = "degradation"
+    agent: str = "?"
+    method: str = "?"
+    states: tuple = ("?",)
+
+
+def _series(unit: Unit) -> str:
+    """The units whose curve summaries pool: the same unit but for its states."""
+    d = asdict(unit)
+    for k in ("states", "batch_size"):
+        d.pop(k)
+    return config_hash(d)
+
+
+# -- files ------------------------------------------------------------------------------------------
+
+def _summary_rows(summary: pd.DataFrame, tag: str) -> pd.DataFrame:
+    """Summary statistics as rows of a stored file: ``state`` NA, ``value`` the mean, ``config_hash`` the tag."""
+    return pd.DataFrame({
+        **{c: summary[c].to_numpy() for c in ("experiment", "agent", "game", "method", "substrate", "measure", "step",
+                                             "higher_is_better", "n", "nonfinite", "m2")},
+        "value": summary["mean"].to_numpy(), "config_hash": tag})
+
+
+def _write(path: Path, tidy: pd.DataFrame, summary_rows: pd.DataFrame, metadata: dict[str, str]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _arrow_schema()
+    if not len(summary_rows):  # no curves (a sanity unit): a plain tidy table, which results.read_table reads
+        for c in _EXTRA:
+            schema = schema.remove(schema.get_field_index(c))
+    cols = [f.name for f in schema]
+    dtypes = {**{c: "Int64" if t == "int64" else t for c, t in SCHEMA.items()}, "n": "Int64", "nonfinite": "Int64",
+              "m2": "float64"}
+    dtypes = {c: dtypes[c] for c in cols}
+    parts = [t.reindex(columns=cols).astype(dtypes) for t in (tidy, summary_rows) if len(t)]
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols).astype(dtypes)
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    table = table.replace_schema_metadata({f"saliency_lib.{k}".encode(): v.encode() for k, v in metadata.items()})
+    # value and m2 are noise to a dictionary; split bytes compress better (about 7 bytes per double)
+    return atomic_write(path, lambda p: pq.write_table(
+        table, p, compression="zstd", compression_level=9, use_dictionary=[c for c in cols if c not in ("value", "m2")],
+        use_byte_stream_split=[c for c in ("value", "m2") if c in cols]))
+
+
+def _metadata(path: Path) -> dict[str, str]:
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    prefix = b"saliency_lib."
+    return {k[len(prefix):].decode(): v.decode() for k, v in meta.items() if k.startswith(prefix)}
+
+
+class _File:
+    """A stored file, read: its tidy rows, its curve summaries (computed on demand for a first-format unit)."""
+
+    def __init__(self, tidy: pd.DataFrame, summaries: pd.DataFrame, raw: pd.DataFrame | None, meta: dict[str, str]):
+        self.tidy = tidy
+        """Tidy rows, schema dtypes (``config_hash``: the unit key)."""
+        self._summaries, self._raw = summaries, raw
+        self.meta = meta
+
+    @property
+    def summaries(self) -> pd.DataFrame:
+        """Curve summaries: :data:`SUMMARY_COLUMNS` and ``tag`` (the unit key, or the pool of a pack)."""
+        if self._raw is not None:  # a loose unit of the first format: every state's curve, summarised once
+            extra = summarise_curves(self._raw).assign(tag=self._raw["config_hash"].iloc[0])
+            self._summaries = pd.concat([self._summaries, extra], ignore_index=True).astype(_SUMMARY_DTYPES)
+            self._raw = None
+        return self._summaries
+
+
+_SUMMARY_DTYPES = {"step": "int64", "n": "int64", "nonfinite": "int64", "mean": "float64", "m2": "float64"}
+
+
+def _read(path: Path) -> _File:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    df = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get)
+    for c in _EXTRA:
+        if c not in df.columns:
+            df[c] = pd.array([pd.NA] * len(df), dtype="Int64" if c != "m2" else "Float64")
+    is_summary, raw = df["state"].isna(), raw_curve_rows(df)
+    tidy = validate_table(df.loc[~is_summary & ~raw, list(SCHEMA)])
+    s = df.loc[is_summary]
+    summaries = pd.DataFrame({**{c: s[c] for c in SUMMARY_COLUMNS if c not in ("mean",)}, "mean": s["value"],
+                              "tag": s["config_hash"]}).astype(_SUMMARY_DTYPES)
+    return _File(tidy.reset_index(drop=True), summaries.reset_index(drop=True), df[raw] if raw.any() else None,
+                 _metadata(path))
+
+
+def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
+    """Keep ``unit``'s tidy rows and the summaries of its curves, as one atomic loose file.
+
+    ``rows`` are what :func:`~saliency_lib.experiments.units.compute_unit` returned: every state's
+    curve too. The package versions that made them travel with the file.
+    """
+    got = set(rows["state"].astype(int)) if len(rows) else set()
+    if got != set(unit.states):
+        raise RuntimeError(f"unit {unit.key} returned rows for states {sorted(got)}, expected {list(unit.states)}")
+    rows = validate_table(rows)
+    raw = raw_curve_rows(rows)
+    summary = _summary_rows(summarise_curves(rows[raw]), unit.key)
+    _write(unit_path(unit, results_dir), rows[~raw], summary,
+           {"format": _FORMAT["unit"], "versions": json.dumps(environment_versions(), sort_keys=True)})
+
+
+# -- packs ------------------------------------------------------------------------------------------
+
+class _Pack(NamedTuple):
+    path: Path
+    units: dict[str, int]
+    """Unit key → index into ``versions`` (-1: the unit recorded none)."""
+    versions: list[dict]
+    pools: dict[str, dict]
+    """Pool tag → ``{"series", "keys", "states"}`` (states as ``[first, last]`` runs)."""
+
+
+def _pack(path: Path) -> _Pack:
+    meta = _metadata(path)
+    return _Pack(path, json.loads(meta["units"]), json.loads(meta["versions"]), json.loads(meta["pools"]))
+
+
+def _packs(results_dir) -> dict[Path, _Pack]:
+    root = repo_path(results_dir) / "sweep" / "packs"
+    return {p: _pack(p) for p in sorted(root.glob("*/*.parquet"))} if root.is_dir() else {}
+
+
+def _locate(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
+    """Where each stored unit is: its pack, else its loose file. Missing units are left out."""
+    packed = {k: p for p in _packs(results_dir).values() for k in p.units}
+    out: dict[str, _Pack | Path] = {}
+    for u in units:
+        if u.key in packed:
+            out[u.key] = packed[u.key]
+        elif (path := unit_path(u, results_dir)).exists():
+            out[u.key] = path
+    return out
+
+
+def stored_keys(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> set[str]:
+    """The keys of the ``units`` that are stored, loose or packed: the units a sweep skips."""
+    return set(_locate(list(units), results_dir))
+
+
+def _where(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
+    where = _locate(units, results_dir)
+    missing = [u for u in units if u.key not in where]
+    if missing:
+        u = missing[0]
+        raise FileNotFoundError(f"{len(missing)} of {len(units)} units are not stored under {repo_path(results_dir)}, "
+                                f"e.g. {u.key} ({u.experiment}, {u.agent}, {u.method}, states {u.states[0]}…)")
+    return where
+
+
+def _reader():
+    cache: dict[Path, _File] = {}
+
+    def read(path: Path) -> _File:
+        if path not in cache:
+            cache[path] = _read(path)
+        return cache[path]
+
+    return read
+
+
+def load_units(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> pd.DataFrame:
+    """The tidy rows of ``units`` (per-state similarities and AUCs), sorted by the results key.
+
+    The curves are not among them: :func:`mean_curves` gives the mean curves and their bands.
+
+    Raises
+    ------
+    FileNotFoundError
+        Some of ``units`` are not stored.
+    """
+    return _load(list(units), results_dir, _reader())
+
+
+def _load(units: list[Unit], results_dir, read) -> pd.DataFrame:
+    where = _where(units, results_dir)
+    parts, by_file = [], {}
+    for u in units:
+        src = where[u.key]
+        if isinstance(src, Path):  # a loose file is one unit
+            parts.append(read(src).tidy)
+            continue
+        if src.path not in by_file:
+            by_file[src.path] = dict(tuple(read(src.path).tidy.groupby("config_hash", sort=False)))
+        parts.append(by_file[src.path].get(u.key))
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return empty_table()
+    df = pd.concat(parts, ignore_index=True)
+    return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+
+
+def _summaries(units: list[Unit], results_dir, read) -> list[pd.DataFrame]:
+    """The curve summaries that cover exactly the degradation ``units``, one per unit or pool."""
+    where = _where(units, results_dir)
+    wanted = {u.key for u in units}
+    blocks, seen = [], set()
+    for u in units:
+        src = where[u.key]
+        if isinstance(src, Path):  # a loose file is one unit
+            blocks.append(read(src).summaries)
+            continue
+        tag = next((t for t, p in src.pools.items() if u.key in p["keys"]), None)
+        if tag is None or tag in seen:
+            continue
+        extra = set(src.pools[tag]["keys"]) - wanted
+        if extra:
+            raise ValueError(f"the curves of unit {u.key} were pooled with {len(extra)} units that were not asked for "
+                             f"(e.g. {sorted(extra)[0]}) when {src.path.name} was packed; ask for all the units of "
+                             "its sweep, whose curves it keeps as one mean")
+        seen.add(tag)
+        s = read(src.path).summaries
+        blocks.append(s[s["tag"] == tag])
+    return blocks
+
+
+def mean_curves(units: Iterable[Unit | str], *, results_dir=RESULTS_DIR, confidence: float = 0.95,
+                dependence: bool = True) -> pd.DataFrame:
+    """The mean insertion/deletion curves of ``units`` over their states, with their band.
+
+    ``units`` are :class:`~saliency_lib.experiments.units.Unit` s or the keys of degradation
+    units: the ``config_hash`` column of the rows that :func:`load_units` returns, so a table
+    of rows finds its own curves.
+
+    One row per (experiment, agent, game, method, substrate, measure, step): ``n`` states with
+    a finite value (``nonfinite`` left out), their ``mean``, ``std`` (ddof 1) and the
+    ``confidence`` t-interval ``low``–``high`` of the mean (:mod:`.curves`). Units of the same
+    point are pooled, exactly, whatever their chunking: give the units of one sweep. Sanity
+    units have no curves and are ignored.
+
+    With ``dependence`` (default) the band counts ``n_eff`` states, the effective sample size
+    (:func:`saliency_lib.metrics.dependence.effective_sample_size`) of the same states' AUCs
+    of that curve in state order, because consecutive states of a trajectory are not
+    independent; curves without an AUC (the raw outputs ``q[j]``, ``logits[j]``) and
+    ``dependence=False`` use ``n``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Some of ``units`` are not stored.
+    ValueError
+        A packed unit whose curves were pooled with units not in ``units``.
+    """
+    units = [_KeyRef(u) if isinstance(u, str) else u for u in units]
+    units = list({u.key: u for u in units if u.experiment == "degradation"}.values())  # each unit once
+    read = _reader()
+    blocks = _summaries(units, results_dir, read)
+    n_eff = _auc_ess(_load(units, results_dir, read)) if dependence and blocks else None
+    return curve_bands_table(pool_curves(blocks), confidence=confidence, n_eff=n_eff)
+
+
+def _auc_ess(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Effective sample size of each curve's per-state AUCs (``<measure>_auc``), in state order."""
+    from ..metrics.dependence import effective_sample_size
+
+    keys = ["experiment", "agent", "game", "method", "substrate", "measure"]
+    auc = tidy[tidy["step"].isna() & tidy["measure"].str.endswith("_auc")]
+    auc = auc.assign(measure=auc["measure"].str.removesuffix("_auc")).sort_values([*keys, "state"], kind="stable")
+    out = auc.groupby(keys, sort=True)["value"].agg(effective_sample_size)
+    return out.rename("n_eff").reset_index()
+
+
+# -- versions and bytes -------------------------------------------------------------------------------
+
+def unit_versions(path: str | os.PathLike) -> dict[str, str] | None:
+    """The package versions recorded with a loose unit file, or None for a unit stored before they were recorded."""
+    raw = _metadata(Path(path)).get("versions")
+    return json.loads(raw) if raw else None
+
+
+def stored_versions(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> dict:
+    """What versions made the stored ``units``, against the running environment.
+
+    Returns ``{"units", "unrecorded", "differences"}``: the number of stored units, how
+    many of them record no versions, and ``{package: (recorded versions, running version)}``
+    for every package whose recorded version differs from the running one in some unit.
+    """
+    units = list(units)
+    where = _locate(units, results_dir)
+    n = unrecorded = 0
+    diff: dict[str, tuple[set, str]] = {}
+    for u in units:
+        src = where.get(u.key)
+        if src is None:
+            continue
+        n += 1
+        if isinstance(src, _Pack):
+            i = src.units[u.key]
+            rec = src.versions[i] if i >= 0 else None
+        else:
+            rec = unit_versions(src)
+        if rec is None:
+            unrecorded += 1
+            continue
+        for name, (was, now) in version_differences(rec).items():
+            diff.setdefault(name, (set(), now))[0].add(was)
+    return {"units": n, "unrecorded": unrecorded,
+            "differences": {k: (sorted(v[0]), v[1]) for k, v in sorted(diff.items())}}
+
+
+def stored_bytes(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> int:
+    """Bytes on disk of the stored ``units``: their loose files and every pack that holds one of them."""
+    files = {src.path if isinstance(src, _Pack) else src for src in _locate(list(units), results_dir).values()}
+    return sum(p.stat().st_size for p in files)
+
+
+# -- compaction -----------------------------------------------------------------------------------------
+
+class _Lock:
+    """One compaction at a time per results directory (a lock file naming its process)."""
+
+    def __init__(self, results_dir):
+        self.path = repo_path(results_dir) / "sweep" / "packs" / ".compact.lock"
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pid = int(self.path.read_text().strip() or 0)
+                try:
+                    os.kill(pid, 0)
+                except (ProcessLookupError, ValueError):
+                    self.path.unlink(missing_ok=True)  # its process is gone: a stale lock
+                    continue
+                except PermissionError:
+                    pass
+                raise RuntimeError(f"another compaction (process {pid}) holds {self.path}") from None
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            return self
+        raise RuntimeError(f"could not take the compaction lock {self.path}")
+
+    def __exit__(self, *exc):
+        self.path.unlink(missing_ok=True)
+
+
+def _ranges(states: Iterable[int]) -> list[list[int]]:
+    """Sorted states as ``[first, last]`` runs of consecutive ones (what a pool's metadata keeps)."""
+    out: list[list[int]] = []
+    for s in sorted(states):
+        if out and s == out[-1][1] + 1:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return out
+
+
+def _unranges(runs: list[list[int]]) -> list[int]:
+    return [s for a, b in runs for s in range(a, b + 1)]
+
+
+def _merge(pools: dict[str, dict], blocks: dict[str, list], unit: Unit, summary: pd.DataFrame) -> None:
+    """Put ``unit``'s summary into a pool of its series whose states it does not share, or a new one."""
+    series, states = _series(unit), set(unit.states)
+    tag = next((t for t, p in pools.items() if p["series"] == series and not states & set(p["states"])), None)
+    if tag is None:
+        tag = f"new-{len(pools)}"
+        pools[tag] = {"series": series, "keys": [], "states": []}
+        blocks[tag] = []
+    pools[tag]["keys"].append(unit.key)
+    pools[tag]["states"].extend(unit.states)
+    blocks[tag].append(summary)
+
+
+def compact(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> dict:
+    """Move the loose files of ``units`` into their packs (:func:`pack_path`), losing nothing.
+
+    Each pack is rewritten once, atomically, with its units so far and the new ones; then the
+    new units' loose files are removed (and any loose copy of a unit the pack already holds,
+    left by a compaction stopped in between). A unit that is not stored is left out, so
+    compacting again, or in the middle of a sweep, is safe. Only one compaction runs at a time
+    per results directory.
+
+    Returns
+    -------
+    dict
+        ``{"units_packed", "packs_written", "bytes_before", "bytes_after"}``: the bytes of the
+        files touched, before and after.
+    """
+    units = list(units)
+    groups: dict[Path, list[Unit]] = {}
+    for u in units:
+        groups.setdefault(pack_path(u, results_dir), []).append(u)
+    report = {"units_packed": 0, "packs_written": 0, "bytes_before": 0, "bytes_after": 0}
+    with _Lock(results_dir):
+        packs = _packs(results_dir)
+        for path, group in groups.items():
+            old = packs.get(path)
+            have = set(old.units) if old else set()
+            for u in group:  # left over by a compaction stopped between writing the pack and removing them
+                if u.key in have and unit_path(u, results_dir).exists():
+                    unit_path(u, results_dir).unlink()
+            new = list({u.key: u for u in group if u.key not in have and unit_path(u, results_dir).exists()}.values())
+            if not new:
+                continue
+            tidy, blocks, versions, index = [], {}, [], {}
+            pools: dict[str, dict] = {}
+            if old is not None:
+                f = _read(path)
+                tidy.append(f.tidy)
+                pools = {t: {"series": p["series"], "keys": list(p["keys"]), "states": _unranges(p["states"])}
+                         for t, p in old.pools.items()}
+                blocks = {t: [f.summaries[f.summaries["tag"] == t]] for t in pools}
+                versions = list(old.versions)
+                index = dict(old.units)
+                report["bytes_before"] += path.stat().st_size
+            for u in new:
+                f = _read(unit_path(u, results_dir))
+                tidy.append(f.tidy.assign(config_hash=u.key))  # the pack finds a unit's rows by its key
+                if len(f.summaries):  # sanity units have no curves
+                    _merge(pools, blocks, u, f.summaries)
+                rec = json.loads(f.meta["versions"]) if f.meta.get("versions") else None
+                if rec is None:
+                    index[u.key] = -1
+                else:
+                    if rec not in versions:
+                        versions.append(rec)
+                    index[u.key] = versions.index(rec)
+                report["bytes_before"] += unit_path(u, results_dir).stat().st_size
+            summary_rows, final = [], {}
+            for tag, p in pools.items():
+                tag2 = config_hash({"series": p["series"], "keys": sorted(p["keys"])})
+                final[tag2] = {"series": p["series"], "keys": sorted(p["keys"]), "states": _ranges(p["states"])}
+                pooled = pool_curves(blocks[tag]) if len(blocks[tag]) > 1 else blocks[tag][0]
+                summary_rows.append(_summary_rows(pooled, tag2))
+            rows = pd.concat(tidy, ignore_index=True)
+            # sorted so that equal columns run together (smaller after compression); readers sort by KEY anyway
+            rows = rows.sort_values(["experiment", "method", "substrate", "measure", "level", "layer", "config_hash",
+                                     "state"], kind="stable")
+            srows = pd.concat(summary_rows, ignore_index=True) if summary_rows else pd.DataFrame()
+            _write(path, rows, srows, {"format": _FORMAT["pack"], "units": json.dumps(index, sort_keys=True),
+                                       "versions": json.dumps(versions, sort_keys=True),
+                                       "pools": json.dumps(final, sort_keys=True)})
+            if set(_pack(path).units) != set(index):  # never remove a loose file that the pack does not list
+                raise RuntimeError(f"pack {path} does not list the units just written into it")
+            for u in new:
+                unit_path(u, results_dir).unlink(missing_ok=True)
+            report["units_packed"] += len(new)
+            report["packs_written"] += 1
+            report["bytes_after"] += path.stat().st_size
+    return report
