@@ -248,27 +248,28 @@ def test_one_compaction_at_a_time(sweeps, tmp_path):
 # -- status -----------------------------------------------------------------------------------------
 
 def test_status_counts_loose_and_packed_units_and_computes_nothing(agent_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "STUDY_METHODS", ("gradient",))
-    kw = {"agents": [agent_dir], "results_dir": tmp_path}
-    st = study.study_status("tiny", ["Breakout"], **kw)
-    (row,) = st["agents"]
-    assert row["units_done"] == 0 and row["bytes"] == 0 and row["n_states"] == 2
-    assert not (tmp_path / "sweep").exists()  # planning alone collects no states
-    study.study_results("tiny", "Breakout", **kw)
-    (row,) = study.study_status("tiny", ["Breakout"], **kw)["agents"]
-    files = list((tmp_path / "sweep").glob("*/*.parquet"))
-    assert row["units_done"] == row["units_total"] == len(files) and row["bytes"] == sum(f.stat().st_size for f in files)
-    study.study_compact("tiny", ["Breakout"], **kw)
-    (row,) = study.study_status("tiny", ["Breakout"], **kw)["agents"]
-    packs = list((tmp_path / "sweep" / "packs").glob("*/*.parquet"))
-    assert row["units_done"] == row["units_total"] and row["bytes"] == sum(p.stat().st_size for p in packs)
     out = subprocess.run([sys.executable, "-m", "saliency_lib", "run", "--profile", "tiny", "--status", "--agents",
                           agent_dir, "--results-dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     (line,) = out.stdout.strip().splitlines()  # one JSON object
     got = json.loads(line)
-    # the command plans with every study method: 11 apply to a DQN agent, + the random map for degradation
-    assert got["units_total"] == 11 + 12 and got["units_done"] == 3 and got["bytes"] == row["bytes"]
+    (row,) = got["agents"]
+    # every study method that applies to a DQN agent (11), + the random map in degradation; nothing done, nothing made
+    assert row["units_total"] == got["units_total"] == 11 + 12 and row["units_done"] == 0 and row["bytes"] == 0
+    assert {"agent", "game", "n_states", "units_done", "units_total", "bytes"} <= set(row) and row["n_states"] == 2
+    assert not (tmp_path / "sweep").exists()  # planning alone collects no states
+    monkeypatch.setattr(study, "STUDY_METHODS", ("gradient",))
+    kw = {"agents": [agent_dir], "results_dir": tmp_path}
+    study.study_results("tiny", "Breakout", **kw)
+    (row,) = study.study_status("tiny", ["Breakout"], **kw)["agents"]
+    files = list((tmp_path / "sweep").glob("*/*.parquet"))
+    assert row["units_done"] == row["units_total"] == len(files) == 3
+    assert row["bytes"] == sum(f.stat().st_size for f in files)
+    study.study_compact("tiny", ["Breakout"], **kw)
+    (row,) = study.study_status("tiny", ["Breakout"], **kw)["agents"]
+    packs = list((tmp_path / "sweep" / "packs").glob("*/*.parquet"))
+    assert row["units_done"] == row["units_total"] and row["bytes"] == sum(p.stat().st_size for p in packs)
+    assert not list((tmp_path / "sweep").glob("*/*.parquet"))
 
 
 # -- the full study's size ----------------------------------------------------------------------------

@@ -15,8 +15,9 @@ Layout under ``<results_dir>/sweep/``
 ``<experiment>/<unit key>.parquet``
     A **loose** unit, written atomically by the sweep as soon as the unit is done. The file
     holds the tidy rows and the summary rows (``state`` NA, ``value`` the mean, plus the
-    columns ``n``, ``nonfinite`` and ``m2``). Loose units stored before the compact format
-    hold every state's curve instead; they are read the same way, their curves summarised
+    columns ``n``, ``nonfinite`` and ``m2``); without curves (a sanity unit) it is a plain
+    tidy table. Loose units stored before the compact format hold every state's curve (and
+    the raw outputs ``q[j]``) instead; they are read the same way, their curves summarised
     on reading.
 ``packs/<experiment>/<agent>-<hash>.parquet``
     A **pack**: the units of one (experiment, agent, state set), i.e. of one agent in one
