@@ -153,8 +153,12 @@ def test_run_command_line(agent_dir, tmp_path):
     assert "units: 4 computed, 0 skipped of 4" in out.stdout
     again = subprocess.run([sys.executable, "-m", "saliency_lib", "run", "--agents", agent_dir, "--methods", "gradient",
                             "--experiments", "insertion", "--substrates", "black", "--n-states", "4", "--chunk", "2",
-                            "--results-dir", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
+                            "--results-dir", str(tmp_path), "--no-progress", "--compact"],
+                           capture_output=True, text=True, timeout=300)
     assert "units: 0 computed, 4 skipped of 4" in again.stdout
+    assert json.loads(again.stdout.splitlines()[0])["compact"]["units_packed"] == 4
+    assert not list((tmp_path / "sweep").glob("*/*.parquet"))  # packed: one file
+    assert len(list((tmp_path / "sweep" / "packs").glob("*/*.parquet"))) == 1
 
 
 def test_sweep_sizes_and_parameter_text():
