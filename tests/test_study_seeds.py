@@ -1,0 +1,194 @@
+"""Chapter 5's seed section (saliency_book.ch5_seeds): do the masks' ranks hold across seeds? (issue 15, part 4)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import saliency_book.ch5_seeds as cs
+from saliency_book.ch5_mask_attention import Criterion
+from saliency_book.common import Note
+from saliency_book.evidence import MIN_STATES
+
+METHODS = ("mask_policy", "mask_value", "gradient", "integrated_gradients", "gradcam")
+ONE_SEED_TEXT = "one seed so far: whether the ranks hold across seeds cannot be judged"
+
+
+def _rows(variant: str, seed: int, order, *, n: int = 50, game: str = "Breakout", substrates=("black", "random")):
+    """Tidy rows of one fake agent whose methods rank in ``order`` (best first) on every criterion.
+
+    The random map is worst on π(a); on V the order is reversed, with the random map best, as
+    on the real agents, so a ranking that used V would put the random map first.
+    """
+    agent = f"data/agents/a3c-{game}-{variant}-s{seed}"
+    rng = np.random.default_rng(seed)
+    rows = []
+
+    def add(**kw):
+        rows.append({"agent": agent, "game": game, "level": np.nan, "layer": None, "step": np.nan, "substrate": None, **kw})
+
+    order = [*order, "random"]
+    for k, m in enumerate(order):
+        good = 0.9 - 0.12 * k  # π(a) insertion AUC: the better the method, the higher
+        for st in range(n):
+            e = 0.01 * rng.standard_normal()
+            for sub in substrates:
+                add(experiment="insertion", method=m, substrate=sub, state=st, measure="prob_auc", value=good + e)
+                add(experiment="deletion", method=m, substrate=sub, state=st, measure="prob_auc", value=1 - good + e)
+                add(experiment="insertion", method=m, substrate=sub, state=st, measure="value_auc", value=1 - good + e)
+                add(experiment="deletion", method=m, substrate=sub, state=st, measure="value_auc", value=good + e)
+                add(experiment="insertion", method=m, substrate=sub, state=st, step=3.0, measure="prob", value=99.0)
+            if m == "random":
+                continue  # the random map takes part in insertion and deletion only
+            add(experiment="sanity", method=m, state=st, level=0.0, layer="original", measure="spearman", value=1.0)
+            add(experiment="sanity", method=m, state=st, level=6.0, layer="conv1", measure="spearman",
+                value=0.1 + 0.1 * k + e)  # lower is better: the map changed more
+    return pd.DataFrame(rows)
+
+
+def _study(*parts) -> cs.SeedStudy:
+    return cs.SeedStudy.of(pd.concat(parts, ignore_index=True), n_resamples=200)
+
+
+def test_mask_best_in_two_seeds_holds():
+    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS))
+    a = study.agreement.set_index(["method", "criterion", "substrate"], drop=False)
+    pol = a[a["method"] == "mask_policy"]
+    assert set(pol["criterion"]) == {"ins_prob", "del_prob", "sanity"}
+    assert len(pol) == 5  # insertion and deletion on two substrates, and the sanity check
+    assert (pol["verdict"] == cs.HOLDS).all() and all(r == [1, 1] for r in pol["ranks"])
+    assert (pol["seeds"].map(tuple) == (0, 1)).all() and (pol["n"] == 50).all()
+    assert pol["kendall_w"].to_numpy() == pytest.approx(1.0)  # both seeds order all methods alike
+    assert (pol.loc[pol["criterion"] != "sanity", "of"] == 6).all()  # 5 methods and the random map
+    text = cs.seed_sentence(study.agreement)
+    assert text.startswith("Mask-A3C (both masks) on Breakout, seeds 0 and 1 (at least 50 states each)")
+    assert "holds in every seed on insertion AUC, π(a), black substrate (#1 of 6)" in text
+    assert "does not hold" not in text and ONE_SEED_TEXT not in text
+
+
+def test_swapped_ranks_do_not_hold():
+    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS[::-1]))
+    a = study.agreement
+    pol = a[(a["method"] == "mask_policy") & (a["criterion"] == "ins_prob")]
+    assert (pol["verdict"] == cs.DOES_NOT_HOLD).all()
+    assert all(r == [1, 5] for r in pol["ranks"]) and (pol["rank_range"] == 4).all()
+    # seed 1 reverses the five methods but keeps the random map last: W well below 1
+    assert pol["kendall_w"].iloc[0] == pytest.approx(cs.kendall_w([[1, 2, 3, 4, 5, 6], [5, 4, 3, 2, 1, 6]]))
+    assert pol["kendall_w"].iloc[0] < 0.5
+    text = cs.seed_sentence(a)
+    assert "does not hold on insertion AUC, π(a), black substrate (#1 to #5)" in text
+    assert "holds in every seed" not in text and "seeds 0 and 1" in text and "Breakout" in text
+    # the value mask is second in seed 0 and fourth in seed 1
+    assert "(#2 to #4)" in cs.seed_sentence(a, method="mask_value")
+
+
+def test_one_seed_cannot_be_judged():
+    study = _study(_rows("double", 0, METHODS))
+    assert (study.agreement["verdict"] == cs.ONE_SEED).all()
+    assert study.agreement["kendall_w"].isna().all()
+    text = cs.seed_sentence(study.agreement)
+    assert text.startswith(f"Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}.")
+    assert "In that seed the policy mask ranks #1 of 6 on insertion AUC, π(a), black substrate" in text
+    assert "holds" not in text.replace("whether the ranks hold", "")
+
+
+def test_too_few_states():
+    n = MIN_STATES - 30
+    study = _study(_rows("double", 0, METHODS, n=n), _rows("double", 1, METHODS, n=n))
+    assert (study.agreement["verdict"] == "too few states").all()  # although the ranks agree
+    text = cs.seed_sentence(study.agreement)
+    assert f"too few states (n={n}) for a verdict" in text and "seeds 0 and 1" in text
+    assert "holds in every seed" not in text and "does not hold" not in text
+    one = cs.seed_sentence(_study(_rows("double", 0, METHODS, n=n)).agreement)
+    assert ONE_SEED_TEXT in one and f"too few states (n={n})" in one and "ranks #" not in one
+
+
+def test_v_is_never_ranked():
+    rows = _rows("double", 0, METHODS)
+    r = cs.seed_rankings(rows, n_resamples=200)
+    assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
+    assert not r["label"].str.contains("V ").any()
+    assert (r.loc[r["method"] == "random", "rank"] == 6).all()  # on V it would be first
+    with pytest.raises(ValueError, match="degenerate"):
+        cs.seed_rankings(rows, criteria=(Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True),))
+
+
+def test_rankings_carry_block_bootstrap_cis_ess_and_full_randomisation():
+    r = cs.seed_rankings(_rows("double", 0, METHODS), n_resamples=200)
+    ins = r[(r["criterion"] == "ins_prob") & (r["substrate"] == "black")].set_index("method")
+    assert ins["rank"].to_dict() == {m: k + 1 for k, m in enumerate([*METHODS, "random"])}
+    p = ins.loc["mask_policy"]
+    assert p["n"] == 50 and 1 <= p["n_eff"] <= 50 and p["ci_low"] < p["mean"] < p["ci_high"]
+    assert p["mean"] == pytest.approx(0.9, abs=0.01) and "random" in p["better_than"]
+    dele = r[(r["criterion"] == "del_prob") & (r["substrate"] == "random")].set_index("method")
+    assert dele.loc["mask_policy", "rank"] == 1  # lowest deletion AUC
+    san = cs.seed_sanity(r).set_index("method")
+    assert san.loc["mask_policy", "mean"] == pytest.approx(0.1, abs=0.01)  # level 6 only, not the original map
+    assert "random" not in san.index and (san["of"] == 5).all()
+
+
+def test_variants_are_compared_within_themselves():
+    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS),
+                   _rows("policy", 0, ("mask_policy", "gradient", "integrated_gradients", "gradcam")))
+    a = study.agreement
+    assert set(a.loc[a["variant"] == "double", "verdict"]) == {cs.HOLDS}
+    assert set(a.loc[a["variant"] == "policy", "verdict"]) == {cs.ONE_SEED}
+    assert not ((a["variant"] == "policy") & (a["method"] == "mask_value")).any()
+    text = cs.seed_sentence(a)
+    assert "Mask-A3C (both masks) on Breakout, seeds 0 and 1" in text
+    assert f"policy-mask A3C on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}" in text
+
+
+def test_kendall_w_known_answers():
+    assert cs.kendall_w([[1, 2, 3], [1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
+    assert cs.kendall_w([[1, 2, 3, 4], [4, 3, 2, 1]]) == pytest.approx(0.0)
+    # m = 2, k = 3: rank sums 3, 5, 4, mean 4, S = 2, W = 12·2 / (4·24) = 0.25
+    assert cs.kendall_w([[1, 2, 3], [2, 3, 1]]) == pytest.approx(0.25)
+    assert np.isnan(cs.kendall_w([[1, 2, 3]])) and np.isnan(cs.kendall_w([[1], [1]]))
+
+
+def test_section_displays():
+    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS[::-1]))
+    t = cs.seed_display(study)
+    assert list(t.columns[:3]) == ["variant", "seed", "method"] and t.columns[-1] == "n / ESS"
+    assert len(t) == 12 and t.loc[0, "insertion AUC, π(a) (black)"].endswith("#1")
+    assert t.loc[t["method"] == "Random", "Spearman after full randomisation"].eq("–").all()
+    ag = cs.agreement_display(study)
+    assert {"seed 0", "seed 1", "range", "Kendall's W", "verdict"} <= set(ag.columns)
+    assert ag.loc[0, "seed 1"] == "#5 of 6" and ag.loc[0, "range"] == "#1–#5"
+    assert "does not hold" in cs.seed_markdown(study).data
+    assert type(cs.seed_rank_figure(study)).__name__ == "Image"
+    assert "2 seeds" not in repr(study) and "seeds 0 and 1" in study._repr_markdown_()
+    note = Note("missing")
+    assert cs.seed_display(note) is note and cs.agreement_display(note) is note
+    assert cs.seed_markdown(note) is None and cs.seed_rank_figure(note) is None
+
+
+def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
+    empty = tmp_path / "agents"
+    empty.mkdir()
+    note = cs.seed_rows("full", "Breakout", results_dir=tmp_path / "r", agents_dir=empty)
+    assert isinstance(note, Note) and "No masked Mask-A3C agent" in note.text
+    shipped = cs.seed_rows("full", "Breakout", results_dir=tmp_path / "r")
+    if not isinstance(shipped, Note) or "No masked" in shipped.text:
+        pytest.skip("no masked Mask-A3C agent of Breakout is shipped in data/agents")
+    assert "saliency-study run --profile full --seeds --games Breakout --compact" in shipped.text
+    assert not list((tmp_path / "r").rglob("*.parquet"))  # nothing computed
+
+
+def test_section_on_the_committed_seed_packs():
+    study = cs.seed_study("full", "Breakout")
+    if isinstance(study, Note):
+        pytest.skip(f"the seed sweep is not stored: {study.text}")
+    r = study.ranking
+    assert set(r["criterion"]) <= {"ins_prob", "del_prob", "sanity"}  # never V
+    assert set(r.loc[r["criterion"] == "sanity", "method"]) <= set(METHODS)
+    assert (r["n"] <= 50).all() and (r["n_eff"] <= r["n"]).all()
+    if study.units_stored == study.units_planned:  # a sweep in progress has fewer states and criteria
+        assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
+        assert set(r["substrate"].dropna()) == {"black", "random", "blur"} and (r["n"] == 50).all()
+    text = cs.seed_sentence(study.agreement)
+    assert "Breakout" in text
+    if (study.agreement.groupby("variant")["n_seeds"].max() == 1).any():
+        assert ONE_SEED_TEXT in text
