@@ -51,6 +51,7 @@ executor = "local"  # executor of the study's sweep: "local", "processes" or "ra
 results_dir = "data/results"  # result cache, relative to the repository
 agents_dir = "data/agents"  # our shipped agents (A3C and Mask-A3C are looked up here)
 runs_dir = "runs"  # training runs in progress (their learning curves are shown too)
+seeds_profile = "full"  # profile of the seed sweep whose stored units the seed section reads (it computes none)
 
 # %% [markdown]
 # The parameters become the chapter's frozen configuration. The profile decides how long
@@ -76,6 +77,7 @@ from saliency_book.ch5_mask_attention import (
     series_summary,
     summary_sentence,
 )
+from saliency_book.ch5_seeds import agreement_display, seed_display, seed_markdown, seed_rank_figure, seed_study
 from saliency_book.ch5_scores import (
     a3c_curves_figure,
     a3c_score_table,
@@ -229,6 +231,43 @@ style_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, sub
 # map that changes when the weights change; a mask is computed by the weights, so we expect
 # it to pass, and the table shows whether it does.
 #
+# ### Do the masks' ranks hold across seeds?
+#
+# A rank is a finding about mask attention only if it does not belong to one training run.
+# The study's seed sweep explains every shipped Mask-A3C agent of the game, one per seed and
+# variant, on 50 states spread over one greedy game: the masks next to the gradient,
+# Integrated Gradients and Grad-CAM (and the random map in insertion and deletion), under the
+# sanity check and insertion/deletion of π(a) on every substrate. The section reads the
+# stored units of the `seeds_profile` sweep and computes none: a Mask-A3C state costs
+# minutes, and where the units are missing the note below names the command that makes
+# them. Each cell is the mean over the states with its moving-block bootstrap 95 % CI (the
+# states of one game are correlated; n / ESS gives their number and effective number).
+
+# %%
+seeds = seed_study(seeds_profile, cfg.game, results_dir=cfg.results_dir, agents_dir=cfg.agents_dir)
+seeds
+
+# %%
+seed_display(seeds)
+
+# %% [markdown]
+# Side by side, the rank of each mask in every seed of its variant, the range of its ranks
+# and Kendall's W, the agreement of the seeds' whole orderings (1: every seed orders the
+# methods alike). The verdict needs two seeds and at least 50 states in each.
+
+# %%
+agreement_display(seeds)
+
+# %% mystnb={"figure": {"caption": "Rank of each method per seed of our Mask-A3C agents (1 = best; insertion, deletion of π(a) per substrate, and the Spearman similarity after full randomisation). Thick lines: the masks; one marker per seed.", "name": "fig-mask-seed-ranks"}}
+seed_rank_figure(seeds)
+
+# %% [markdown]
+# The sentences below are generated from the table.
+
+# %%
+seed_markdown(seeds)
+
+# %% [markdown]
 # ## Do the masks help the agent play?
 #
 # {cite:t}`itaya2021visual` claim in their abstract that the attention mechanism improves
@@ -276,6 +315,9 @@ seed_sentences(comparisons)
 #   series show how their size, spread and agreement change over play.
 # * On the study's states, the table places the masks among the perturbation methods for
 #   insertion, deletion and the sanity check, with confidence intervals.
+# * Whether the masks keep their ranks from one training run to the next is judged only with
+#   two seeds of a variant and 50 states in each; the generated sentence says how many seeds
+#   the chapter has.
 # * Whether the masks improve the score is tested with our own A3C and Mask-A3C runs at
 #   our budget of 10 M frames, one seed each; the generated sentence above gives the
 #   result, which one seed per variant cannot separate from the spread between runs.

@@ -303,14 +303,14 @@ def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> st
         game, n = g["game"].iloc[0], int(g["n"].min())
         who = f"{VARIANT_LABELS.get(variant, variant)} on {game}, {_seed_list(seeds)}"
         if len(seeds) < 2:
-            first = f"{who} ({n} states): one seed so far: whether the ranks hold across seeds cannot be judged."
+            first = f"The {name} of {who} ({n} states): one seed so far: whether the ranks hold across seeds cannot be judged."
             if not enough_states(n):
                 out.append(f"{first} Within the seed, {too_few(n)}.")
                 continue
             ranks = "; ".join(f"#{r.ranks[0]} of {r.of} on {_where(r)}" for r in g.itertuples())
-            out.append(f"{first} In that seed the {name} ranks {ranks}.")
+            out.append(f"{first} In that seed it ranks {ranks}.")
         elif not enough_states(n):
-            out.append(f"{who}: {too_few(n)} on whether the {name}'s rank holds across seeds "
+            out.append(f"The {name} of {who}: {too_few(n)} on whether its rank holds across seeds "
                        f"({MIN_STATES} states per seed are needed).")
         else:
             holds = [f"{_where(r)} (#{r.ranks[0]} of {r.of})" for r in g.itertuples() if r.verdict == HOLDS]
@@ -320,7 +320,7 @@ def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> st
                 parts.append(f"holds in every seed on {_and(holds)}")
             if moves:
                 parts.append(f"does not hold on {_and(moves)}")
-            out.append(f"{who} (at least {n} states each): the {name}'s rank by the mean " + "; it ".join(parts) + ".")
+            out.append(f"The {name} of {who} (at least {n} states each): its rank by the mean " + "; it ".join(parts) + ".")
     return "\n\n".join(out)
 
 
@@ -410,6 +410,7 @@ def seed_markdown(study: SeedStudy | Note):
 def seed_rank_figure(study: SeedStudy | Note, *, variant: str = "double", dpi: int = 90):
     """Ranks per seed: one x position per criterion and substrate, one line per method and seed (marker = seed)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     from saliency_lib.explainers import METHOD_LABELS
 
@@ -433,6 +434,7 @@ def seed_rank_figure(study: SeedStudy | Note, *, variant: str = "double", dpi: i
             ax.plot(x, t["rank"], marker=markers[j % len(markers)], lw=lw, alpha=alpha, color=f"C{i}",
                     label=METHOD_LABELS.get(m, m) if j == 0 else None)
     ax.set_xticks(np.arange(len(cols)), cols, fontsize=7)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.invert_yaxis()
     ax.set_ylabel("rank (1 = best)")
     ax.set_title(f"{VARIANT_LABELS.get(variant, variant)} on {study.game}: rank of each method in "

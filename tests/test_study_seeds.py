@@ -62,7 +62,8 @@ def test_mask_best_in_two_seeds_holds():
     assert pol["kendall_w"].to_numpy() == pytest.approx(1.0)  # both seeds order all methods alike
     assert (pol.loc[pol["criterion"] != "sanity", "of"] == 6).all()  # 5 methods and the random map
     text = cs.seed_sentence(study.agreement)
-    assert text.startswith("Mask-A3C (both masks) on Breakout, seeds 0 and 1 (at least 50 states each)")
+    assert text.startswith("The policy mask of Mask-A3C (both masks) on Breakout, seeds 0 and 1 (at least 50 states each): "
+                           "its rank by the mean holds in every seed")
     assert "holds in every seed on insertion AUC, π(a), black substrate (#1 of 6)" in text
     assert "does not hold" not in text and ONE_SEED_TEXT not in text
 
@@ -88,8 +89,8 @@ def test_one_seed_cannot_be_judged():
     assert (study.agreement["verdict"] == cs.ONE_SEED).all()
     assert study.agreement["kendall_w"].isna().all()
     text = cs.seed_sentence(study.agreement)
-    assert text.startswith(f"Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}.")
-    assert "In that seed the policy mask ranks #1 of 6 on insertion AUC, π(a), black substrate" in text
+    assert text.startswith(f"The policy mask of Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}.")
+    assert "In that seed it ranks #1 of 6 on insertion AUC, π(a), black substrate" in text
     assert "holds" not in text.replace("whether the ranks hold", "")
 
 
@@ -136,8 +137,8 @@ def test_variants_are_compared_within_themselves():
     assert set(a.loc[a["variant"] == "policy", "verdict"]) == {cs.ONE_SEED}
     assert not ((a["variant"] == "policy") & (a["method"] == "mask_value")).any()
     text = cs.seed_sentence(a)
-    assert "Mask-A3C (both masks) on Breakout, seeds 0 and 1" in text
-    assert f"policy-mask A3C on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}" in text
+    assert "The policy mask of Mask-A3C (both masks) on Breakout, seeds 0 and 1" in text
+    assert f"The policy mask of policy-mask A3C on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}" in text
 
 
 def test_kendall_w_known_answers():
