@@ -207,3 +207,58 @@ def test_the_committed_quick_units_are_all_found():
     st = study.study_status("quick", ["Breakout"], agents=agents)
     assert [r["agent"] for r in st["agents"]] == agents
     assert all(r["units_done"] == r["units_total"] > 0 and r["bytes"] > 0 for r in st["agents"])
+
+
+def test_degradation_only_methods_get_insertion_units_and_no_sanity_units(agent_dir, tmp_path):
+    """The §6.2 ablation (gray occlusion, blurred SARFA) is judged by insertion/deletion only."""
+    spec = _spec(agent_dir, degradation_only=("occlusion_gray",), params={"occlusion": {"patch": 12}, "occlusion_gray": {"patch": 12}})
+    got, _ = units.plan_units(spec, results_dir=tmp_path, states=False)
+    by = {(u.experiment, u.method) for u in got}
+    assert ("degradation", "occlusion_gray") in by and ("sanity", "occlusion_gray") not in by
+    base, _ = units.plan_units(_spec(agent_dir), results_dir=tmp_path, states=False)
+    assert {u.key for u in base} < {u.key for u in got}  # the other units keep their keys
+    with pytest.raises(ValueError, match="unknown methods"):
+        _spec(agent_dir, degradation_only=("gray",))
+
+
+def test_batch_size_none_means_each_agent_chooses_and_zero_is_refused(agent_dir, tmp_path):
+    spec = _spec(agent_dir, batch_size=None)
+    got, _ = units.plan_units(spec, results_dir=tmp_path, states=False)
+    assert all(u.batch_size is None for u in got)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        _spec(agent_dir, batch_size=0)
+
+
+def test_the_full_profile_plans_the_ablation_and_our_actor_critic_agents():
+    """full: the DQN agent's sweep adds the §6.2 ablation to insertion/deletion; our two Breakout
+    actor-critic agents join Breakout's plan with 50 states spread over a game, without the ablation."""
+    from saliency_lib.experiments.catalog import ABLATION_METHODS, STUDY_METHODS
+
+    assert "ns_black" in STUDY_METHODS
+    specs = {s.agents[0]: s for s in study.profile_specs("full", "Breakout")}
+    dqn = specs["data/agents/dqn-Breakout-s0"]
+    assert dqn.degradation_only == ABLATION_METHODS and dqn.n_states == 997 and dqn.state_selection == "first"
+    for name in ("a3c-Breakout-none-s0", "a3c-Breakout-double-s0"):
+        s = specs[f"data/agents/{name}"]
+        assert (s.n_states, s.state_selection, s.degradation_only) == (50, "spread", ())
+    assert not any("a3c-Breakout" in a for a in (s.agents[0] for s in study.profile_specs("full", "MsPacman")))
+    assert not any("a3c-" in s.agents[0] for s in study.profile_specs("quick", "Breakout"))
+
+
+def test_seed_specs_cover_every_shipped_masked_agent_with_the_seed_methods(tmp_path):
+    """Issue 15 part 4: every shipped Mask-A3C agent with a mask (any seed, any variant), its masks and
+    the gradient baselines, 50 states spread over a game; the unmasked A3C has nothing to explain here."""
+    import shutil
+
+    from saliency_lib.experiments.catalog import SEED_METHODS
+
+    agents = tmp_path / "agents"
+    for name in ("a3c-Breakout-double-s0", "a3c-Breakout-none-s0", "dqn-Breakout-s0"):
+        shutil.copytree(f"data/agents/{name}", agents / name)
+    shutil.copytree("data/agents/a3c-Breakout-double-s0", agents / "a3c-Breakout-double-s7")
+    meta = json.loads((agents / "a3c-Breakout-double-s7" / "meta.json").read_text())
+    (agents / "a3c-Breakout-double-s7" / "meta.json").write_text(json.dumps({**meta, "seed": 7}))
+    specs = study.seed_specs("full", "Breakout", agents_dir=agents)
+    assert [s.agents[0] for s in specs] == [str(agents / "a3c-Breakout-double-s0"), str(agents / "a3c-Breakout-double-s7")]
+    assert all(s.methods == SEED_METHODS and s.n_states == 50 and s.state_selection == "spread" for s in specs)
+    assert study.seed_specs("full", "MsPacman", agents_dir=agents) == []

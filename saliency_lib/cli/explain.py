@@ -93,7 +93,8 @@ def add_explain_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--states", type=int, required=True, help="number of consecutive states of the evaluation protocol")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=0, help="environment seed and seed of stochastic explainers")
-    p.add_argument("--batch-size", type=int, default=256, help="network rows per forward call")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="network rows per forward call (default: the agent's inference batch, 256 for the DQN, 16 for Mask-A3C)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=run_explain)

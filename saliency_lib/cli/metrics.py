@@ -51,7 +51,8 @@ def _common(p: argparse.ArgumentParser, default_methods: list[str]) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=0, help="seed of the metric (randomisation, random maps and substrates)")
     p.add_argument("--state-seed", type=int, default=0, help="seed of the environment that produces the states")
-    p.add_argument("--batch-size", type=int, default=256, help="network input rows per forward call")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="network input rows per forward call (default: the agent's inference batch, 256 for the DQN, 16 for Mask-A3C)")
     p.add_argument("--chunk", type=int, default=25, help="states per cached chunk file")
     p.add_argument("--params", default="{}", help='JSON of explainer parameters per method, e.g. \'{"ns_original": {"radius": 4}}\'')
     p.add_argument("--threads", type=int, default=1, help="CPU cores: units run one torch thread each, in this many worker processes")
@@ -89,7 +90,7 @@ def _spec(args, experiments: tuple[str, ...], methods: list[str], **kw):
     from ..experiments.units import SweepSpec
 
     for name in ("threads", "states", "chunk", "batch_size"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     try:
         params = json.loads(args.params)

@@ -11,7 +11,7 @@ from ..experiments.executors import EXECUTORS, run_sweep
 from ..experiments.paths import RESULTS_DIR
 from ..experiments.profiles import PROFILE_NAMES, get_profile, sweep_sizes
 from ..experiments.store import compact
-from ..experiments.study import profile_specs
+from ..experiments.study import profile_specs, seed_specs
 from ..experiments.units import EXPERIMENTS, STATE_SELECTIONS, SUBSTRATES, SweepSpec
 from .compact import default_games
 
@@ -40,6 +40,9 @@ def add_run_parser(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--status", action="store_true",
                    help="print one JSON object: units done and total, states and stored bytes per agent and game; computes nothing")
+    p.add_argument("--seeds", action="store_true",
+                   help="instead of the profile's agents: every shipped masked Mask-A3C agent of --games (any seed or "
+                        "variant), its masks and the gradient baselines, on the profile's actor-critic states")
     p.add_argument("--compact", action="store_true",
                    help="after each agent's sweep, pack its units into one file per experiment (saliency-study compact)")
     p.set_defaults(func=_cmd_run)
@@ -52,13 +55,20 @@ def _cmd_run(args) -> int:
         if progress:
             print(f"units {done}/{total}, ETA {eta:.0f} s", file=sys.stderr, flush=True)
 
+    seeds = None
+    if args.seeds:
+        if args.agents is not None:
+            raise SystemExit("--seeds plans the shipped Mask-A3C agents itself; drop --agents")
+        seeds = [s for g in (args.games or ["Breakout"]) for s in seed_specs(args.profile, g, seed=args.seed)]
     if args.status:
         from ..experiments.study import study_status
 
         print(json.dumps(study_status(args.profile, default_games(args.profile, args.games), agents=args.agents,
-                                      seed=args.seed, results_dir=args.results_dir)))
+                                      seed=args.seed, results_dir=args.results_dir, specs=seeds)))
         return 0
     custom = args.methods is not None or args.n_states is not None or args.chunk is not None or args.selection is not None
+    if custom and seeds is not None:
+        raise SystemExit("--seeds plans its own methods, states and selection; drop --methods, --n-states, --chunk and --selection")
     if custom and args.agents is None:
         raise SystemExit("--methods, --n-states, --chunk and --selection describe a custom sweep and need --agents")
     if custom:
@@ -69,9 +79,10 @@ def _cmd_run(args) -> int:
                            params=json.loads(args.params), state_selection=args.selection or "first",
                            episode_cap=get_profile(args.profile).episode_cap())]
     else:
-        specs = [dataclasses.replace(s, experiments=tuple(args.experiments), substrates=tuple(args.substrates))
-                 for g in default_games(args.profile, args.games)
-                 for s in profile_specs(args.profile, g, agents=args.agents, seed=args.seed, results_dir=args.results_dir)]
+        planned = seeds if seeds is not None else [
+            s for g in default_games(args.profile, args.games)
+            for s in profile_specs(args.profile, g, agents=args.agents, seed=args.seed, results_dir=args.results_dir)]
+        specs = [dataclasses.replace(s, experiments=tuple(args.experiments), substrates=tuple(args.substrates)) for s in planned]
     total = computed = 0
     for spec in specs:
         rep = run_sweep(spec, executor=args.executor, results_dir=args.results_dir, workers=args.workers,

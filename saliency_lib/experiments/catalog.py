@@ -26,7 +26,7 @@ from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, repo_path
 from .store import LOCAL
 
 __all__ = [
-    "STUDY_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
+    "STUDY_METHODS", "ABLATION_METHODS", "SEED_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
     "train_study_agent", "recorded_study_agent", "study_agents", "official_available",
 ]
 
@@ -169,10 +169,19 @@ def official_available(game: str | None = None, *, logs: bool = False) -> bool:
 
 
 #: The explainers of the study: Huber et al.'s five with their three LIME segmentations and
-#: both NS variants, the gradient baselines, and the Mask-A3C masks where the agent has them.
+#: the three NS variants, the gradient baselines, and the Mask-A3C masks where the agent has them.
 #: The random baseline joins the degradation units by itself.
-STUDY_METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "lime_quickshift",
+STUDY_METHODS = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa", "rise", "lime_slic", "lime_quickshift",
                  "lime_felzenszwalb", "gradient", "integrated_gradients", "gradcam", "mask_policy", "mask_value")
+
+#: What the study explains on every shipped Mask-A3C seed (issue "Itaya et al.'s claim at an honest
+#: budget", part 4): the masks, and the methods chapter 5 compares them with that a seed can afford
+#: (one backward pass or a few: a Mask-A3C state costs minutes with the perturbation methods).
+SEED_METHODS = ("mask_policy", "mask_value", "gradient", "integrated_gradients", "gradcam")
+
+#: Huber et al.'s §6.2 ablation, judged by insertion only: gray occlusion and SARFA with blurred
+#: disks. The study runs it on the DQN agents (the paper's), in the insertion/deletion units.
+ABLATION_METHODS = ("occlusion_gray", "sarfa_blur")
 
 
 def study_agents(game: str, *, results_dir=RESULTS_DIR) -> list[str]:

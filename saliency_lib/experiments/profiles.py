@@ -85,6 +85,11 @@ class Profile:
     """Methods of chapter 6's run-time spot check (None: all)."""
     runtime_states: int
     """States each method is timed on in chapter 6's spot check."""
+    actor_critic_agents: tuple[str, ...] = ()
+    """Our shipped actor-critic agents that the sweep explains besides the DQN and official agents
+    (in the plan of their own game)."""
+    actor_critic_states: int | None = None
+    """States of each of :attr:`actor_critic_agents` (None: the ``mask_a3c`` sweep size)."""
     state_selection: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """How each agent kind's sweep picks its states (:data:`~saliency_lib.experiments.units.STATE_SELECTIONS`):
     ``"first"`` (kinds not named here) or ``"spread"``; see the module notes."""
@@ -103,18 +108,20 @@ class Profile:
 
     def settings(self) -> dict:
         """The chapters' settings as a plain dict (what :func:`profile_settings` overrides)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("name", "sweep", "state_selection")}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in ("name", "sweep", "state_selection", "actor_critic_agents", "actor_critic_states")}
 
 
 # Cheap explainer parameters of the smoke profile: every code path runs, on a coarse grid.
 _CHEAP = _frozen({"occlusion": {"patch": 12}, "ns_original": {"stride": 12}, "ns_chosen": {"stride": 12},
-                  "ns_black": {"stride": 12}, "sarfa": {"stride": 12}, "rise": {"n_masks": 64},
+                  "ns_black": {"stride": 12}, "sarfa": {"stride": 12}, "occlusion_gray": {"patch": 12},
+                  "sarfa_blur": {"stride": 12}, "rise": {"n_masks": 64},
                   "lime_slic": {"n_samples": 64}, "lime_quickshift": {"n_samples": 64},
                   "lime_felzenszwalb": {"n_samples": 64}, "integrated_gradients": {"n_steps": 8}})
 # The Mask-A3C network costs ~35 DQN forward passes per row here (80x80 convolutions and a
 # ConvLSTM), so the quick profile runs its perturbation methods on a coarser grid.
 _COARSE = _frozen({"occlusion": {"patch": 4}, "ns_original": {"stride": 4}, "ns_chosen": {"stride": 4},
-                   "sarfa": {"stride": 4}, "rise": {"n_masks": 500}, "lime_slic": {"n_samples": 500},
+                   "ns_black": {"stride": 4}, "sarfa": {"stride": 4}, "rise": {"n_masks": 500}, "lime_slic": {"n_samples": 500},
                    "lime_quickshift": {"n_samples": 500}, "lime_felzenszwalb": {"n_samples": 500}})
 _PAPER = _frozen({})
 
@@ -137,7 +144,10 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
         official_games="all", official_episodes=10, official_max_steps=10_000, train_frames=10_000_000,
         book_games="all", play_steps=1500, bootstrap_resamples=2000, runtime_methods=None, runtime_states=3,
         # the Mask-A3C agents' 100 states span a whole greedy game, not its launch (issue 18)
-        state_selection=MappingProxyType({"mask_a3c": "spread"})),
+        state_selection=MappingProxyType({"mask_a3c": "spread"}),
+        # our two Breakout actor-critic agents, 50 states each (issue 18)
+        actor_critic_agents=("data/agents/a3c-Breakout-none-s0", "data/agents/a3c-Breakout-double-s0"),
+        actor_critic_states=50),
 })
 """Profile name → :class:`Profile`."""
 PROFILE_NAMES = tuple(PROFILES)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
-from .catalog import STUDY_METHODS, study_agents
+from .catalog import ABLATION_METHODS, SEED_METHODS, STUDY_METHODS, shipped_agents, study_agents
 from .executors import run_sweep
 from .paths import RESULTS_DIR
 from .profiles import get_profile
 from .store import compact, stored_bytes, stored_keys, stored_versions
 from .units import SweepSpec, plan_units
 
-__all__ = ["profile_specs", "study_units", "study_results", "study_status", "study_versions", "study_compact"]
+__all__ = ["profile_specs", "seed_specs", "study_units", "study_results", "study_status", "study_versions", "study_compact"]
 
 
 def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = None, seed: int = 0,
@@ -22,14 +23,40 @@ def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = Non
     from ..agents import load_agent
 
     prof = get_profile(profile)
+    if agents is None:
+        own = [a for a in prof.actor_critic_agents if Path(a, "meta.json").is_file() and load_agent(a).game == game]
+        agents = [*study_agents(game, results_dir=results_dir), *own]
     specs = []
-    for a in (study_agents(game, results_dir=results_dir) if agents is None else agents):
+    for a in agents:
         preset = load_agent(a).preset
         n, chunk, params = prof.sweep_size(preset)
+        if a in prof.actor_critic_agents and prof.actor_critic_states:
+            n = prof.actor_critic_states
         specs.append(SweepSpec(agents=(a,), methods=STUDY_METHODS, n_states=n, chunk=chunk, seed=seed,
                                params={m: dict(p) for m, p in params.items()}, state_selection=prof.selection(preset),
-                               episode_cap=prof.episode_cap()))
+                               episode_cap=prof.episode_cap(),
+                               # the paper's §6.2 ablation on its kind of agent, the DQN
+                               degradation_only=ABLATION_METHODS if preset != "mask_a3c" else ()))
     return specs
+
+
+def seed_specs(profile: str = "full", game: str = "Breakout", *, agents_dir="data/agents", seed: int = 0) -> list[SweepSpec]:
+    """The sweeps of every shipped masked Mask-A3C agent of ``game``, one per agent (any seed or variant).
+
+    The masks and :data:`~.catalog.SEED_METHODS` on ``profile``'s actor-critic state count
+    (:attr:`~.profiles.Profile.actor_critic_states`, else its ``mask_a3c`` size), spread over a
+    greedy game as the profile's Mask-A3C sweep, with the sanity cascade and insertion/deletion:
+    what chapter 5 needs to ask whether the masks' ranks hold across seeds.
+    """
+    prof = get_profile(profile)
+    table = shipped_agents(agents_dir)
+    masked = table[(table["game"] == game) & table["variant"].isin(["policy", "value", "double"])].sort_values(["variant", "seed"])
+    n, chunk, params = prof.sweep_size("mask_a3c")
+    n = prof.actor_critic_states or n
+    return [SweepSpec(agents=(str(Path(agents_dir, a)),), methods=SEED_METHODS, n_states=n, chunk=chunk, seed=seed,
+                      params={m: dict(p) for m, p in params.items() if m in SEED_METHODS},
+                      state_selection=prof.selection("mask_a3c"), episode_cap=prof.episode_cap())
+            for a in masked["agent"]]
 
 
 def study_results(profile: str, games: str | Sequence[str], *, executor: str = "local", results_dir=RESULTS_DIR,
@@ -46,20 +73,21 @@ def study_results(profile: str, games: str | Sequence[str], *, executor: str = "
 
 
 def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
-                 results_dir=RESULTS_DIR) -> dict:
+                 results_dir=RESULTS_DIR, specs: Sequence[SweepSpec] | None = None) -> dict:
     """How far the study of ``profile`` is, per agent and game, computing nothing.
 
     Returns ``{"profile", "results_dir", "agents": [{"agent", "game", "n_states", "units_done",
     "units_total", "bytes"}...], "units_done", "units_total", "bytes"}``; ``bytes`` is the size
     on disk of the agent's stored units: its loose unit files and its packs (:mod:`.unitstore`).
     """
+    if specs is None:
+        specs = [sp for game in games for sp in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir)]
     rows = []
-    for game in games:
-        for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir):
-            units, _ = plan_units(spec, results_dir=results_dir, states=False)
-            done = stored_keys(units, results_dir=results_dir)
-            rows.append({"agent": spec.agents[0], "game": game, "n_states": spec.n_states, "units_done": len(done),
-                         "units_total": len(units), "bytes": stored_bytes(units, results_dir=results_dir)})
+    for spec in specs:
+        units, context = plan_units(spec, results_dir=results_dir, states=False)
+        done = stored_keys(units, results_dir=results_dir)
+        rows.append({"agent": spec.agents[0], "game": next(iter(context.values()))[1].game, "n_states": spec.n_states,
+                     "units_done": len(done), "units_total": len(units), "bytes": stored_bytes(units, results_dir=results_dir)})
     return {"profile": profile, "results_dir": str(results_dir), "agents": rows,
             "units_done": sum(r["units_done"] for r in rows), "units_total": sum(r["units_total"] for r in rows),
             "bytes": sum(r["bytes"] for r in rows)}

@@ -69,7 +69,8 @@ class Unit:
     params: str
     """Canonical JSON of the explainer's parameters (defaults: ``{}``)."""
     seed: int
-    batch_size: int = 256
+    batch_size: int | None = None
+    """Network rows per forward call; ``None``: the agent's own :attr:`~saliency_lib.agents.Agent.inference_batch`."""
     metric: str = ""
     """Canonical JSON of the metric's options that differ from the study's (see :data:`METRIC_OPTIONS`);
     empty for the study's own units."""
@@ -101,7 +102,11 @@ class SweepSpec:
     state_seed: int = 0
     params: dict = field(default_factory=dict)
     """Explainer parameters per method, e.g. ``{"rise": {"n_masks": 1000}}``."""
-    batch_size: int = 256
+    degradation_only: tuple[str, ...] = ()
+    """Methods explained for the insertion/deletion units only (e.g. the §6.2 ablation of Huber et al.:
+    gray occlusion and blurred SARFA, which the paper judges by insertion alone)."""
+    batch_size: int | None = None
+    """Network rows per forward call; ``None``: each agent's :attr:`~saliency_lib.agents.Agent.inference_batch`."""
     metric: dict = field(default_factory=dict)
     """Metric options that differ from the study's (keys of :data:`METRIC_OPTIONS`), e.g. ``{"levels": 2}``."""
     random_baseline: bool = True
@@ -120,7 +125,7 @@ class SweepSpec:
             raise ValueError(f"unknown substrates {bad}; valid substrates are: {', '.join(SUBSTRATES)}")
         from ..explainers import EXPLAINERS
 
-        bad = sorted(set(self.methods) - set(EXPLAINERS))
+        bad = sorted((set(self.methods) | set(self.degradation_only)) - set(EXPLAINERS))
         if bad:
             raise ValueError(f"unknown methods {bad}; valid methods are: {', '.join(EXPLAINERS)}")
         if self.state_selection not in STATE_SELECTIONS:
@@ -128,6 +133,8 @@ class SweepSpec:
                              f"{', '.join(STATE_SELECTIONS)}")
         for name in ("n_states", "chunk", "batch_size", "episode_cap"):
             v = getattr(self, name)
+            if v is None and name == "batch_size":
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if not self.agents:
@@ -236,8 +243,9 @@ def plan_units(spec: SweepSpec, *, results_dir=RESULTS_DIR, progress: bool = Fal
         # the random map is a method of the sanity units only when asked for; the degradation units add it
         kinds = [("sanity", (), methods)] if "sanity" in spec.experiments else []
         if degradation:
+            extra = [m for m in spec.degradation_only if applicable(m, agent)]
             kinds.append(("degradation", degradation,
-                          list(dict.fromkeys([*methods, RANDOM_BASELINE] if spec.random_baseline else methods))))
+                          list(dict.fromkeys([*methods, *extra, RANDOM_BASELINE] if spec.random_baseline else [*methods, *extra]))))
         metric = {k: v for k, v in json.loads(canonical_json(spec.metric)).items() if METRIC_OPTIONS[k] != v}
         for experiment, pairs, names in kinds:
             for method in names:
