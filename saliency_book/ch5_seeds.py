@@ -235,13 +235,15 @@ def rank_agreement(ranking: pd.DataFrame, *, methods=MASKS) -> pd.DataFrame:
     -------
     DataFrame
         One row per (variant, criterion, substrate, method): ``game``, ``seeds`` (list),
-        ``n_seeds``, ``ranks`` (list, in the order of ``seeds``), ``of``, ``min_rank``,
+        ``n_seeds``, ``ranks``, ``better_than``, ``worse_than`` (lists in the order of ``seeds``;
+        the methods a paired block-bootstrap test separates it from), ``of``, ``min_rank``,
         ``max_rank``, ``rank_range``, ``n`` (fewest states of any method in any seed),
         ``kendall_w`` (over the methods every seed ranked; NaN with one seed) and ``verdict``:
         ``"one seed"``, ``"too few states"`` (n < :data:`~saliency_book.evidence.MIN_STATES`),
         ``"holds"`` (the same rank in every seed) or ``"does not hold"``.
     """
-    cols = ["game", "variant", "criterion", "label", "substrate", "method", "seeds", "n_seeds", "ranks", "of", "min_rank",
+    cols = ["game", "variant", "criterion", "label", "substrate", "method", "seeds", "n_seeds", "ranks", "better_than",
+            "worse_than", "of", "min_rank",
             "max_rank", "rank_range", "n", "kendall_w", "verdict"]
     rows = []
     key = ["game", "variant", "criterion", "label", "substrate"]
@@ -260,6 +262,8 @@ def rank_agreement(ranking: pd.DataFrame, *, methods=MASKS) -> pd.DataFrame:
             have = [int(s) for s in seeds if s in mine.index]
             rows.append({"game": game, "variant": variant, "criterion": crit, "label": label, "substrate": sub,
                          "method": m, "seeds": have, "n_seeds": len(have), "ranks": ranks,
+                         "better_than": [str(mine.loc[s, "better_than"]) for s in have],
+                         "worse_than": [str(mine.loc[s, "worse_than"]) for s in have],
                          "of": int(mine["of"].max()), "min_rank": min(ranks), "max_rank": max(ranks),
                          "rank_range": max(ranks) - min(ranks), "n": n, "kendall_w": w,
                          "verdict": _verdict(len(have), n, ranks)})
@@ -276,6 +280,23 @@ def _and(items: list[str]) -> str:
 
 def _seed_list(seeds: list[int]) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + _and([str(s) for s in seeds])
+
+
+def _tests(g: pd.DataFrame) -> str:
+    """What the paired block-bootstrap tests of one seed (the first) say about the mask, criterion by criterion."""
+    from saliency_lib.explainers import METHOD_LABELS
+
+    def names(text: str) -> str:
+        return _and([METHOD_LABELS.get(x.strip(), x.strip()) for x in text.split(",") if x.strip()])
+
+    found = [f"better than {names(r.better_than[0])} on {_where(r)}" for r in g.itertuples() if r.better_than[0]]
+    found += [f"worse than {names(r.worse_than[0])} on {_where(r)}" for r in g.itertuples() if r.worse_than[0]]
+    pre = "Paired block-bootstrap tests over the states (Holm-corrected, α = 0.05)"
+    if not found:
+        return f"{pre} separate it from no other method on any criterion."
+    rest = len(g) - len({r.Index for r in g.itertuples() if r.better_than[0] or r.worse_than[0]})
+    tail = f"; on the other {rest} criteria they separate it from no method" if rest else ""
+    return f"{pre} find it " + "; ".join(found) + tail + "."
 
 
 def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> str:
@@ -308,7 +329,7 @@ def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> st
                 out.append(f"{first} Within the seed, {too_few(n)}.")
                 continue
             ranks = "; ".join(f"#{r.ranks[0]} of {r.of} on {_where(r)}" for r in g.itertuples())
-            out.append(f"{first} In that seed it ranks {ranks}.")
+            out.append(f"{first} In that seed it ranks, by the mean over the states, {ranks}. {_tests(g)}")
         elif not enough_states(n):
             out.append(f"The {name} of {who}: {too_few(n)} on whether its rank holds across seeds "
                        f"({MIN_STATES} states per seed are needed).")

@@ -90,7 +90,9 @@ def test_one_seed_cannot_be_judged():
     assert study.agreement["kendall_w"].isna().all()
     text = cs.seed_sentence(study.agreement)
     assert text.startswith(f"The policy mask of Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}.")
-    assert "In that seed it ranks #1 of 6 on insertion AUC, π(a), black substrate" in text
+    assert "In that seed it ranks, by the mean over the states, #1 of 6 on insertion AUC, π(a), black substrate" in text
+    assert "Paired block-bootstrap tests over the states (Holm-corrected, α = 0.05) find it better than " in text
+    assert "Gradient, Integrated Gradients" in text  # method labels, not registry names
     assert "holds" not in text.replace("whether the ranks hold", "")
 
 
