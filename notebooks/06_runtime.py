@@ -262,28 +262,33 @@ comparison_summary(comparisons)
 # KernelSHAP is not LIME: it weights and solves differently. It is listed because it is
 # Captum's other surrogate method on the same segments and samples.
 #
-# ## bf16: faster, but not for every method
+# ## bf16: where it keeps the maps, and whether it pays
 #
-# Modern CPUs can run the network in bfloat16. That cuts the time per forward pass, but it
-# rounds the scores, and methods that rank small differences between scores can lose
-# their ranking. The benchmark measured the speed-up on the random-weight DQN. It measured
-# the agreement with float32 maps (Spearman's ρ) on a trained agent, the official Mask-A3C
-# Breakout agent, where the scores carry meaning.
+# Modern CPUs can run the network in bfloat16. That cuts the arithmetic of a forward pass,
+# but it rounds the scores, and methods that rank small differences between scores can lose
+# their ranking. The decision is made on trained agents, where the scores carry meaning:
+# each of our four DQN agents and the official Mask-A3C Breakout agent, on 20 states spread
+# over the first 1000 steps of its greedy game. A method may use bf16 only if every bf16
+# map keeps a Spearman correlation of at least 0.99 with its float32 map, on every state of
+# every agent, and only by default if it is also faster than the float32 default (for the
+# local methods on the DQN that default is the exact incremental engine, which runs in
+# float32 only).
 
 # %%
 precision = bf16_table(bench)
-caption = ("bf16 against float32 for the perturbation methods. Speed-up and ρ (one state): random-weight DQN; "
-           "min ρ: lowest Spearman correlation over the trained agent's states (official Mask-A3C Breakout); "
-           "offered: whether the library accepts precision='bf16' for the method today.")
+caption = ("The bf16 decision table (benchmarks/bf16_decision.py). min ρ: the lowest Spearman correlation of a bf16 "
+           "map with its float32 map over every state of every agent of the kind; bf16 speed-up: the smallest over "
+           "those agents, CPU time per map against the library's float32 default; offered: whether the library "
+           "accepts precision='bf16' for the method.")
 style_bf16(precision, caption)
 
 # %%
 bf16_summary(precision)
 
 # %% [markdown]
-# The two ρ columns can disagree. The scores of a random-weight network carry no meaning,
-# so the library's choice rests on the trained agent. float32 stays the default everywhere
-# in this book.
+# float32 stays the library's default for every method. A method that is eligible for a bf16
+# default by the table keeps float32 until a stored result row records the precision that made
+# it, so that the committed results can be reproduced bit for bit.
 #
 # ## Below the naive floor
 #

@@ -104,10 +104,10 @@ def style_comparisons(table: pd.DataFrame | Note, caption: str):
 
 def style_bf16(table: pd.DataFrame | Note, caption: str):
     """:func:`bf16_table` as the chapter shows it."""
-    return style_table(table, caption, {"label": "Method", "bf16_speedup": "bf16 speed-up", "spearman_random": "ρ, random DQN",
-                                        "min_spearman_trained": "min ρ, trained agent", "keeps": "ρ ≥ 0.99",
-                                        "offered": "Offered"},
-                       {"bf16_speedup": "{:.2f}×", "spearman_random": "{:.3f}", "min_spearman_trained": "{:.4f}"})
+    return style_table(table, caption, {"kind": "Agents", "label": "Method", "agents": "n agents", "states": "States each",
+                                        "min_spearman": "min ρ", "bf16_speedup": "bf16 speed-up", "precision": "Decision",
+                                        "reason": "Why", "offered": "Offered"},
+                       {"min_spearman": "{:.4f}", "bf16_speedup": "{:.2f}×"})
 
 
 def style_training(table: pd.DataFrame | Note, caption: str):

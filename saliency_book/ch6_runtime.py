@@ -150,6 +150,7 @@ class Benchmarks:
     envs: dict | None
     study_cost: dict | None = None
     scaleout: dict | None = None
+    bf16: dict | None = None
 
 
 def _read_json(path: Path) -> dict | None:
@@ -162,7 +163,8 @@ def _read_json(path: Path) -> dict | None:
 
 
 def load_benchmarks(benchmarks_dir: str | os.PathLike = BENCHMARKS_DIR) -> Benchmarks:
-    """Read ``explainers.json``, ``training.json``, ``envs.json``, ``study_cost.json`` and ``scaleout.json``.
+    """Read ``explainers.json``, ``training.json``, ``envs.json``, ``study_cost.json``, ``scaleout.json`` and
+    ``bf16_decision.json``.
 
     Raises
     ------
@@ -170,7 +172,7 @@ def load_benchmarks(benchmarks_dir: str | os.PathLike = BENCHMARKS_DIR) -> Bench
         A file exists but is not valid JSON, or ``explainers.json`` lacks ``methods``.
     """
     d = repo_path(benchmarks_dir)
-    b = Benchmarks(d, *(_read_json(d / f"{name}.json") for name in ("explainers", "training", "envs", "study_cost", "scaleout")))
+    b = Benchmarks(d, *(_read_json(d / f"{name}.json") for name in ("explainers", "training", "envs", "study_cost", "scaleout", "bf16_decision")))
     if b.explainers is not None and not isinstance(b.explainers.get("methods"), dict):
         raise ValueError(f"{d / 'explainers.json'} has no 'methods' mapping; regenerate it with benchmarks/explainers.py")
     return b
@@ -321,29 +323,27 @@ def _library_offers_bf16(name: str) -> bool | None:
 
 
 def bf16_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """bf16 against float32 per perturbation method: speed-up, rank agreement, and what the library offers.
+    """The bf16 decision table: per agent kind and perturbation method, bf16 against float32 maps.
 
-    Columns ``label, bf16_speedup, spearman_random, min_spearman_trained, keeps, offered``:
-    the speed-up and Spearman on the benchmark's random-weight DQN (one state); the
-    minimum Spearman over the trained agent's states (``bf16_agreement``), whether it
-    keeps 0.99, and whether :func:`~saliency_lib.explainers.get_explainer` accepts
-    ``precision="bf16"`` for the method today.
+    From ``bf16_decision.json`` (``benchmarks/bf16_decision.py``: 20 states spread over the first
+    1000 greedy steps of each trained agent, the four DQN agents and the official Mask-A3C
+    Breakout agent). Columns ``kind, method, label, agents, states, min_spearman, bf16_speedup,
+    precision, reason, offered``: the lowest Spearman correlation of a bf16 map with its float32
+    map over every state of every agent of the kind, the smallest bf16 speed-up over those agents
+    (CPU time per map against the library's float32 default), the decision and why, and whether
+    :func:`~saliency_lib.explainers.get_explainer` accepts ``precision="bf16"`` for the method.
     """
-    if b.explainers is None:
-        return missing_benchmark("explainers.json", b, "explainers.py")
-    agree = b.explainers.get("bf16_agreement", {}).get("methods", {})
+    if b.bf16 is None:
+        return missing_benchmark("bf16_decision.json", b, "bf16_decision.py")
     rows = []
-    for name, r in b.explainers["methods"].items():
-        if "bf16_speedup" not in r:
-            continue
-        a = agree.get(name, {})
-        rows.append({"method": name, "label": METHOD_LABELS.get(name, name), "bf16_speedup": r["bf16_speedup"],
-                     "spearman_random": r.get("bf16_spearman_random_dqn", np.nan),
-                     "min_spearman_trained": a.get("min_spearman", np.nan),
-                     "keeps": ("yes" if a["keeps_0.99"] else "no") if a else None,
-                     "offered": {True: "yes", False: "no", None: None}[_library_offers_bf16(name)]})
+    for kind, methods in b.bf16.get("decision", {}).items():
+        for name, d in methods.items():
+            rows.append({"kind": kind, "method": name, "label": METHOD_LABELS.get(name, name), "agents": len(d["agents"]),
+                         "states": d["states_per_agent"], "min_spearman": d["min_spearman"],
+                         "bf16_speedup": d["min_bf16_speedup"], "precision": d["precision"], "reason": d["reason"],
+                         "offered": {True: "yes", False: "no", None: None}[_library_offers_bf16(name)]})
     if not rows:
-        return Note("The benchmark recorded no bf16 measurements.", title="No bf16 results")
+        return Note("The bf16 benchmark recorded no decision.", title="No bf16 results")
     return pd.DataFrame(rows)
 
 
@@ -668,23 +668,28 @@ def comparison_summary(table: pd.DataFrame | Note):
 
 
 def bf16_summary(table: pd.DataFrame | Note):
-    """Which methods keep their maps in bf16, and whether the library's offer matches (Markdown, or a Note)."""
+    """Where bf16 keeps the maps, where it is faster, and whether the library's offer matches (Markdown, or a Note)."""
     if isinstance(table, Note):
         return table
-    keep = table.loc[table["keeps"] == "yes", "label"].tolist()
-    drop = table.loc[table["keeps"] == "no", "label"].tolist()
-    text = (f"In bf16, the perturbation methods ran {table['bf16_speedup'].min():.2f} to "
-            f"{table['bf16_speedup'].max():.2f} times as fast as in float32 on the random-weight DQN.")
-    slower = table.loc[table["bf16_speedup"] < 1, "label"].tolist()
-    if slower:
-        text += f" {join_words(slower)} became slower."
-    if keep or drop:
-        text += (f" On the trained agent, the bf16 maps kept a Spearman correlation of at least 0.99 with the float32 "
-                 f"maps for {join_words(keep) if keep else 'no method'}, and not for {join_words(drop) if drop else 'any other'}.")
-        agree = table.dropna(subset=["keeps", "offered"])
-        mismatch = agree.loc[agree["keeps"] != agree["offered"], "label"].tolist()
-        text += (" The library offers `precision=\"bf16\"` exactly for the methods that kept it."
-                 if not mismatch else f" The library's offer differs from the measurement for {join_words(mismatch)}.")
+    keeps = table.groupby("method")["min_spearman"].min() >= 0.99
+    keep = [METHOD_LABELS.get(m, m) for m in keeps[keeps].index]
+    drop = [METHOD_LABELS.get(m, m) for m in keeps[~keeps].index]
+    n = int(table["agents"].sum() / table["method"].nunique())
+    text = (f"On {n} trained agents, {int(table['states'].iloc[0])} states each, the bf16 maps kept a Spearman "
+            f"correlation of at least 0.99 with the float32 maps on every state for {join_words(keep) if keep else 'no method'}"
+            f"{'' if not drop else ', and not for ' + join_words(drop)}.")
+    faster = table[table["bf16_speedup"] > 1]
+    kinds = {"dqn": "the DQN agents", "mask_a3c": "the Mask-A3C agent"}
+    if faster.empty:
+        text += " bf16 was faster than the float32 default for no method on this CPU, so float32 stays the default everywhere."
+    else:
+        where = [f"{r.label} on {kinds.get(r.kind, r.kind)} (×{r.bf16_speedup:.2f})" for r in faster.itertuples()]
+        text += (f" It was faster than the float32 default only for {join_words(where)}; everywhere else it was slower "
+                 "(the DQN's local methods run float32 through the exact incremental engine).")
+    offered = table.dropna(subset=["offered"]).groupby("method")["offered"].first() == "yes"
+    mismatch = [METHOD_LABELS.get(m, m) for m in offered.index if bool(offered[m]) != bool(keeps.get(m, False))]
+    text += (" The library offers `precision=\"bf16\"` exactly for the methods that kept their maps on every agent."
+             if not mismatch else f" The library's offer differs from the measurement for {join_words(mismatch)}.")
     return _md(text)
 
 

@@ -204,7 +204,8 @@ def test_unsupported_network_falls_back_once(states, caplog, make):
 
 def test_bf16_and_naive_use_full_passes(states):
     agent = dqn_agent()
-    exp = Occlusion(agent, patch=6, precision="bf16")
+    exp = Occlusion(agent, patch=6)
+    exp.precision = "bf16"  # not offered for Occlusion; set directly, as benchmarks/bf16_decision.py does
     assert inc.engine_for(exp, [agent], None) is None
     assert inc.engine_for(Occlusion(agent, naive=True), [agent], None) is None
     assert inc.engine_for(Occlusion(agent), [agent], None) is not None

@@ -152,17 +152,34 @@ def test_comparisons_and_their_summary(bench_dir):
     assert "more than 5.0 times as fast as the lime package" in text
 
 
-def test_bf16_table_checks_the_library_offer(bench_dir):
-    t = rt.bf16_table(rt.load_benchmarks(bench_dir)).set_index("method")
-    assert list(t.index) == ["occlusion", "lime_slic", "ns_chosen"]
-    # The library offers bf16 for occlusion and LIME and refuses it for blurred NS.
-    assert t.loc["occlusion", "offered"] == "yes" and t.loc["ns_chosen", "offered"] == "no"
-    assert t.loc["ns_chosen", "keeps"] == "no"
-    text = rt.bf16_summary(t.reset_index()).data
-    assert "0.80 to 1.50 times as fast" in text and "LIME (SLIC) became slower" in text
-    assert "exactly for the methods that kept it" in text
-    flipped = t.reset_index().assign(keeps=["no", "yes", "no"])
-    assert "differs from the measurement for Occlusion" in rt.bf16_summary(flipped).data
+def _decision(method, kind, rho, speed, agents):
+    keeps, faster = rho >= 0.99, speed > 1.0
+    return {"precision": "bf16" if keeps and faster else "fp32", "min_spearman": rho, "min_bf16_speedup": speed,
+            "agents": [f"agent{i}" for i in range(agents)], "states_per_agent": 20,
+            "reason": "keeps" if keeps and faster else ("rho" if not keeps else "slower")}
+
+
+def test_bf16_table_reads_the_decision_and_checks_the_library_offer(bench_dir, monkeypatch):
+    (bench_dir / "bf16_decision.json").write_text(json.dumps({"decision": {
+        "dqn": {"occlusion": _decision("occlusion", "dqn", 0.65, 0.15, 4), "rise": _decision("rise", "dqn", 1.0, 0.7, 4)},
+        "mask_a3c": {"occlusion": _decision("occlusion", "mask_a3c", 0.999, 1.3, 1), "rise": _decision("rise", "mask_a3c", 0.9999, 1.4, 1)},
+    }}))
+    offers = {"occlusion": False, "rise": True}
+    monkeypatch.setattr(rt, "_library_offers_bf16", lambda name: offers[name])
+    t = rt.bf16_table(rt.load_benchmarks(bench_dir))
+    assert list(zip(t["kind"], t["method"])) == [("dqn", "occlusion"), ("dqn", "rise"), ("mask_a3c", "occlusion"), ("mask_a3c", "rise")]
+    assert list(t["precision"]) == ["fp32", "fp32", "bf16", "bf16"] and list(t["offered"]) == ["no", "yes", "no", "yes"]
+    text = rt.bf16_summary(t).data
+    assert "On 5 trained agents, 20 states each" in text
+    assert "at least 0.99 with the float32 maps on every state for RISE, and not for Occlusion" in text
+    assert "faster than the float32 default only for Occlusion on the Mask-A3C agent (×1.30) and RISE on the Mask-A3C agent (×1.40)" in text
+    assert "exactly for the methods that kept their maps on every agent" in text
+    offers["occlusion"] = True
+    assert "differs from the measurement for Occlusion" in rt.bf16_summary(rt.bf16_table(rt.load_benchmarks(bench_dir))).data
+
+
+def test_bf16_table_without_the_decision_file_is_a_note(bench_dir):
+    assert isinstance(rt.bf16_table(rt.load_benchmarks(bench_dir)), rt.Note)
 
 
 def test_training_envs_and_machine_tables(bench_dir):

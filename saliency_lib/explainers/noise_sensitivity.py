@@ -228,7 +228,9 @@ class NoiseSensitivity(PointPerturbation):
         return f"ns_{self.variant}"
 
     def _bf16_ok(self) -> bool:
-        return self.perturbation == "black"  # the blur variants lose rank agreement in bf16
+        # no variant keeps Spearman >= 0.99 on every trained agent: black fell to 0.92 on a DQN agent,
+        # the blurred ones lower (data/benchmarks/bf16_decision.json)
+        return False
 
     def _explain(self, x, hidden, actions, clean, batch_size) -> ExplainResult:
         gh, gw = self.grid_shape
