@@ -486,7 +486,7 @@ def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | No
     """
     import torch
 
-    from saliency_lib.experiments.units import study_states
+    from saliency_lib.experiments.units import spec_states
     from saliency_lib.explainers import get_explainer
     from saliency_lib.metrics import ConstantMapWarning
     from saliency_lib.metrics.similarity import spearman
@@ -498,7 +498,7 @@ def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | No
     torch.set_num_threads(1)
     agent = load(who.spec, cfg.device)
     spec = sweep_specs(cfg, who.spec)[0]
-    states, scfg = study_states(who.spec, spec.n_states, seed=spec.state_seed, results_dir=cfg.results_dir)
+    states, scfg = spec_states(spec, who.spec, results_dir=cfg.results_dir)  # the sweep's own states and selection
     i = _median_state(table) if state is None else int(state)
     if not 0 <= i < len(states):
         raise ValueError(f"state must index the {len(states)} sweep states, got {state!r}")

@@ -130,7 +130,7 @@ def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, 
     import torch
 
     from saliency_book.ch3_sanity import model_at, sweep_specs
-    from saliency_lib.experiments.units import applicable, study_states
+    from saliency_lib.experiments.units import applicable, spec_states
     from saliency_lib.explainers import get_explainer
     from saliency_lib.metrics import ConstantMapWarning
     from saliency_lib.metrics.similarity import spearman
@@ -142,7 +142,7 @@ def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, 
     agent = load(who.spec, cfg.device)
     spec = sweep_specs(cfg, who.spec)[0]
     methods = [m for m in (spec.methods if methods is None else methods) if m in spec.methods and applicable(m, agent)]
-    states, scfg = study_states(who.spec, spec.n_states, seed=spec.state_seed, results_dir=cfg.results_dir)
+    states, scfg = spec_states(spec, who.spec, results_dir=cfg.results_dir)  # the sweep's own states and selection
     n = min(n_states, len(states))
     full = len(agent.layer_groups())
     config = {"what": "sanity_tied_blocks", "agent": who.spec, "sha256": agent.meta.get("sha256"),

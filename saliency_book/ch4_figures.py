@@ -387,14 +387,16 @@ def degradation_figure(cfg: DegradationChapter, agent: str | None, *, method: st
     import torch
 
     from saliency_lib.agents import load_agent
-    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_lib.experiments.profiles import get_profile, sweep_sizes
     from saliency_lib.experiments.store import cached_file
     from saliency_lib.experiments.units import SUBSTRATES, study_states
     from saliency_lib.explainers import get_explainer
 
     ag = load_agent(agent, device=cfg.device)
     n, _, params = sweep_sizes(cfg.profile, ag.preset)
-    states, scfg = study_states(agent, n, seed=0, results_dir=cfg.results_dir, agent=ag)
+    prof = get_profile(cfg.profile)  # the sweep's states: the profile's selection for this kind of agent
+    states, scfg = study_states(agent, n, seed=0, results_dir=cfg.results_dir, agent=ag,
+                                selection=prof.selection(ag.preset), episode_cap=prof.episode_cap())
     i = len(states) - 1
     kw = dict(params.get(method, {}))
     config = {"what": "degradation_map", "states": scfg, "index": i, "method": method, "params": kw}

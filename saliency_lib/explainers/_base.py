@@ -132,14 +132,11 @@ class Explainer:
     precision : {"fp32", "bf16"}, optional
         ``"bf16"`` runs the perturbed forward passes under
         ``torch.autocast(dtype=torch.bfloat16)`` (the greedy action still comes
-        from a float32 pass). Offered only where bf16 maps kept a Spearman
-        correlation ≥ 0.99 with float32 maps on every state of every trained agent
-        of the decision benchmark (20 states each of the four DQN agents and the
-        official Mask-A3C Breakout agent, ``data/benchmarks/bf16_decision.json``):
-        RISE, LIME with SLIC and with quickshift. Default ``"fp32"`` everywhere: on
-        this CPU bf16 was slower than the float32 default for every method on the
-        DQN agents; on Mask-A3C it was faster only for RISE (×1.36), which stays
-        float32 by default until result rows record their precision.
+        from a float32 pass). Offered where bf16 maps kept Spearman ≥ 0.99 with
+        float32 maps on every state of every trained agent of
+        ``data/benchmarks/bf16_decision.json``: RISE, LIME SLIC and quickshift.
+        Default ``"fp32"``: bf16 was slower on this CPU except for RISE on
+        Mask-A3C (×1.36), which waits until result rows record their precision.
 
     Notes
     -----
