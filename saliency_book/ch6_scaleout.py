@@ -34,7 +34,7 @@ import pandas as pd
 
 from saliency_book.ch6_runtime import CAPTUM_EQUIVALENT, Benchmarks, missing_benchmark
 from saliency_book.common import Note, join_words
-from saliency_lib.experiments.catalog import STUDY_METHODS
+from saliency_lib.experiments.catalog import ABLATION_METHODS, STUDY_METHODS
 from saliency_lib.experiments.profiles import get_profile
 from saliency_lib.explainers import METHOD_LABELS
 
@@ -231,8 +231,9 @@ def study_tasks(study_cost: dict) -> dict:
 
     DQN: ``dqn.agents`` agents × ⌈``dqn.states`` ÷ the full profile's chunk⌉ chunks; Mask-A3C:
     ⌈``mask_a3c.states`` ÷ its chunk⌉ chunks. Per chunk, one sanity unit per method and one
-    degradation unit per method and the random map; every Mask-A3C agent is counted with both
-    attention masks (an upper bound: an agent without masks has two methods fewer).
+    degradation unit per method and the random map, and for the DQN agents one degradation unit
+    per method of the §6.2 ablation; every Mask-A3C agent is counted with both attention masks
+    (an upper bound: an agent without masks has two methods fewer).
     """
     p, prof = study_cost["projection"], get_profile("full")
     dqn_methods = [m for m in STUDY_METHODS if not m.startswith("mask_")]
@@ -240,8 +241,10 @@ def study_tasks(study_cost: dict) -> dict:
     dqn_chunks = p["dqn"]["agents"] * math.ceil(p["dqn"]["states"] / dqn_chunk)
     a3c_states = p.get("mask_a3c", {}).get("states", 0)
     a3c_chunks = math.ceil(a3c_states / a3c_chunk)
-    return {"dqn_tasks": dqn_chunks * (2 * len(dqn_methods) + 1), "mask_a3c_tasks": a3c_chunks * (2 * len(STUDY_METHODS) + 1),
+    return {"dqn_tasks": dqn_chunks * (2 * len(dqn_methods) + len(ABLATION_METHODS) + 1),
+            "mask_a3c_tasks": a3c_chunks * (2 * len(STUDY_METHODS) + 1),
             "dqn_chunk": dqn_chunk, "mask_a3c_chunk": a3c_chunk, "dqn_methods": len(dqn_methods),
+            "dqn_degradation_methods": len(dqn_methods) + len(ABLATION_METHODS),
             "mask_a3c_methods": len(STUDY_METHODS), "dqn_states": p["dqn"]["agents"] * p["dqn"]["states"],
             "mask_a3c_states": a3c_states, "sweeps": p["dqn"]["agents"] + (MASK_A3C_AGENTS if a3c_states else 0)}
 
@@ -290,7 +293,7 @@ def projection(scaleout: dict, study_cost: dict) -> dict:
         largest = max(largest, largest / dqn_mean * a3c_mean)
     s = scaleout.get("shipped") or {}
     per_state_rows = s.get("sanity_rows_per_state", 0) * tasks["dqn_methods"] + s.get("degradation_rows_per_state", 0) * (
-        tasks["dqn_methods"] + 1)
+        tasks["dqn_degradation_methods"] + 1)
     a3c_rows = s.get("sanity_rows_per_state", 0) * tasks["mask_a3c_methods"] + s.get("degradation_rows_per_state", 0) * (
         tasks["mask_a3c_methods"] + 1)
     rows = tasks["dqn_states"] * per_state_rows + tasks["mask_a3c_states"] * a3c_rows

@@ -254,11 +254,13 @@ def test_status_counts_loose_and_packed_units_and_computes_nothing(agent_dir, tm
     (line,) = out.stdout.strip().splitlines()  # one JSON object
     got = json.loads(line)
     (row,) = got["agents"]
-    # every study method that applies to a DQN agent (11), + the random map in degradation; nothing done, nothing made
-    assert row["units_total"] == got["units_total"] == 11 + 12 and row["units_done"] == 0 and row["bytes"] == 0
+    # every study method that applies to a DQN agent (12) in sanity; in degradation those, the §6.2 ablation (2)
+    # and the random map; nothing done, nothing made
+    assert row["units_total"] == got["units_total"] == 12 + 15 and row["units_done"] == 0 and row["bytes"] == 0
     assert {"agent", "game", "n_states", "units_done", "units_total", "bytes"} <= set(row) and row["n_states"] == 2
     assert not (tmp_path / "sweep").exists()  # planning alone collects no states
     monkeypatch.setattr(study, "STUDY_METHODS", ("gradient",))
+    monkeypatch.setattr(study, "ABLATION_METHODS", ())
     kw = {"agents": [agent_dir], "results_dir": tmp_path}
     study.study_results("tiny", "Breakout", **kw)
     (row,) = study.study_status("tiny", ["Breakout"], **kw)["agents"]

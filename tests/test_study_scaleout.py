@@ -122,8 +122,9 @@ def test_study_table_and_missing_files(bench, tmp_path):
 
 def test_study_tasks_count_the_full_profiles_units():
     t = so.study_tasks(_study_cost())
-    # DQN: 2 agents × 2 chunks × (11 sanity + 12 degradation units); Mask-A3C: 2 chunks × (13 + 14)
-    assert (t["dqn_tasks"], t["mask_a3c_tasks"], t["sweeps"]) == (2 * 2 * 23, 2 * 27, 2 + so.MASK_A3C_AGENTS)
+    # DQN: 2 agents × 2 chunks × (12 sanity + 15 degradation units: 12 methods, the 2 of the §6.2 ablation and
+    # the random map); Mask-A3C: 2 chunks × (14 + 15)
+    assert (t["dqn_tasks"], t["mask_a3c_tasks"], t["sweeps"]) == (2 * 2 * 27, 2 * 29, 2 + so.MASK_A3C_AGENTS)
 
 
 def test_projection_known_answer_and_it_follows_study_cost():
@@ -136,18 +137,18 @@ def test_projection_known_answer_and_it_follows_study_cost():
     cluster = by["a 64-core Ray cluster"]
     assert cluster["compute_hours"] == pytest.approx(10.0 / (64 * 0.5))
     # largest DQN unit: LIME's sanity unit, (600 + 200 / 2) ms × 25 states = 17.5 s; the Mask-A3C units are
-    # scaled by their mean: (5 h / 54) ÷ (5 h / 92) × 17.5 s
-    largest = 17.5 * 92 / 54
+    # scaled by their mean: (5 h / 58) ÷ (5 h / 108) × 17.5 s
+    largest = 17.5 * 108 / 58
     assert p["largest_unit_s"] == pytest.approx(largest)
     assert cluster["wall_hours_upper"] - cluster["wall_hours"] == pytest.approx(sweeps * largest / 3600)
-    assert p["rows"] == 2 * 50 * (11 * 10 + 12 * 100) + 20 * (13 * 10 + 14 * 100)
+    assert p["rows"] == 2 * 50 * (12 * 10 + 15 * 100) + 20 * (14 * 10 + 15 * 100)
     again = so.projection(_scaleout(), _study_cost(20.0))
     assert again["targets"][0]["compute_hours"] == pytest.approx(2 * two["compute_hours"])
-    slow_driver = {**_scaleout(), "driver": {"store_ms_per_row": 100.0}}  # 4.5 h of storing bounds the cluster
+    slow_driver = {**_scaleout(), "driver": {"store_ms_per_row": 100.0}}  # 5.4 h of storing bounds the cluster
     c = so.projection(slow_driver, _study_cost(10.0))["targets"][2]
     assert c["wall_hours"] == pytest.approx(100 * p["rows"] / 3.6e6 + sweeps * 7.2 / 3600)
     bound = pd.DataFrame(so.projection(slow_driver, _study_cost(10.0))["targets"])
-    assert "On a 64-core Ray cluster, the driver, which stores every unit's rows itself (4.5 hours)" in \
+    assert "On a 64-core Ray cluster, the driver, which stores every unit's rows itself (5.4 hours)" in \
         so.scaleout_summary(bound.assign(steady_units_per_min=1.0, executor="x", workers=1), Note("-"), bound)
     only_local = {**_scaleout(), "executors": _scaleout()["executors"][:1]}
     assert all("missing" in r for r in so.projection(only_local, _study_cost())["targets"])
