@@ -29,3 +29,15 @@ def official_available() -> Path:
             pytest.fail("official Mask-A3C checkpoints are required (SALIENCY_REQUIRE_OFFICIAL=1) but missing; run make fetch-official")
         pytest.skip("official Mask-A3C checkpoints not fetched (make fetch-official)")
     return d
+
+
+@pytest.fixture(scope="module")
+def agent_dir(tmp_path_factory):
+    """A saved random-weight Breakout DQN agent (the sweep and store tests' agent), one per test module."""
+    from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
+
+    torch.manual_seed(0)
+    agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
+    d = tmp_path_factory.mktemp("agent") / "dqn-Breakout-toy"
+    save_agent(agent, d)
+    return str(d)

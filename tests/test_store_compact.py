@@ -19,7 +19,6 @@ import pytest
 import torch
 from scipy import stats
 
-from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
 from saliency_lib.experiments import executors, study, units
 from saliency_lib.experiments.curves import curve_bands_table, pool_curves, summarise_curves
 from saliency_lib.experiments.store import (
@@ -113,15 +112,6 @@ def test_effective_sample_size_widens_the_band():
 
 
 # -- a real sweep: stored scalars and curves --------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def agent_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
-    d = tmp_path_factory.mktemp("agent") / "dqn-Breakout-toy"
-    save_agent(agent, d)
-    return str(d)
-
 
 def _spec(agent_dir, **kw):
     kw = {"agents": (agent_dir,), "methods": ("gradient",), "experiments": ("sanity", "insertion", "deletion"),

@@ -16,19 +16,10 @@ import pytest
 import torch
 
 from saliency_book.common import describe_params
-from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent, save_agent
+from saliency_lib.agents import load_agent
 from saliency_lib.experiments import executors, profiles, study, units
 
 METHODS = ("occlusion", "gradient")
-
-
-@pytest.fixture(scope="module")
-def agent_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
-    d = tmp_path_factory.mktemp("agent") / "dqn-Breakout-toy"
-    save_agent(agent, d)
-    return str(d)
 
 
 def _spec(agent_dir, **kw):
