@@ -31,6 +31,7 @@ from saliency_book.paper import (
     compare_per_game,
     compare_pooled,
     paper_sanity,
+    pooled_game_labels,
     stored_rows,
     style_comparison,
     verdict_counts,
@@ -113,7 +114,7 @@ def style_pooled(table: pd.DataFrame, *, measure: str = "spearman"):
     """:func:`pooled` as a captioned table."""
     if table.empty:
         return Note("The study has no sanity-check results of a DQN agent yet.", title="No results")
-    games = join_words([GAME_LABELS.get(g, g) for g in dict.fromkeys(", ".join(table["games"]).split(", "))])
+    games = join_words(pooled_game_labels(table))
     caption = (f"{MEASURE_LABELS[measure]} pooled over the games we have run ({games}), every state counting once as "
                "in Huber et al.'s figures: their mean over the same games beside ours with a 99 % CI (moving blocks "
                "within each game, then combined), states and ESS.")

@@ -36,6 +36,7 @@ from saliency_book.paper import (
     compare_per_game,
     compare_pooled,
     paper_insertion,
+    pooled_game_labels,
     stored_rows,
     style_comparison,
     verdict_counts,
@@ -106,7 +107,7 @@ def style_pooled(table: pd.DataFrame):
     """:func:`pooled` as a captioned table."""
     if table.empty:
         return Note("The study has no insertion AUCs of a DQN agent yet.", title="No results")
-    games = join_words([GAME_LABELS.get(g, g) for g in dict.fromkeys(", ".join(table["games"]).split(", "))])
+    games = join_words(pooled_game_labels(table))
     caption = (f"Insertion AUC pooled over the games we have run ({games}), every state counting once as in Huber et "
                "al.'s pooled figures: their mean over the same games beside ours with a 99 % CI (moving blocks "
                "within each game, then combined), states and ESS.")

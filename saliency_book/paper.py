@@ -28,7 +28,7 @@ from saliency_book.evidence import TOO_FEW, enough_states
 from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
 
 __all__ = [
-    "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "LEVEL_LAYERS", "paper_sanity", "paper_insertion", "stored_units", "stored_rows",
+    "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "pooled_game_labels", "LEVEL_LAYERS", "paper_sanity", "paper_insertion", "stored_units", "stored_rows",
     "paper_verdict", "compare_per_game", "compare_pooled", "style_comparison", "verdict_counts", "NOT_RUN", "VERDICTS",
 ]
 
@@ -42,6 +42,11 @@ GAME_ORDER = tuple(GAMES.values())
 """Our names of the paper's four games, in its order."""
 GAME_LABELS = MappingProxyType({"MsPacman": "Ms. Pac-Man", "Breakout": "Breakout", "Frostbite": "Frostbite",
                                 "SpaceInvaders": "Space Invaders"})
+
+
+def pooled_game_labels(table: pd.DataFrame) -> list[str]:
+    """The display names of the games behind a pooled table's ``games`` column (comma-joined per row), in order."""
+    return [GAME_LABELS.get(g, g) for g in dict.fromkeys(", ".join(table["games"]).split(", "))]
 
 _SANITY_MEASURES = {"spearman": "spearman", "ssim": "ssim", "pearson": "hog_pearson"}
 _INSERTION_METHODS = {"ns": "ns_original", "random_baseline": "random"}
