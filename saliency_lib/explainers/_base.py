@@ -332,11 +332,10 @@ class Explainer:
         network that differ only in their upper layers (the randomisation cascade):
         the perturbed inputs are built once, and each chunk runs through the layers
         the agents share once (see :mod:`saliency_lib.explainers._cascade`); with
-        incremental inference (Occlusion, Noise Sensitivity, SARFA on a
-        :class:`~saliency_lib.agents.DQNNet`) the window deltas below each agent's
-        randomised layers are shared too. The maps are those of separate calls, up
-        to float rounding. Other methods, and agents of different architectures,
-        are explained one after the other.
+        incremental inference (Occlusion, Noise Sensitivity, SARFA on a DQNNet or a
+        MaskA3CNet) the window changes below each agent's randomised layers are shared
+        too. The maps are those of separate calls, up to float rounding. Other methods,
+        and agents of different architectures, are explained one after the other.
 
         Parameters
         ----------
@@ -454,10 +453,11 @@ class PerturbationExplainer(Explainer):
     The chunk buffer (``batch_size × C × H × W`` values) is kept between calls,
     so repeated calls do not pay for fresh memory pages.
 
-    **Incremental inference.** On a :class:`~saliency_lib.agents.DQNNet` in
-    float32, local perturbations are evaluated by recomputing only the changed
-    windows of each layer (:mod:`saliency_lib.explainers._incremental`); the maps
-    equal those of full forward passes up to float rounding. Other networks, and
+    **Incremental inference.** On a :class:`~saliency_lib.agents.DQNNet` or a
+    :class:`~saliency_lib.agents.MaskA3CNet` in float32, local perturbations are
+    evaluated by recomputing only the changed windows of each layer
+    (:mod:`._incremental`, :mod:`._incremental_a3c`); the maps equal those of
+    full forward passes up to float rounding. Other networks, and
     ``precision="bf16"``, use full forward passes (an unsupported network is
     reported once per process in the log). ``naive=True`` (an attribute, or the
     constructor argument of Occlusion, Noise Sensitivity and SARFA) forces full
@@ -604,7 +604,7 @@ class PerturbationExplainer(Explainer):
         engine = engine_for(self, agents, hidden)
         if engine is not None:
             delta = delta_from_values(values, index.shape[0]) if delta is None else delta
-            return engine.readouts(x, index, delta, self._readout, batch_size)
+            return engine.readouts(x, index, delta, self._readout, batch_size, hidden=hidden)
         staged = staged_forward(agents)
         n, c = x.shape[:2]
         hw = x.shape[2] * x.shape[3]

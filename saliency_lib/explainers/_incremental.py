@@ -117,15 +117,19 @@ def incremental_support(agent: Agent) -> str | None:
     return got if isinstance(got, str) else None
 
 
-def engine_for(explainer, agents: Sequence[Agent], hidden) -> IncrementalDQN | None:
+def engine_for(explainer, agents: Sequence[Agent], hidden):
     """The incremental engine of ``explainer`` for ``agents`` (cached on the explainer), or ``None``
-    for full forward passes: ``naive``, ``bf16``, a recurrent state or an unsupported network
-    (logged once per network type)."""
-    if explainer.naive or explainer.precision != "fp32" or hidden is not None:
+    for full forward passes: ``naive``, ``bf16`` or an unsupported network (logged once per
+    network type). :class:`IncrementalDQN` for Nature-CNN Q-networks (no recurrent state),
+    :class:`~saliency_lib.explainers._incremental_a3c.IncrementalMaskA3C` for Mask-A3C networks."""
+    from ._incremental_a3c import IncrementalMaskA3C, mask_a3c_support
+
+    if explainer.naive or explainer.precision != "fp32":
         return None
     name = type(explainer).__name__
+    a3c = all(mask_a3c_support(a) is None for a in agents)
     for a in agents:
-        why = incremental_support(a)
+        why = None if a3c else incremental_support(a) or ("it has a recurrent state" if hidden is not None else None)
         if why is not None:
             notice_once(f"{name}:{type(a).__name__}:{type(a.net).__name__}",
                         f"{name}: incremental inference does not support this network ({why}); using full forward passes")
@@ -136,7 +140,7 @@ def engine_for(explainer, agents: Sequence[Agent], hidden) -> IncrementalDQN | N
     if eng is None or any(x is not y for x, y in zip(eng.agents, agents)):
         cache.clear()
         try:
-            eng = cache[key] = IncrementalDQN(agents)
+            eng = cache[key] = (IncrementalMaskA3C if a3c else IncrementalDQN)(agents)
         except ValueError:  # agents of different architectures
             return None
     return eng
@@ -488,8 +492,9 @@ class IncrementalDQN:
         delta: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
         readout: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
         batch_size: int,
+        hidden=None,
     ) -> list[torch.Tensor]:
-        """Readouts ``(N, P, K)`` of every perturbation, one tensor per agent.
+        """Readouts ``(N, P, K)`` of every perturbation, one tensor per agent (``hidden`` must be None).
 
         Parameters
         ----------
