@@ -241,11 +241,17 @@ def degradation(agent, x, tgt, repeats: int, names=STUDY_DQN) -> dict:
 def mask_a3c_model(repeats: int) -> dict:
     """Per-pass costs of a Mask-A3C network (official 'double' layout, random weights) for the projection.
 
-    The cascade factor is measured on Occlusion (patch 8, a local method on the full-pass path)
-    and RISE (100 masks): original + 5 levels, model by model vs with reuse.
+    Full passes: one row in batches of 256 (before) and of the network's inference batch (after).
+    The cascade of a global method (RISE, 100 masks; LIME's samples behave alike): original + 5
+    levels, model by model in batches of 256 (before) vs with the staged reuse of the trunk
+    (after). The local methods at the paper's parameters on one state: per pass with incremental
+    inference, alone (their maps in degradation) and over the cascade's 6 networks at once, and
+    the largest difference between the incremental and the naive map (min-max normalised).
     """
     torch.manual_seed(0)
     agent = ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
+    with torch.no_grad():
+        agent.net.actor_linear.weight.mul_(300.0)  # its official init (norm 0.01) leaves the maps flat at float rounding
     g = torch.Generator().manual_seed(1)
     x = torch.randn(1, 1, 80, 80, generator=g)
     hidden = tuple(0.1 * torch.randn(1, 64, 10, 10, generator=g) for _ in range(2))
@@ -265,19 +271,29 @@ def mask_a3c_model(repeats: int) -> dict:
             row_ms.append(1e3 * clock(agent, rows, hrows) / 256)
             row_ms_small.append(1e3 * clock(in_small_batches) / 256)
         for mode in ("naive", "fast"):
-            t = 0.0
-            passes = 0
-            for name, kw in (("occlusion", {"patch": 8}), ("rise", {"n_masks": 100})):
-                test = RandomisationTest(similarities=("spearman",), reuse=mode == "fast", reference_rows=False)
-                # before: batches of 256 (the old default); after: the network's own inference batch
-                exp = get_explainer(name, agent, **kw, **({"batch_size": 256} if mode == "naive" else {}))
-                passes += 6 * exp.attribute(x, hidden=hidden).forward_passes
-                t += clock(test.maps, agent, x, explainer=exp, hidden=hidden)
-            out[mode].append(t)
+            test = RandomisationTest(similarities=("spearman",), reuse=mode == "fast", reference_rows=False)
+            # before: batches of 256 (the old default); after: the network's own inference batch
+            exp = get_explainer("rise", agent, n_masks=100, **({"batch_size": 256} if mode == "naive" else {}))
+            passes = 6 * exp.attribute(x, hidden=hidden).forward_passes
+            out[mode].append(clock(test.maps, agent, x, explainer=exp, hidden=hidden))
     naive, fast = statistics.median(out["naive"]), statistics.median(out["fast"])
+    local = {}
+    for name in LOCAL:
+        exp, slow = get_explainer(name, agent), get_explainer(name, agent, naive=True)
+        n = exp.attribute(x, hidden=hidden).forward_passes
+        test = RandomisationTest(similarities=("spearman",), reuse=True, reference_rows=False)
+        alone = statistics.median(clock(exp.attribute, x, hidden=hidden) for _ in range(repeats))
+        joint = statistics.median(clock(test.maps, agent, x, explainer=exp, hidden=hidden) for _ in range(repeats))
+        naive_alone = clock(slow.attribute, x, hidden=hidden)
+        a, b = (m.maps.flatten(1).double() for m in (exp.attribute(x, hidden=hidden), slow.attribute(x, hidden=hidden)))
+        a, b = ((m - m.min()) / (m.max() - m.min()) for m in (a, b))
+        local[name] = {"forward_passes": n, "ms_per_pass": 1e3 * alone / n, "naive_ms_per_pass": 1e3 * naive_alone / n,
+                       "cascade_ms_per_pass": 1e3 * joint / (6 * n), "max_abs_map_diff": float((a - b).abs().max())}
+        print(f"mask-a3c {name}: {local[name]['naive_ms_per_pass']:.2f} -> {local[name]['ms_per_pass']:.2f} ms per pass alone, "
+              f"{local[name]['cascade_ms_per_pass']:.2f} per pass and network in the cascade", flush=True)
     return {"row_ms": statistics.median(row_ms), "row_ms_inference_batch": statistics.median(row_ms_small),
             "inference_batch": small, "row_batch": 256, "cascade_naive_ms_per_pass": 1e3 * naive / passes,
-            "cascade_fast_ms_per_pass": 1e3 * fast / passes, "cascade_speedup": naive / fast}
+            "cascade_fast_ms_per_pass": 1e3 * fast / passes, "cascade_speedup": naive / fast, "local": local}
 
 
 def study_passes(agent_preset_hw: tuple[int, int], names=STUDY_DQN) -> dict:
@@ -307,8 +323,13 @@ def projection(cascade_res: dict, degradation_res: dict, a3c: dict) -> dict:
     row, row_after = a3c["row_ms"], a3c.get("row_ms_inference_batch", a3c["row_ms"])
     before = A3C_STATES * (cascade_passes * a3c["cascade_naive_ms_per_pass"] + (maps_passes + curve_passes) * row + sim_before) / 3.6e6
     endpoint_saving = (86 - 83) / 86  # inner steps only; endpoints shared (a small term, as measured on the DQN)
-    after = A3C_STATES * (cascade_passes * a3c["cascade_fast_ms_per_pass"]
-                          + (maps_passes + curve_passes * (1 - endpoint_saving)) * row_after + sim) / 3.6e6
+    local = a3c.get("local", {})
+    # after: local methods at their incremental per-pass costs (alone for the maps of degradation,
+    # per network in the cascade), every other pass at the staged / inference-batch cost
+    casc_ms = sum(6 * v * (local[k]["cascade_ms_per_pass"] if k in local else a3c["cascade_fast_ms_per_pass"])
+                  for k, v in passes.items() if not k.startswith("mask_"))
+    maps_ms = sum(v * (local[k]["ms_per_pass"] if k in local else row_after) for k, v in passes.items())
+    after = A3C_STATES * (casc_ms + maps_ms + curve_passes * (1 - endpoint_saving) * row_after + sim) / 3.6e6
     return {
         "core_hours_before": dqn_before + before, "core_hours_after": dqn_after + after,
         "ratio": (dqn_before + before) / (dqn_after + after),
@@ -393,11 +414,13 @@ def main(argv=None) -> int:
         "The DQN part of the projection is 4 agents x 997 states x (cascade + degradation) per-state cost measured here on the "
         "Breakout agent (the four DQN agents share the architecture).",
         "Mask-A3C part: 400 states (3 x 100 official, 2 x 50 ours, as sized in the issue); cost = forward passes per state of the "
-        "study's methods at the paper's parameters (80x80 input) x the measured per-row cost of a Mask-A3C pass; the cascade's "
-        "passes at the per-pass cost measured with and without reuse (Occlusion patch 8 and RISE 100 masks, original + 5 levels); "
-        "no incremental inference for Mask-A3C. Before: every pass in batches of 256 (row_ms, the old default); after: in "
-        "batches of the network's inference_batch (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the "
-        "CPU caches in large batches).",
+        "study's methods at the paper's parameters (80x80 input) x measured per-pass costs (mask_a3c_model). Before: every pass "
+        "a full pass in batches of 256 (row_ms, the old default), the cascade model by model (cascade_naive_ms_per_pass). After: "
+        "the local methods (Occlusion, SARFA, the three NS) with incremental inference at their measured per-pass cost "
+        "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE and LIME "
+        "with the staged reuse of the trunk in the cascade (cascade_fast_ms_per_pass); every other pass in batches of the "
+        "network's inference_batch (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the CPU caches in large "
+        "batches).",
         "The similarity table costs similarity_naive_ms_per_state before (each pair with the pairwise functions) and "
         "similarity_ms_per_state after (similarities_to: one HOG per map, Spearman's sign inversion by identity); both "
         "enter the projection per state, for the DQN and the Mask-A3C part.",

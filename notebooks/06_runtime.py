@@ -98,6 +98,10 @@ from saliency_book.ch6_scaleout import (
 
     before_after_table,
 
+    mask_a3c_local_summary,
+
+    mask_a3c_local_table,
+
     executor_table,
 
     overhead_table,
@@ -127,6 +131,8 @@ from saliency_book.ch6_figures import (
     style_before_after,
 
     style_bf16,
+
+    style_mask_a3c_local,
 
     style_comparisons,
 
@@ -334,6 +340,25 @@ style_study_before_after(study_cost, caption)
 
 # %%
 Markdown(before_after_summary(before_after, study_cost))
+
+# %% [markdown]
+# The Mask-A3C network (conv1 → max-pool → conv2 → max-pool → conv3 → max-pool → ConvLSTM →
+# heads) gets the same treatment. A max-pool is not linear, so the engine carries each
+# convolution's change in delta form and applies the pooling and the ReLU to the values of
+# the window; the ConvLSTM's gates change only through the input half of their weights,
+# because the recurrent state is the same for every perturbation of a state. Its forward
+# pass costs about 17 times a DQN pass, so these factors decide most of the study's hours.
+
+# %%
+a3c_local = mask_a3c_local_table(bench)
+caption = ("The local methods on a Mask-A3C network (official layout), at the paper's parameters, one state "
+           "(study_cost.json, projection part): ms per forward pass of the naive path and of incremental inference, "
+           "alone and per network when the cascade's six networks run at once (against the naive cascade's full "
+           "pass); max map diff after min-max normalisation.")
+style_mask_a3c_local(a3c_local, caption)
+
+# %%
+Markdown(mask_a3c_local_summary(a3c_local))
 
 # %% [markdown]
 # ## Spreading the study over workers

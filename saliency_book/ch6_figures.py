@@ -15,7 +15,7 @@ from saliency_book.ch6_runtime import FAMILY_COLOURS, Benchmarks
 from saliency_book.common import Note, figure_image, join_words
 
 __all__ = ["plot_cost", "cost_figure", "style_table", "style_explainer_table", "style_machine", "style_comparisons", "style_bf16",
-           "style_training", "style_envs", "style_spot_check", "style_before_after", "style_study_before_after",
+           "style_training", "style_envs", "style_spot_check", "style_before_after", "style_study_before_after", "style_mask_a3c_local",
            "plot_before_after", "before_after_figure", "style_executors", "style_overhead", "style_shipped",
            "style_projection", "plot_scaleout", "scaleout_figure"]
 
@@ -169,6 +169,16 @@ def style_study_before_after(table: pd.DataFrame | Note, caption: str):
     return style_table(table, caption, {"what": "What", "unit": "Unit", "before": "Before", "after": "After",
                                         "speedup": "Speed-up", "run": "Run (date, commit)"},
                        {"before": "{:,.1f}", "after": "{:,.1f}", "speedup": "{:.2f}×"})
+
+
+def style_mask_a3c_local(table: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.mask_a3c_local_table` as the chapter shows it."""
+    return style_table(table, caption, {
+        "label": "Method", "forward_passes": "Passes", "naive_ms_per_pass": "Naive (ms/pass)", "ms_per_pass": "Incremental (ms/pass)",
+        "speedup": "Speed-up", "cascade_ms_per_pass": "Cascade (ms/pass/net)", "cascade_speedup": "Cascade speed-up",
+        "max_abs_map_diff": "Max map diff"},
+        {"naive_ms_per_pass": "{:.2f}", "ms_per_pass": "{:.2f}", "speedup": "{:.1f}×", "cascade_ms_per_pass": "{:.2f}",
+         "cascade_speedup": "{:.1f}×", "max_abs_map_diff": "{:.1e}"})
 
 
 def plot_before_after(table: pd.DataFrame, *, title: str):

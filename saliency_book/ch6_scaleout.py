@@ -169,6 +169,44 @@ def study_before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
     return t[["what", "unit", "before", "after", "speedup", "run"]]
 
 
+def mask_a3c_local_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """The local methods on a Mask-A3C network (``projection.mask_a3c.local`` of ``study_cost.json``).
+
+    Columns ``method, label, forward_passes, naive_ms_per_pass, ms_per_pass, speedup,
+    cascade_ms_per_pass, cascade_speedup, max_abs_map_diff``: ms per forward pass of the
+    naive path (full passes in the network's inference batch) and of incremental inference,
+    alone and per network over the cascade's six networks at once (``cascade_speedup``
+    against the naive cascade's full pass per network, ``cascade_naive_ms_per_pass``).
+    """
+    if b.study_cost is None:
+        return missing_benchmark("study_cost.json", b, "study_cost.py")
+    a3c = b.study_cost.get("projection", {}).get("mask_a3c", {})
+    local = a3c.get("local")
+    if not local:
+        return Note("study_cost.json has no Mask-A3C local-method costs: run benchmarks/study_cost.py --only projection.",
+                    title="No Mask-A3C incremental numbers")
+    naive_casc = a3c.get("cascade_naive_ms_per_pass", np.nan)
+    t = pd.DataFrame([{"method": k, "label": METHOD_LABELS.get(k, k), "forward_passes": int(v["forward_passes"]),
+                       "naive_ms_per_pass": float(v["naive_ms_per_pass"]), "ms_per_pass": float(v["ms_per_pass"]),
+                       "cascade_ms_per_pass": float(v["cascade_ms_per_pass"]),
+                       "max_abs_map_diff": float(v.get("max_abs_map_diff", np.nan))} for k, v in local.items()])
+    t["speedup"] = t["naive_ms_per_pass"] / t["ms_per_pass"]
+    t["cascade_speedup"] = naive_casc / t["cascade_ms_per_pass"]
+    return t[["method", "label", "forward_passes", "naive_ms_per_pass", "ms_per_pass", "speedup", "cascade_ms_per_pass",
+              "cascade_speedup", "max_abs_map_diff"]]
+
+
+def mask_a3c_local_summary(table: pd.DataFrame | Note) -> str | Note:
+    """One sentence on :func:`mask_a3c_local_table` (Markdown)."""
+    if isinstance(table, Note):
+        return table
+    return (f"On the Mask-A3C network, incremental inference makes a pass of {join_words(table['label'].tolist())} "
+            f"{table['speedup'].min():.1f} to {table['speedup'].max():.1f} times as fast as a full pass, and "
+            f"{table['cascade_speedup'].min():.1f} to {table['cascade_speedup'].max():.1f} times as fast per network in the "
+            f"cascade; the maps differ from the naive ones by at most {table['max_abs_map_diff'].max():.1e} after min-max "
+            "normalisation.")
+
+
 # -- scale-out ---------------------------------------------------------------------------------------
 
 def executor_table(b: Benchmarks) -> pd.DataFrame | Note:

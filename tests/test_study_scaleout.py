@@ -218,3 +218,17 @@ def test_benchmark_writes_its_schema_on_a_tiny_run(tmp_path):
     assert [t.get("missing", "") for t in res["projection"]["targets"]][0].startswith("no processes measurement")
     assert res["projection"]["core_hours_after"] == 10.0
     assert res["background"]["wall_s"] > 0 and res["shared_machine"].startswith("The machine was")
+
+
+def test_mask_a3c_local_table(bench, tmp_path):
+    assert isinstance(so.mask_a3c_local_table(bench), Note)  # the fixture has no local-method costs
+    sc = _study_cost()
+    sc["projection"]["mask_a3c"].update({"cascade_naive_ms_per_pass": 4.0, "local": {
+        "occlusion": {"forward_passes": 1601, "naive_ms_per_pass": 2.0, "ms_per_pass": 0.25, "cascade_ms_per_pass": 0.5,
+                      "max_abs_map_diff": 1e-6}}})
+    (tmp_path / "study_cost.json").write_text(json.dumps(sc))
+    t = so.mask_a3c_local_table(rt.load_benchmarks(tmp_path))
+    assert t.loc[0, "speedup"] == pytest.approx(8.0) and t.loc[0, "cascade_speedup"] == pytest.approx(8.0)
+    text = so.mask_a3c_local_summary(t)
+    assert "8.0 to 8.0 times as fast" in text and "1.0e-06" in text
+    assert "Incremental (ms/pass)" in fg.style_mask_a3c_local(t, "Cap.").to_html()
