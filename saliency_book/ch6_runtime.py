@@ -49,7 +49,7 @@ from saliency_lib.experiments.catalog import official_available, rel_path, study
 from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
 from saliency_lib.experiments.profiles import get_profile, profile_settings
 from saliency_lib.experiments.store import cached_json
-from saliency_lib.explainers import METHOD_LABELS
+from saliency_lib.explainers import BF16_DEFAULTS, METHOD_LABELS
 from saliency_lib.games import game_info
 
 __all__ = [
@@ -686,6 +686,11 @@ def bf16_summary(table: pd.DataFrame | Note):
         where = [f"{r.label} on {kinds.get(r.kind, r.kind)} (×{r.bf16_speedup:.2f})" for r in faster.itertuples()]
         text += (f" It was faster than the float32 default only for {join_words(where)}; everywhere else it was slower "
                  "(the DQN's local methods run float32 through the exact incremental engine).")
+    both = {(r.kind, r.method) for r in faster.itertuples() if keeps.get(r.method, False)}
+    defaults = [f"{METHOD_LABELS.get(m, m)} on {kinds.get(k, k)}" for k, m in sorted(BF16_DEFAULTS)]
+    text += (f" bf16 is the library's default exactly where it kept the maps and was faster: {join_words(defaults)}."
+             if both == set(BF16_DEFAULTS) and defaults else
+             f" The library's bf16 defaults ({join_words(defaults) if defaults else 'none'}) differ from the measurement.")
     offered = table.dropna(subset=["offered"]).groupby("method")["offered"].first() == "yes"
     mismatch = [METHOD_LABELS.get(m, m) for m in offered.index if bool(offered[m]) != bool(keeps.get(m, False))]
     text += (" The library offers `precision=\"bf16\"` exactly for the methods that kept their maps on every agent."

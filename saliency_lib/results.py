@@ -28,6 +28,9 @@ constant_map       boolean      a map was constant, so ``value`` is NaN
 higher_is_better   boolean      score direction of ``measure``; NA if none
 seed               Int64        seed of the run
 config_hash        string       :func:`config_hash` of the run's configuration
+precision          string       arithmetic of the forward passes that made the
+                                map, ``"fp32"`` or ``"bf16"``; NA where no
+                                explainer made it (random maps) or not recorded
 =================  ===========  ===============================================
 
 The key columns (:data:`KEY`) must be unique; :func:`validate_table` checks it.
@@ -62,6 +65,8 @@ __all__ = [
     "validate_table",
     "empty_table",
     "config_hash",
+    "LATER_COLUMNS",
+    "with_later_columns",
     "write_table",
     "read_table_metadata",
     "read_table",
@@ -85,7 +90,11 @@ SCHEMA: dict[str, str] = {
     "higher_is_better": "boolean",
     "seed": "Int64",
     "config_hash": "string",
+    "precision": "string",
 }
+
+#: Columns added to :data:`SCHEMA` after tables were first stored; a file without them reads as NA.
+LATER_COLUMNS: tuple[str, ...] = ("precision",)
 
 #: Columns that identify a row; they must be unique within a table.
 KEY: tuple[str, ...] = ("experiment", "agent", "game", "method", "substrate", "state", "level", "layer", "step", "measure")
@@ -288,8 +297,15 @@ def read_table_metadata(path: str | os.PathLike) -> dict[str, str]:
 
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a table written by :func:`write_table` and validate it."""
+    """Read a table written by :func:`write_table` and validate it (a column of
+    :data:`LATER_COLUMNS` missing from an older file reads as NA)."""
     path = Path(path)
     fmt = _fmt(path)
     df = pd.read_parquet(path, engine="pyarrow") if fmt == ".parquet" else pd.read_csv(path, keep_default_na=True)
-    return validate_table(df)
+    return validate_table(with_later_columns(df))
+
+
+def with_later_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every column of :data:`LATER_COLUMNS` it lacks added as NA (tables stored before them)."""
+    missing = [c for c in LATER_COLUMNS if c not in df.columns]
+    return df.assign(**{c: pd.array([pd.NA] * len(df), dtype=SCHEMA[c]) for c in missing}) if missing else df

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..explainers import default_precision
 from ..metrics.insertion_deletion import SUBSTRATES
 from ..results import EXPERIMENTS, canonical_json, config_hash
 from .paths import RESULTS_DIR
@@ -74,6 +75,12 @@ class Unit:
     metric: str = ""
     """Canonical JSON of the metric's options that differ from the study's (see :data:`METRIC_OPTIONS`);
     empty for the study's own units."""
+
+    @property
+    def precision(self) -> str | None:
+        """The precision of the unit's maps: its parameters' ``precision`` (the plan writes a default
+        other than ``"fp32"`` there), else ``"fp32"``; ``None`` for the random baseline."""
+        return None if self.method == RANDOM_BASELINE else json.loads(self.params).get("precision", "fp32")
 
     @property
     def key(self) -> str:
@@ -249,7 +256,10 @@ def plan_units(spec: SweepSpec, *, results_dir=RESULTS_DIR, progress: bool = Fal
         metric = {k: v for k, v in json.loads(canonical_json(spec.metric)).items() if METRIC_OPTIONS[k] != v}
         for experiment, pairs, names in kinds:
             for method in names:
-                params = canonical_json(spec.params.get(method, {}))
+                params = dict(spec.params.get(method, {}))
+                if method != RANDOM_BASELINE and "precision" not in params and default_precision(method, agent) != "fp32":
+                    params["precision"] = default_precision(method, agent)  # a bf16 default enters the key
+                params = canonical_json(params)
                 for ch in chunks:
                     options = {k: v for k, v in metric.items() if k in _OPTIONS_OF[experiment]}
                     units.append(Unit(experiment, spec_agent, agent.game, method, pairs, ch, skey, params,
@@ -289,7 +299,8 @@ def compute_unit(unit: Unit, agent, states, *, _fault: str | None = None) -> pd.
                 maps = random_saliency(len(ids), tuple(x.shape[2:]), seed=unit.seed, state_ids=ids)
             else:
                 params.setdefault("batch_size", unit.batch_size)
-                maps = get_explainer(unit.method, agent, **params).attribute(x, target=tgt, hidden=hid).maps
+                explainer = get_explainer(unit.method, agent, **params)
+                maps = explainer.attribute(x, target=tgt, hidden=hid).maps
             maybe_fault(unit, _fault)  # test hook: a worker dies between the maps and the metric
             parts = []
             for mode, substrate in unit.degradation:
@@ -299,7 +310,8 @@ def compute_unit(unit: Unit, agent, states, *, _fault: str | None = None) -> pd.
                 parts.append(metric.evaluate(agent, x, saliency=maps, hidden=hid, target=tgt, state_ids=ids,
                                              method=unit.method, agent_name=unit.agent))
             rows = pd.concat(parts, ignore_index=True)
-    return rows.assign(config_hash=unit.key)
+    precision = None if unit.method == RANDOM_BASELINE else explainer.precision
+    return rows.assign(config_hash=unit.key, precision=pd.array([precision] * len(rows), dtype="string"))
 
 
 def maybe_fault(unit: Unit, fault: str | None) -> None:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import pandas as pd
 
 from .._io import atomic_write
-from ..results import KEY, SCHEMA, config_hash, empty_table, validate_table
+from ..results import KEY, SCHEMA, config_hash, empty_table, validate_table, with_later_columns
 from ..versions import environment_versions, version_differences
 from .curves import SUMMARY_COLUMNS, curve_bands_table, pool_curves, raw_curve_rows, summarise_curves
 from .paths import RESULTS_DIR, repo_path
@@ -93,6 +93,7 @@ class _KeyRef(NamedTuple):
     agent: str = "?"
     method: str = "?"
     states: tuple = ("?",)
+    precision: str | None = None  # unknown: rows keep what their file recorded
 
 
 def _series(unit: Unit) -> str:
@@ -170,7 +171,7 @@ def _read(path: Path) -> _File:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    df = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get)
+    df = with_later_columns(table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get))
     for c in _EXTRA:
         if c not in df.columns:
             df[c] = pd.array([pd.NA] * len(df), dtype="Int64" if c != "m2" else "Float64")
@@ -282,7 +283,9 @@ def _load(units: list[Unit], results_dir, read) -> pd.DataFrame:
         if src.path not in by_file:
             by_file[src.path] = dict(tuple(read(src.path).tidy.groupby("config_hash", sort=False)))
         parts.append(by_file[src.path].get(u.key))
-    parts = [p for p in parts if p is not None]
+    # files stored before rows recorded their precision: the unit's parameters say it
+    parts = [p if u.precision is None or not p["precision"].isna().any() else p.assign(precision=p["precision"].fillna(u.precision))
+             for p, u in zip(parts, units) if p is not None]
     if not parts:
         return empty_table()
     df = pd.concat(parts, ignore_index=True)

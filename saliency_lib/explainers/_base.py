@@ -22,13 +22,13 @@ import torch
 
 from ..agents.base import Agent
 from ..validation import check_choice, check_int
+from ._precision import PRECISIONS, default_precision
 
-__all__ = ["Attribution", "ExplainResult", "Explainer", "PerturbationExplainer", "explainable_outputs", "OUTPUTS", "PRECISIONS"]
+__all__ = ["Attribution", "ExplainResult", "Explainer", "PerturbationExplainer", "explainable_outputs", "OUTPUTS"]
 
 #: Every output name an explainer may be asked to explain.
 OUTPUTS = ("q", "advantage", "logits", "probs", "value", "all")
 #: Arithmetic of the forward passes: float32, or bfloat16 autocast (an option; see the benchmark).
-PRECISIONS = ("fp32", "bf16")
 _SCALAR_OUTPUTS = ("q", "advantage", "logits", "probs", "value")
 
 
@@ -135,8 +135,8 @@ class Explainer:
         from a float32 pass). Offered where bf16 maps kept Spearman ≥ 0.99 with
         float32 maps on every state of every trained agent of
         ``data/benchmarks/bf16_decision.json``: RISE, LIME SLIC and quickshift.
-        Default ``"fp32"``: bf16 was slower on this CPU except for RISE on
-        Mask-A3C (×1.36), which waits until result rows record their precision.
+        Default (None): ``"bf16"`` for RISE on Mask-A3C (×1.36 faster), else
+        ``"fp32"`` (bf16 was slower on this CPU); see :mod:`._precision`.
 
     Notes
     -----
@@ -173,13 +173,13 @@ class Explainer:
     #: maps on every trained agent of ``data/benchmarks/bf16_decision.json``.
     bf16_validated: ClassVar[bool] = False
 
-    def __init__(self, agent: Agent, *, output: str | None = None, batch_size: int | None = None, precision: str = "fp32"):
+    def __init__(self, agent: Agent, *, output: str | None = None, batch_size: int | None = None, precision: str | None = None):
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be a saliency_lib.agents.Agent, got {type(agent).__name__}; wrap a network with QAgent(...) or load one with load_agent(...)")
         self.agent = agent
         self.output = self._resolve_output(output)
         self.batch_size = check_int("batch_size", agent.inference_batch if batch_size is None else batch_size, minimum=1)
-        self.precision = check_choice("precision", precision, PRECISIONS)
+        self.precision = check_choice("precision", default_precision(self.name, agent) if precision is None else precision, PRECISIONS)
         if self.precision == "bf16" and not self._bf16_ok():
             raise ValueError(
                 f"precision='bf16' is not offered for {type(self).__name__}"
@@ -187,7 +187,7 @@ class Explainer:
                 "keep Spearman >= 0.99 with float32 maps on a trained agent, or were not checked "
                 "(see data/benchmarks/bf16_decision.json); use precision='fp32'"
             )
-        self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": batch_size, "precision": self.precision}
+        self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": batch_size, "precision": precision}
         self._params: dict[str, Any] = {}
 
     # -- configuration ---------------------------------------------------------------

@@ -97,7 +97,7 @@ class Gradient(_CaptumExplainer):
     label = "Gradient"
     reference = "Simonyan et al. 2014 (ICLR workshop)"
 
-    def __init__(self, agent: Agent, *, channel_reduce: str = "sum_abs", output: str | None = None, batch_size: int | None = None, precision: str = "fp32"):
+    def __init__(self, agent: Agent, *, channel_reduce: str = "sum_abs", output: str | None = None, batch_size: int | None = None, precision: str | None = None):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self._init_reduce(channel_reduce)
 
@@ -164,7 +164,7 @@ class IntegratedGradients(_CaptumExplainer):
         channel_reduce: str = "sum_abs",
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
     ):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self.n_steps = check_int("n_steps", n_steps, minimum=1)
@@ -227,7 +227,7 @@ class GradCAM(_CaptumExplainer):
     label = "Grad-CAM"
     reference = "Selvaraju et al. 2017 (ICCV)"
 
-    def __init__(self, agent: Agent, *, layer: str | None = None, output: str | None = None, batch_size: int | None = None, precision: str = "fp32"):
+    def __init__(self, agent: Agent, *, layer: str | None = None, output: str | None = None, batch_size: int | None = None, precision: str | None = None):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self.layer_name, self.layer = self._find_layer(layer)
         self._remember(layer=self.layer_name)

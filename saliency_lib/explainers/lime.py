@@ -209,7 +209,7 @@ class Lime(PerturbationExplainer):
         seed: int = 0,
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
     ):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         if not callable(segmentation):
@@ -307,7 +307,7 @@ class LimeSLIC(Lime):
         seed: int = 0,
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
     ):
         params = dict(
             n_segments=check_int("n_segments", n_segments, minimum=1),
@@ -362,7 +362,7 @@ class LimeQuickshift(Lime):
         seed: int = 0,
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
     ):
         params = dict(
             kernel_size=check_float("kernel_size", kernel_size, low=0.0, low_open=True),
@@ -418,7 +418,7 @@ class LimeFelzenszwalb(Lime):
         seed: int = 0,
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
     ):
         params = dict(
             scale=check_float("scale", scale, low=0.0, low_open=True),

@@ -209,7 +209,7 @@ class NoiseSensitivity(PointPerturbation):
         blur_frames: bool = True,
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
         naive: bool = False,
     ):
         variant = check_choice("variant", variant, tuple(NS_VARIANTS))

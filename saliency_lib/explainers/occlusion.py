@@ -93,7 +93,7 @@ class Occlusion(PerturbationExplainer):
         colour: float = 0.0,
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
         naive: bool = False,
     ):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)

@@ -43,7 +43,7 @@ class RandomMap(Explainer):
     _uses_clean_readout = False
     reference = "Huber et al. 2022 (Frontiers in AI 5:903875), §6 (rnd_baseline)"
 
-    def __init__(self, agent: Agent, *, seed: int = 0, batch_size: int | None = None, precision: str = "fp32"):
+    def __init__(self, agent: Agent, *, seed: int = 0, batch_size: int | None = None, precision: str | None = None):
         super().__init__(agent, batch_size=batch_size, precision=precision)
         self.seed = check_int("seed", seed, minimum=0)
         self._init_kwargs.pop("output")

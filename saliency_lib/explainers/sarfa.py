@@ -135,7 +135,7 @@ class SARFA(PointPerturbation):
         blur_frames: bool = True,
         output: str | None = None,
         batch_size: int | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
         naive: bool = False,
     ):
         self.perturbation = check_choice("perturbation", perturbation, PERTURBATIONS)

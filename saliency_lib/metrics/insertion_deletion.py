@@ -384,6 +384,7 @@ class _CausalMetric:
         state_ids=None,
         method: str = "unknown",
         agent_name: str | None = None,
+        precision: str | None = None,
     ) -> pd.DataFrame:
         """Insertion/deletion curves and AUCs of saliency maps, as a tidy table.
 
@@ -406,6 +407,9 @@ class _CausalMetric:
             seed the ``"random"`` substrate.
         method, agent_name : str
             Labels of the ``method`` and ``agent`` columns.
+        precision : {"fp32", "bf16"}, optional
+            The ``precision`` column: the arithmetic that made the maps (default: the
+            explainer's, if ``explainer`` is given; else NA).
 
         Returns
         -------
@@ -481,6 +485,7 @@ class _CausalMetric:
         return to_table(
             df, experiment=self.mode, agent=agent_name or agent.meta.get("source", type(agent.net).__name__),
             game=agent.game, method=method, substrate=self.substrate, seed=self.seed,
+            precision=precision if precision is not None else getattr(explainer, "precision", pd.NA),
         )
 
 

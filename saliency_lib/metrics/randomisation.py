@@ -406,7 +406,8 @@ class RandomisationTest:
         -------
         pandas.DataFrame
             Tidy rows (:mod:`saliency_lib.results` schema, ``experiment="sanity"``):
-            one per state, level (or reference layer) and similarity measure.
+            one per state, level (or reference layer) and similarity measure;
+            ``precision`` is the explainer object's (NA for a factory).
 
         Warns
         -----
@@ -420,4 +421,4 @@ class RandomisationTest:
         original, randomised = self.maps(agent, x, explainer=explainer, hidden=hidden, target=tgt)
         df = self.compare(original, randomised, state_ids=state_ids, target=tgt)
         return to_table(df, experiment="sanity", agent=agent_name or agent.meta.get("source", type(agent.net).__name__),
-                        game=agent.game, method=method, seed=self.seed)
+                        game=agent.game, method=method, seed=self.seed, precision=getattr(explainer, "precision", pd.NA))
