@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import torch.nn.functional as F
 from toy_models import PatchQNet, as_agent, random_states
 
 from saliency_lib.agents import ActorCriticAgent, DQNConfig, DQNNet, MaskA3CConfig, MaskA3CNet, QAgent
+from saliency_lib.agents.mask_a3c import max_pool2
 from saliency_lib.explainers import RISE, Occlusion, get_explainer
-from saliency_lib.explainers._cascade import StagedForward, staged_support
+from saliency_lib.explainers._cascade import StagedForward, staged_forward, staged_support
 from saliency_lib.metrics import RandomisationTest
 from saliency_lib.metrics.randomisation import randomised_models
 
@@ -109,3 +111,21 @@ def test_factories_and_foreign_networks_still_work():
     with pytest.raises(ValueError, match="reuse must be True or False"):
         RandomisationTest(reuse="yes")
     assert "reuse" not in RandomisationTest().config
+
+
+def test_shared_recurrent_half_equals_the_cell_and_is_used_by_one_agent():
+    """ConvLSTMCell.forward_shared computes conv_h(h) once per run of equal rows: the cell's values to rounding."""
+    agent = mask_a3c(seed=2)
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 1, 80, 80, generator=g)
+    per_state = tuple(0.3 * torch.randn(3, 64, 10, 10, generator=g) for _ in range(2))
+    rows = torch.tensor([0, 0, 0, 1, 1, 2, 0])  # runs of one state, and a state that comes back
+    hidden = tuple(h[rows] for h in per_state)
+    cell = agent.net.convlstm1
+    with torch.no_grad():
+        feats = F.relu(max_pool2(agent.net.conv3(F.relu(max_pool2(agent.net.conv2(F.relu(max_pool2(agent.net.conv1(x)))))))))
+        for got, ref in zip(cell.forward_shared(feats, hidden), cell(feats, hidden)):
+            torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+        staged = staged_forward([agent])
+        assert staged is not None and staged_forward([dqn()]) is None  # one DQN has nothing to share
+        torch.testing.assert_close(staged(x, hidden)[0]["logits"], agent(x, hidden)["logits"], rtol=1e-5, atol=1e-6)

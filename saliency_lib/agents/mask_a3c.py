@@ -68,10 +68,36 @@ class ConvLSTMCell(nn.Module):
 
     def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
         h, c = state
-        i, f, o, g = torch.split(self.conv(torch.cat([x, h], dim=1)), self.hidden, dim=1)
+        return self._update(self.conv(torch.cat([x, h], dim=1)), c)
+
+    def _update(self, gates: torch.Tensor, c: torch.Tensor):
+        i, f, o, g = torch.split(gates, self.hidden, dim=1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
         return h, c
+
+    def forward_shared(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        """:meth:`forward`, with the recurrent half of the gate conv computed once per run of equal rows of ``h``.
+
+        The perturbed copies of one state share its recurrent state, so ``conv([x, h])`` splits
+        into ``conv_x(x) + conv_h(h)`` and the second term (half of the cell's multiply-adds) is
+        evaluated once per run of consecutive equal rows and broadcast. The same values as
+        :meth:`forward` up to float rounding (the two halves are summed in another order);
+        without repeated rows it is :meth:`forward`. For inference: explainers and metrics.
+        """
+        h, c = state
+        n = h.shape[0]
+        first = torch.ones(n, dtype=torch.bool, device=h.device)
+        if n > 1:
+            first[1:] = (h[1:] != h[:-1]).flatten(1).any(1)
+        runs = int(first.sum())
+        if runs == n:
+            return self.forward(x, state)
+        cin = x.shape[1]
+        w, pad = self.conv.weight, self.conv.padding
+        gh = F.conv2d(h[first], w[:, cin:], self.conv.bias, padding=pad)
+        gates = F.conv2d(x, w[:, :cin], None, padding=pad) + gh[torch.cumsum(first, 0) - 1]
+        return self._update(gates, c)
 
 
 

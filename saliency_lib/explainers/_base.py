@@ -490,7 +490,7 @@ class PerturbationExplainer(Explainer):
         """Outputs of every agent on ``rows`` (through ``staged`` when several agents share layers)."""
         from ._cascade import forward_all
 
-        if len(agents) == 1:
+        if len(agents) == 1 and (staged is None or self.naive):
             return [self._forward(rows, hidden)]
         with self._autocast(rows.device):
             return forward_all(agents, staged, rows, hidden)

@@ -91,7 +91,7 @@ def _mask_a3c_stages(agent: Agent) -> list[Stage] | str:
     def lstm(x, hidden):
         if hidden is None:
             hidden = net.initial_hidden(x.shape[0], x.device)
-        h, c = net.convlstm1(x, hidden)
+        h, c = net.convlstm1.forward_shared(x, hidden)  # the rows of one state share the recurrent half of the gates
         return h, (h, c)
 
     def heads(state, hidden):  # MaskA3CNet.heads after the trunk, then ActorCriticAgent.forward's probs
@@ -182,8 +182,10 @@ class StagedForward:
 
 
 def staged_forward(agents: Sequence[Agent]) -> StagedForward | None:
-    """A :class:`StagedForward` for several agents of one supported architecture, else ``None``."""
-    if len(agents) < 2 or any(staged_support(a) is not None for a in agents):
+    """A :class:`StagedForward` for several agents of one supported architecture (or for one
+    Mask-A3C agent, whose ConvLSTM stage computes the recurrent half of its gates once per run of
+    rows that share a recurrent state), else ``None``."""
+    if (len(agents) < 2 and not (agents and isinstance(agents[0].net, MaskA3CNet))) or any(staged_support(a) is not None for a in agents):
         return None
     try:
         return StagedForward(agents)

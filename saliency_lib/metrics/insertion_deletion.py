@@ -45,8 +45,11 @@ in a small process-wide cache (:func:`endpoint_outputs`, the last
 versions, the states, the recurrent state and the substrate), so insertion and
 deletion, every substrate pass and every method evaluated on the same states
 compute them once. Only the ``T − 1`` inner steps are evaluated per map.
-``reuse_endpoints=False`` evaluates all ``T + 1`` steps (the results agree to
-float rounding).
+The steps of a recurrent Mask-A3C state share its recurrent state, so their
+ConvLSTM computes the recurrent half of its gates once per state
+(:meth:`~saliency_lib.agents.mask_a3c.ConvLSTMCell.forward_shared`).
+``reuse_endpoints=False`` evaluates all ``T + 1`` steps with full forward passes
+(the results agree to float rounding).
 
 References
 ----------
@@ -69,6 +72,7 @@ import pandas as pd
 import torch
 
 from ..agents.base import Agent
+from ..explainers._cascade import staged_forward
 from ..validation import check_choice, check_int
 from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 
@@ -335,6 +339,9 @@ class _CausalMetric:
         k = len(steps)
         total = n * k
         bs = self.batch_size or agent.inference_batch
+        # a Mask-A3C network's steps of one state share its recurrent state: their ConvLSTM computes
+        # the recurrent half of its gates once (with reuse_endpoints, the library's default)
+        staged = staged_forward([agent]) if self.reuse_endpoints and hidden is not None else None
         img = torch.empty((min(bs, total), c, h, w), dtype=x.dtype, device=x.device)
         bitwise = x.dtype == torch.float32
         if bitwise:
@@ -362,7 +369,8 @@ class _CausalMetric:
                 else:
                     torch.where(changed[r0:r0 + cnt], a, b, out=img[r0:r0 + cnt])
                 r0 += cnt
-            out = agent(img[: len(j)], agent.index_hidden(hidden, si) if hidden is not None else None)
+            hid = agent.index_hidden(hidden, si) if hidden is not None else None
+            out = staged(img[: len(j)], hid)[0] if staged is not None else agent(img[: len(j)], hid)
             at = (si * t_count + ti).cpu()
             flat_scores[at] = out[key].float().cpu()
             if want_value:
