@@ -185,3 +185,17 @@ def test_similarities_to_rejects_bad_inputs():
         similarities_to(a, [np.full((12, 12), np.nan)], ["spearman"])
     with pytest.raises(ValueError, match="at least 9×9"):
         similarities_to(a[:8, :8], [a[:8, :8]], ["hog_pearson"])
+
+
+@pytest.mark.parametrize("shape", [(84, 84), (80, 80), (85, 83), (9, 9), (30, 47)])
+def test_hog_descriptor_is_scikit_images_hog(shape):
+    """The vectorised HOG equals skimage.feature.hog bit for bit: noise, plateaus (zero gradients, orientations
+    on the bin edges) and smooth ramps, with cells that do not tile the map."""
+    from skimage.feature import hog
+
+    from saliency_lib.metrics.similarity import HOG_PARAMS, hog_descriptor
+
+    rng = np.random.default_rng(sum(shape))
+    for a in (rng.random(shape), np.round(rng.random(shape) * 4) / 4, np.cumsum(rng.random(shape), 1) / shape[1],
+              np.zeros(shape)):
+        np.testing.assert_array_equal(hog_descriptor(a), hog(a, **HOG_PARAMS))
