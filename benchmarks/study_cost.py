@@ -53,6 +53,7 @@ import torch
 from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, load_agent
 from saliency_lib.experiments.catalog import ABLATION_METHODS, STUDY_METHODS
 from saliency_lib.explainers import get_explainer
+from saliency_lib.explainers._cascade import staged_forward
 from saliency_lib.metrics import Deletion, Insertion, RandomisationTest
 from saliency_lib.metrics import insertion_deletion as degradation_module
 from saliency_lib.metrics.insertion_deletion import random_saliency
@@ -246,7 +247,8 @@ def mask_a3c_model(repeats: int) -> dict:
     levels, model by model in batches of 256 (before) vs with the staged reuse of the trunk
     (after). The local methods at the paper's parameters on one state: per pass with incremental
     inference, alone (their maps in degradation) and over the cascade's 6 networks at once, and
-    the largest difference between the incremental and the naive map (min-max normalised).
+    the largest difference between the incremental and the naive map (min-max normalised). RISE
+    in its bf16 default on Mask-A3C, alone and over the cascade.
     """
     torch.manual_seed(0)
     agent = ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
@@ -262,20 +264,29 @@ def mask_a3c_model(repeats: int) -> dict:
     out = {"naive": [], "fast": []}
     passes = 0
 
+    staged = staged_forward([agent])  # the library's single-network path: the recurrent half of the gates once per state
+
     def in_small_batches():
         for s0 in range(0, 256, small):
-            agent(rows[s0:s0 + small], tuple(h[s0:s0 + small] for h in hrows))
+            staged(rows[s0:s0 + small], tuple(h[s0:s0 + small] for h in hrows))
 
+    rise_bf16 = {"alone": [], "cascade": []}
     for _ in range(repeats):
         with torch.no_grad():
             row_ms.append(1e3 * clock(agent, rows, hrows) / 256)
             row_ms_small.append(1e3 * clock(in_small_batches) / 256)
         for mode in ("naive", "fast"):
             test = RandomisationTest(similarities=("spearman",), reuse=mode == "fast", reference_rows=False)
-            # before: batches of 256 (the old default); after: the network's own inference batch
-            exp = get_explainer("rise", agent, n_masks=100, **({"batch_size": 256} if mode == "naive" else {}))
+            # before: full passes in batches of 256 (the old default); after: the network's own inference batch,
+            # float32 as LIME (RISE's bf16 default is timed below)
+            exp = get_explainer("rise", agent, n_masks=100, precision="fp32", **({"batch_size": 256} if mode == "naive" else {}))
+            exp.naive = mode == "naive"
             passes = 6 * exp.attribute(x, hidden=hidden).forward_passes
             out[mode].append(clock(test.maps, agent, x, explainer=exp, hidden=hidden))
+        exp = get_explainer("rise", agent, n_masks=100)  # the library's default on Mask-A3C: bf16
+        rise_bf16["alone"].append(clock(exp.attribute, x, hidden=hidden) / (passes // 6))
+        test = RandomisationTest(similarities=("spearman",), reuse=True, reference_rows=False)
+        rise_bf16["cascade"].append(clock(test.maps, agent, x, explainer=exp, hidden=hidden) / passes)
     naive, fast = statistics.median(out["naive"]), statistics.median(out["fast"])
     local = {}
     for name in LOCAL:
@@ -293,7 +304,9 @@ def mask_a3c_model(repeats: int) -> dict:
               f"{local[name]['cascade_ms_per_pass']:.2f} per pass and network in the cascade", flush=True)
     return {"row_ms": statistics.median(row_ms), "row_ms_inference_batch": statistics.median(row_ms_small),
             "inference_batch": small, "row_batch": 256, "cascade_naive_ms_per_pass": 1e3 * naive / passes,
-            "cascade_fast_ms_per_pass": 1e3 * fast / passes, "cascade_speedup": naive / fast, "local": local}
+            "cascade_fast_ms_per_pass": 1e3 * fast / passes, "cascade_speedup": naive / fast, "local": local,
+            "rise_bf16_ms_per_pass": 1e3 * statistics.median(rise_bf16["alone"]),
+            "rise_bf16_cascade_ms_per_pass": 1e3 * statistics.median(rise_bf16["cascade"])}
 
 
 def study_passes(agent_preset_hw: tuple[int, int], names=STUDY_DQN) -> dict:
@@ -326,9 +339,10 @@ def projection(cascade_res: dict, degradation_res: dict, a3c: dict) -> dict:
     local = a3c.get("local", {})
     # after: local methods at their incremental per-pass costs (alone for the maps of degradation,
     # per network in the cascade), every other pass at the staged / inference-batch cost
-    casc_ms = sum(6 * v * (local[k]["cascade_ms_per_pass"] if k in local else a3c["cascade_fast_ms_per_pass"])
-                  for k, v in passes.items() if not k.startswith("mask_"))
-    maps_ms = sum(v * (local[k]["ms_per_pass"] if k in local else row_after) for k, v in passes.items())
+    casc = {**{k: v["cascade_ms_per_pass"] for k, v in local.items()}, "rise": a3c.get("rise_bf16_cascade_ms_per_pass", a3c["cascade_fast_ms_per_pass"])}
+    alone = {**{k: v["ms_per_pass"] for k, v in local.items()}, "rise": a3c.get("rise_bf16_ms_per_pass", row_after)}
+    casc_ms = sum(6 * v * casc.get(k, a3c["cascade_fast_ms_per_pass"]) for k, v in passes.items() if not k.startswith("mask_"))
+    maps_ms = sum(v * alone.get(k, row_after) for k, v in passes.items())
     after = A3C_STATES * (casc_ms + maps_ms + curve_passes * (1 - endpoint_saving) * row_after + sim) / 3.6e6
     return {
         "core_hours_before": dqn_before + before, "core_hours_after": dqn_after + after,
@@ -417,10 +431,11 @@ def main(argv=None) -> int:
         "study's methods at the paper's parameters (80x80 input) x measured per-pass costs (mask_a3c_model). Before: every pass "
         "a full pass in batches of 256 (row_ms, the old default), the cascade model by model (cascade_naive_ms_per_pass). After: "
         "the local methods (Occlusion, SARFA, the three NS) with incremental inference at their measured per-pass cost "
-        "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE and LIME "
-        "with the staged reuse of the trunk in the cascade (cascade_fast_ms_per_pass); every other pass in batches of the "
-        "network's inference_batch (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the CPU caches in large "
-        "batches).",
+        "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE in its "
+        "bf16 default (rise_bf16_ms_per_pass, rise_bf16_cascade_ms_per_pass); LIME with the staged reuse of the trunk in the "
+        "cascade (cascade_fast_ms_per_pass, RISE timed in float32); every other pass in batches of the network's "
+        "inference_batch through the single-network staged path, whose ConvLSTM computes the recurrent half of its gates "
+        "once per state (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the CPU caches in large batches).",
         "The similarity table costs similarity_naive_ms_per_state before (each pair with the pairwise functions) and "
         "similarity_ms_per_state after (similarities_to: one HOG per map, Spearman's sign inversion by identity); both "
         "enter the projection per state, for the DQN and the Mask-A3C part.",
