@@ -370,6 +370,37 @@ def machine() -> dict:
             "numpy": np.__version__, "torch_threads": torch.get_num_threads()}
 
 
+#: What a reader of study_cost.json needs to know about its numbers (written into the file).
+NOTES = [
+    "RISE and LIME have no incremental path: their ms is the full-pass path (naive_ms = ms); below the floor only through "
+    "the cascade's activation reuse.",
+    "The DQN part of the projection is 4 agents x 997 states x (cascade + degradation) per-state cost measured here on the "
+    "Breakout agent (the four DQN agents share the architecture).",
+    "Mask-A3C part: 400 states (3 x 100 official, 2 x 50 ours, as sized in the issue); cost = forward passes per state of the "
+    "study's methods at the paper's parameters (80x80 input) x measured per-pass costs (mask_a3c_model). Before: every pass "
+    "a full pass in batches of 256 (row_ms, the old default), the cascade model by model (cascade_naive_ms_per_pass). After: "
+    "the local methods (Occlusion, SARFA, the three NS) with incremental inference at their measured per-pass cost "
+    "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE in its "
+    "bf16 default (rise_bf16_ms_per_pass, rise_bf16_cascade_ms_per_pass); LIME with the staged reuse of the trunk in the "
+    "cascade (cascade_fast_ms_per_pass, RISE timed in float32); every other pass in batches of the network's "
+    "inference_batch through the single-network staged path, whose ConvLSTM computes the recurrent half of its gates "
+    "once per state (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the CPU caches in large batches).",
+    "The similarity table costs similarity_naive_ms_per_state before (each pair with the pairwise functions) and "
+    "similarity_ms_per_state after (similarities_to: one HOG per map with the vectorised hog_descriptor, equal to "
+    "scikit-image's bit for bit; Spearman's sign inversion by identity); both "
+    "enter the projection per state, for the DQN and the Mask-A3C part.",
+    "The machine has 2 cores shared with other jobs (load average in machine): times are CPU times of this process, "
+    "which contention still inflates (shared caches, memory bandwidth); the interleaved ratios are steadier.",
+    "min_spearman quantises both normalised maps to a grid of max(1e-5, 16 float32 ulps of the scores' scale) first "
+    "(spearman() and float_tolerance() here): scores float32 cannot tell apart (perturbations that change the output "
+    "below float resolution, 1 - softmax saturating near 1) come out of two evaluation orders as ties in one map and "
+    "~1e-12 noise in the other, which the plain Spearman (min_spearman_plain) ranks.",
+    "runs: the machine, load and commit of each part; parts can be rerun alone with --only and are merged into the file.",
+    "The similarity table of the sanity check is the same with and without reuse; it is in the "
+    "projection but not in cascade.speedup.",
+]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", required=True)
@@ -422,33 +453,7 @@ def main(argv=None) -> int:
         pr = res["projection"]
         print(f"projection: {pr['core_hours_before']:.1f} -> {pr['core_hours_after']:.1f} core hours (x{pr['ratio']:.2f})", flush=True)
     res["machine"]["load_average_at_end"] = list(os.getloadavg())
-    res["notes"] = [
-        "RISE and LIME have no incremental path: their ms is the full-pass path (naive_ms = ms); below the floor only through "
-        "the cascade's activation reuse.",
-        "The DQN part of the projection is 4 agents x 997 states x (cascade + degradation) per-state cost measured here on the "
-        "Breakout agent (the four DQN agents share the architecture).",
-        "Mask-A3C part: 400 states (3 x 100 official, 2 x 50 ours, as sized in the issue); cost = forward passes per state of the "
-        "study's methods at the paper's parameters (80x80 input) x measured per-pass costs (mask_a3c_model). Before: every pass "
-        "a full pass in batches of 256 (row_ms, the old default), the cascade model by model (cascade_naive_ms_per_pass). After: "
-        "the local methods (Occlusion, SARFA, the three NS) with incremental inference at their measured per-pass cost "
-        "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE in its "
-        "bf16 default (rise_bf16_ms_per_pass, rise_bf16_cascade_ms_per_pass); LIME with the staged reuse of the trunk in the "
-        "cascade (cascade_fast_ms_per_pass, RISE timed in float32); every other pass in batches of the network's "
-        "inference_batch through the single-network staged path, whose ConvLSTM computes the recurrent half of its gates "
-        "once per state (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the CPU caches in large batches).",
-        "The similarity table costs similarity_naive_ms_per_state before (each pair with the pairwise functions) and "
-        "similarity_ms_per_state after (similarities_to: one HOG per map, Spearman's sign inversion by identity); both "
-        "enter the projection per state, for the DQN and the Mask-A3C part.",
-        "The machine has 2 cores shared with other jobs (load average in machine): times are CPU times of this process, "
-        "which contention still inflates (shared caches, memory bandwidth); the interleaved ratios are steadier.",
-        "min_spearman quantises both normalised maps to a grid of max(1e-5, 16 float32 ulps of the scores' scale) first "
-        "(spearman() and float_tolerance() here): scores float32 cannot tell apart (perturbations that change the output "
-        "below float resolution, 1 - softmax saturating near 1) come out of two evaluation orders as ties in one map and "
-        "~1e-12 noise in the other, which the plain Spearman (min_spearman_plain) ranks.",
-        "runs: the machine, load and commit of each part; parts can be rerun alone with --only and are merged into the file.",
-        "The similarity table of the sanity check (HOG-Pearson dominates) is the same with and without reuse; it is in the "
-        "projection but not in cascade.speedup.",
-    ]
+    res["notes"] = NOTES
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(res, indent=2) + "\n")
     print(f"wrote {path}")
