@@ -28,6 +28,7 @@ Measured:
 * ``projection``: :func:`saliency_book.ch6_scaleout.projection` of these measurements and of
   ``--study-cost`` (its ``projection.core_hours_after``, read now; the chapter recomputes it from
   the committed files, so a re-run of ``study_cost.py`` updates it), with ``assumptions``.
+  ``--reproject`` recomputes only this block from the file's measurements and ``--study-cost``.
 """
 
 from __future__ import annotations
@@ -236,6 +237,21 @@ def ray_overhead(spec: SweepSpec, states_src: Path, workers: int, n_tasks: int) 
             "frame_rows": len(frame), "init_s": init_s}
 
 
+def _project(res: dict, study_cost: Path) -> None:
+    """``res["projection"]`` from the measurements in ``res`` and ``study_cost`` (if it has a projection)."""
+    if not study_cost.is_file():
+        return
+    sc = json.loads(study_cost.read_text())
+    if "projection" not in sc:
+        return
+    res["projection"] = projection(res, sc)
+    res["projection"]["study_cost"] = {"path": str(study_cost), **{k: sc.get("runs", {}).get("projection", {}).get(k)
+                                                                     for k in ("date", "commit")}}
+    for t in res["projection"]["targets"]:
+        if "wall_hours" in t:
+            print(f"{t['target']:22s} {t['wall_hours']:7.1f} to {t['wall_hours_upper']:7.1f} h", flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", required=True)
@@ -249,7 +265,16 @@ def main(argv=None) -> int:
     p.add_argument("--skip-ray-overhead", action="store_true")
     p.add_argument("--study-cost", default="data/benchmarks/study_cost.json",
                    help="study_cost.json whose projection.core_hours_after the projection starts from")
+    p.add_argument("--reproject", action="store_true",
+                   help="measure nothing: recompute the projection of the existing --json from --study-cost")
     args = p.parse_args(argv)
+    if args.reproject:
+        path = Path(args.json)
+        res = json.loads(path.read_text())
+        _project(res, Path(args.study_cost))
+        path.write_text(json.dumps(res, indent=2) + "\n")
+        print(f"wrote {path}")
+        return 0
     configs = [(c.split(":")[0], int(c.split(":")[1])) for c in args.configs]
     if ("local", 1) not in configs:
         p.error("--configs needs local:1, the reference of the efficiencies")
@@ -321,16 +346,7 @@ def main(argv=None) -> int:
         "Core hours are study_cost.json's projection.core_hours_after: its CPU-time measurements on one thread, the "
         "Mask-A3C part modelled there (see its notes).",
     ]
-    study_cost = Path(args.study_cost)
-    if study_cost.is_file():
-        sc = json.loads(study_cost.read_text())
-        if "projection" in sc:
-            res["projection"] = projection(res, sc)
-            res["projection"]["study_cost"] = {"path": str(study_cost), **{k: sc.get("runs", {}).get("projection", {}).get(k)
-                                                                             for k in ("date", "commit")}}
-            for t in res["projection"]["targets"]:
-                if "wall_hours" in t:
-                    print(f"{t['target']:22s} {t['wall_hours']:7.1f} to {t['wall_hours_upper']:7.1f} h", flush=True)
+    _project(res, Path(args.study_cost))
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(res, indent=2) + "\n")
