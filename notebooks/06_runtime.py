@@ -349,7 +349,7 @@ Markdown(before_after_summary(before_after, study_cost))
 # convolution's change in delta form and applies the pooling and the ReLU to the values of
 # the window; the ConvLSTM's gates change only through the input half of their weights,
 # because the recurrent state is the same for every perturbation of a state. Its forward
-# pass costs about 17 times a DQN pass, so these factors decide most of the study's hours.
+# pass costs many DQN passes, so these factors decide most of the study's hours.
 
 # %%
 a3c_local = mask_a3c_local_table(bench)
@@ -360,7 +360,7 @@ caption = ("The local methods on a Mask-A3C network (official layout), at the pa
 style_mask_a3c_local(a3c_local, caption)
 
 # %%
-Markdown(mask_a3c_local_summary(a3c_local))
+Markdown(mask_a3c_local_summary(a3c_local, bench))
 
 # %% [markdown]
 # ## Spreading the study over workers

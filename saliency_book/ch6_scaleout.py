@@ -196,11 +196,20 @@ def mask_a3c_local_table(b: Benchmarks) -> pd.DataFrame | Note:
               "cascade_speedup", "max_abs_map_diff"]]
 
 
-def mask_a3c_local_summary(table: pd.DataFrame | Note) -> str | Note:
-    """One sentence on :func:`mask_a3c_local_table` (Markdown)."""
+def mask_a3c_local_summary(table: pd.DataFrame | Note, b: Benchmarks | None = None) -> str | Note:
+    """Sentences on :func:`mask_a3c_local_table` (Markdown); with ``b``, first the cost of a Mask-A3C
+    pass against a DQN pass (the DQN's from Occlusion's naive floor per pass, batches of 256)."""
     if isinstance(table, Note):
         return table
-    return (f"On the Mask-A3C network, incremental inference makes a pass of {join_words(table['label'].tolist())} "
+    first = ""
+    sc = b.study_cost if b is not None and b.study_cost else {}
+    a3c_row = sc.get("projection", {}).get("mask_a3c", {}).get("row_ms_inference_batch")
+    occ = sc.get("methods", {}).get("occlusion", {})
+    if a3c_row and occ.get("forward_passes"):
+        dqn_row = float(occ["naive_floor_ms"]) / int(occ["forward_passes"])
+        first = (f"A full Mask-A3C pass costs {a3c_row:.2f} ms per row here, {a3c_row / dqn_row:.0f} times a DQN pass "
+                 f"({dqn_row:.2f} ms). ")
+    return first + (f"On the Mask-A3C network, incremental inference makes a pass of {join_words(table['label'].tolist())} "
             f"{table['speedup'].min():.1f} to {table['speedup'].max():.1f} times as fast as a full pass, and "
             f"{table['cascade_speedup'].min():.1f} to {table['cascade_speedup'].max():.1f} times as fast per network in the "
             f"cascade; the maps differ from the naive ones by at most {table['max_abs_map_diff'].max():.1e} after min-max "

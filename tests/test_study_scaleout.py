@@ -231,4 +231,8 @@ def test_mask_a3c_local_table(bench, tmp_path):
     assert t.loc[0, "speedup"] == pytest.approx(8.0) and t.loc[0, "cascade_speedup"] == pytest.approx(8.0)
     text = so.mask_a3c_local_summary(t)
     assert "8.0 to 8.0 times as fast" in text and "1.0e-06" in text
+    sc["projection"]["mask_a3c"]["row_ms_inference_batch"] = 2.0  # against occlusion's floor: 200 ms / 1000 passes
+    (tmp_path / "study_cost.json").write_text(json.dumps(sc))
+    text = so.mask_a3c_local_summary(t, rt.load_benchmarks(tmp_path))
+    assert text.startswith("A full Mask-A3C pass costs 2.00 ms per row here, 10 times a DQN pass (0.20 ms).")
     assert "Incremental (ms/pass)" in fg.style_mask_a3c_local(t, "Cap.").to_html()
