@@ -277,8 +277,7 @@ comparison_summary(comparisons)
 # over the first 1000 steps of its greedy game. A method may use bf16 only if every bf16
 # map keeps a Spearman correlation of at least 0.99 with its float32 map, on every state of
 # every agent, and only by default if it is also faster than the float32 default (for the
-# local methods on the DQN that default is the exact incremental engine, which runs in
-# float32 only).
+# local methods that default is the exact incremental engine, which runs in float32 only).
 
 # %%
 precision = bf16_table(bench)

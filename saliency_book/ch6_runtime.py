@@ -685,7 +685,7 @@ def bf16_summary(table: pd.DataFrame | Note):
     else:
         where = [f"{r.label} on {kinds.get(r.kind, r.kind)} (×{r.bf16_speedup:.2f})" for r in faster.itertuples()]
         text += (f" It was faster than the float32 default only for {join_words(where)}; everywhere else it was slower "
-                 "(the DQN's local methods run float32 through the exact incremental engine).")
+                 "(the local methods run float32 through the exact incremental engine).")
     both = {(r.kind, r.method) for r in faster.itertuples() if keeps.get(r.method, False)}
     defaults = [f"{METHOD_LABELS.get(m, m)} on {kinds.get(k, k)}" for k, m in sorted(BF16_DEFAULTS)]
     text += (f" bf16 is the library's default exactly where it kept the maps and was faster: {join_words(defaults)}."

@@ -428,6 +428,9 @@ class _Net:
         r0, c0, h, w = last
         c3 = dh.shape[-1]
         rows = self.fc_rows(grid)
+        if w == grid[1]:  # full-width window: its columns are one contiguous block, one product
+            start = r0 * grid[1] * c3
+            return z.addmm_(dh.reshape(dh.shape[0], h * w * c3), rows[start:start + h * w * c3])
         by_row = dh.reshape(dh.shape[0], h, w * c3)
         for y in range(h):
             start = ((r0 + y) * grid[1] + c0) * c3
