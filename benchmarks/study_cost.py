@@ -251,8 +251,7 @@ def mask_a3c_model(repeats: int) -> dict:
     levels, model by model in batches of 256 (before) vs with the staged reuse of the trunk
     (after). The local methods at the paper's parameters on one state: per pass with incremental
     inference, alone (their maps in degradation) and over the cascade's 6 networks at once, and
-    the largest difference between the incremental and the naive map (min-max normalised). RISE
-    in its bf16 default on Mask-A3C, alone and over the cascade.
+    the largest difference between the incremental and the naive map (min-max normalised).
     """
     torch.manual_seed(0)
     agent = ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
@@ -274,23 +273,17 @@ def mask_a3c_model(repeats: int) -> dict:
         for s0 in range(0, 256, small):
             staged(rows[s0:s0 + small], tuple(h[s0:s0 + small] for h in hrows))
 
-    rise_bf16 = {"alone": [], "cascade": []}
     for _ in range(repeats):
         with torch.no_grad():
             row_ms.append(1e3 * clock(agent, rows, hrows) / 256)
             row_ms_small.append(1e3 * clock(in_small_batches) / 256)
         for mode in ("naive", "fast"):
             test = RandomisationTest(similarities=("spearman",), reuse=mode == "fast", reference_rows=False)
-            # before: full passes in batches of 256 (the old default); after: the network's own inference batch,
-            # float32 as LIME (RISE's bf16 default is timed below)
-            exp = get_explainer("rise", agent, n_masks=100, precision="fp32", **({"batch_size": 256} if mode == "naive" else {}))
+            # before: full passes in batches of 256 (the old default); after: the network's own inference batch
+            exp = get_explainer("rise", agent, n_masks=100, **({"batch_size": 256} if mode == "naive" else {}))
             exp.naive = mode == "naive"
             passes = 6 * exp.attribute(x, hidden=hidden).forward_passes
             out[mode].append(clock(test.maps, agent, x, explainer=exp, hidden=hidden))
-        exp = get_explainer("rise", agent, n_masks=100)  # the library's default on Mask-A3C: bf16
-        rise_bf16["alone"].append(clock(exp.attribute, x, hidden=hidden) / (passes // 6))
-        test = RandomisationTest(similarities=("spearman",), reuse=True, reference_rows=False)
-        rise_bf16["cascade"].append(clock(test.maps, agent, x, explainer=exp, hidden=hidden) / passes)
     naive, fast = statistics.median(out["naive"]), statistics.median(out["fast"])
     local = {}
     for name in LOCAL:
@@ -308,9 +301,7 @@ def mask_a3c_model(repeats: int) -> dict:
               f"{local[name]['cascade_ms_per_pass']:.2f} per pass and network in the cascade", flush=True)
     return {"row_ms": statistics.median(row_ms), "row_ms_inference_batch": statistics.median(row_ms_small),
             "inference_batch": small, "row_batch": 256, "cascade_naive_ms_per_pass": 1e3 * naive / passes,
-            "cascade_fast_ms_per_pass": 1e3 * fast / passes, "cascade_speedup": naive / fast, "local": local,
-            "rise_bf16_ms_per_pass": 1e3 * statistics.median(rise_bf16["alone"]),
-            "rise_bf16_cascade_ms_per_pass": 1e3 * statistics.median(rise_bf16["cascade"])}
+            "cascade_fast_ms_per_pass": 1e3 * fast / passes, "cascade_speedup": naive / fast, "local": local}
 
 
 def study_passes(agent_preset_hw: tuple[int, int], names=STUDY_DQN) -> dict:
@@ -343,8 +334,8 @@ def projection(cascade_res: dict, degradation_res: dict, a3c: dict) -> dict:
     local = a3c.get("local", {})
     # after: local methods at their incremental per-pass costs (alone for the maps of degradation,
     # per network in the cascade), every other pass at the staged / inference-batch cost
-    casc = {**{k: v["cascade_ms_per_pass"] for k, v in local.items()}, "rise": a3c.get("rise_bf16_cascade_ms_per_pass", a3c["cascade_fast_ms_per_pass"])}
-    alone = {**{k: v["ms_per_pass"] for k, v in local.items()}, "rise": a3c.get("rise_bf16_ms_per_pass", row_after)}
+    casc = {k: v["cascade_ms_per_pass"] for k, v in local.items()}
+    alone = {k: v["ms_per_pass"] for k, v in local.items()}
     casc_ms = sum(6 * v * casc.get(k, a3c["cascade_fast_ms_per_pass"]) for k, v in passes.items() if not k.startswith("mask_"))
     maps_ms = sum(v * alone.get(k, row_after) for k, v in passes.items())
     after = A3C_STATES * (casc_ms + maps_ms + curve_passes * (1 - endpoint_saving) * row_after + sim) / 3.6e6
@@ -384,9 +375,8 @@ NOTES = [
     "study's methods at the paper's parameters (80x80 input) x measured per-pass costs (mask_a3c_model). Before: every pass "
     "a full pass in batches of 256 (row_ms, the old default), the cascade model by model (cascade_naive_ms_per_pass). After: "
     "the local methods (Occlusion, SARFA, the three NS) with incremental inference at their measured per-pass cost "
-    "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE in its "
-    "bf16 default (rise_bf16_ms_per_pass, rise_bf16_cascade_ms_per_pass); LIME with the staged reuse of the trunk in the "
-    "cascade (cascade_fast_ms_per_pass, RISE timed in float32); every other pass in batches of the network's "
+    "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE and "
+    "LIME with the staged reuse of the trunk in the cascade (cascade_fast_ms_per_pass, timed on RISE); every other pass in batches of the network's "
     "inference_batch through the single-network staged path, whose ConvLSTM computes the recurrent half of its gates "
     "once per state (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the CPU caches in large batches).",
     "The similarity table costs similarity_naive_ms_per_state before (each pair with the pairwise functions) and "

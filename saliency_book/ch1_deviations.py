@@ -357,12 +357,6 @@ METHODS: tuple[MethodDeviation, ...] = (
         "Reproducible without global state. Maps differ from a run of the paper's code by Monte-Carlo noise only.",
         (("saliency_lib.explainers.rise.RISE", "torch.Generator"),)),
     MethodDeviation(
-        "RISE on Mask-A3C: arithmetic", "changed", "float32 forward passes (§3.4)",
-        "bfloat16 autocast by default, float32 everywhere else; every result row records it (`precision`)",
-        "The one pair where bf16 kept every map (Spearman ≥ 0.9999 on 20 states of the official Breakout agent) and ran faster (×1.36) on this CPU "
-        "(chapter 6); `precision=\"fp32\"` restores float32.",
-        (("saliency_lib.explainers.rise.RISE", "bfloat16 by default on Mask-A3C"),)),
-    MethodDeviation(
         "LIME samples", "changed", "NumPy's global RNG; predictions in batches of 10 (§3.5)",
         "a fresh `torch.Generator` per state, seeded by `seed`; all samples evaluated in large batches",
         "A state's map no longer depends on the other states of the batch. Monte-Carlo noise only.",

@@ -688,9 +688,10 @@ def bf16_summary(table: pd.DataFrame | Note):
                  "(the local methods run float32 through the exact incremental engine).")
     both = {(r.kind, r.method) for r in faster.itertuples() if keeps.get(r.method, False)}
     defaults = [f"{METHOD_LABELS.get(m, m)} on {kinds.get(k, k)}" for k, m in sorted(BF16_DEFAULTS)]
-    text += (f" bf16 is the library's default exactly where it kept the maps and was faster: {join_words(defaults)}."
-             if both == set(BF16_DEFAULTS) and defaults else
-             f" The library's bf16 defaults ({join_words(defaults) if defaults else 'none'}) differ from the measurement.")
+    if both != set(BF16_DEFAULTS):
+        text += f" The library's bf16 defaults ({join_words(defaults) if defaults else 'none'}) differ from the measurement."
+    elif defaults:
+        text += f" bf16 is the library's default exactly where it kept the maps and was faster: {join_words(defaults)}."
     offered = table.dropna(subset=["offered"]).groupby("method")["offered"].first() == "yes"
     mismatch = [METHOD_LABELS.get(m, m) for m in offered.index if bool(offered[m]) != bool(keeps.get(m, False))]
     text += (" The library offers `precision=\"bf16\"` exactly for the methods that kept their maps on every agent."

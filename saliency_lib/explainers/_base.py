@@ -135,8 +135,8 @@ class Explainer:
         from a float32 pass). Offered where bf16 maps kept Spearman ≥ 0.99 with
         float32 maps on every state of every trained agent of
         ``data/benchmarks/bf16_decision.json``: RISE, LIME SLIC and quickshift.
-        Default (None): ``"bf16"`` for RISE on Mask-A3C (×1.36 faster), else
-        ``"fp32"`` (bf16 was slower on this CPU); see :mod:`._precision`.
+        Default (None): ``"fp32"`` everywhere, as bf16 was slower than float32
+        on this CPU for every method (:mod:`._precision` holds the defaults).
 
     Notes
     -----

@@ -15,10 +15,11 @@ __all__ = ["PRECISIONS", "BF16_DEFAULTS", "default_precision"]
 
 PRECISIONS = ("fp32", "bf16")
 
-#: (agent kind, method) pairs whose default is bf16: RISE on Mask-A3C (Spearman ≥ 0.99994 on every
-#: state, ×1.36 faster). Everywhere else bf16 kept the maps but was slower than the float32 default,
-#: or did not keep them.
-BF16_DEFAULTS = frozenset({("mask_a3c", "rise")})
+#: (agent kind, method) pairs whose default is bf16: none. bf16 kept the maps of RISE and LIME
+#: (SLIC, quickshift; and Felzenszwalb on Mask-A3C) but was slower than the float32 default on this
+#: CPU for every method, ×0.13–0.91 (RISE on Mask-A3C ×0.79, once the float32 path computed the
+#: ConvLSTM's recurrent half once per state; it had been ×1.36 before).
+BF16_DEFAULTS: frozenset[tuple[str, str]] = frozenset()
 
 
 def default_precision(method: str, agent) -> str:

@@ -49,9 +49,7 @@ class RISE(PerturbationExplainer):
         The explained scalar (default: ``q`` or ``logits``; ``probs`` is the paper's
         softmax option).
     batch_size, precision
-        See :class:`~saliency_lib.explainers.Explainer`. RISE runs in bfloat16 by default on Mask-A3C
-        agents, where its bf16 maps kept Spearman ≥ 0.9999 with float32 maps and ran ×1.36 faster
-        (``data/benchmarks/bf16_decision.json``); float32 elsewhere.
+        See :class:`~saliency_lib.explainers.Explainer`.
 
     Notes
     -----
