@@ -259,12 +259,14 @@ class IncrementalMaskA3C:
 
     Notes
     -----
-    Memory, besides the readouts: per agent whose conv1 differs from the first one's,
-    the clean maps of the states of a call, about 300 k values (1.2 MB) per 80×80
-    state (conv1's 32×80×80 pre-activation is two thirds of it), plus the gates and
-    states of the ConvLSTM; per chunk of ``B`` rows the crops and windows (a few
-    thousand values per row for Occlusion, about 40 k for the blurred Noise
-    Sensitivity) and the ``B × 64 × 10 × 10`` feature maps of the heads.
+    Memory, besides the readouts: per agent,
+    the clean maps of the states of a call, 390 k values (1.6 MB) per 80×80 state:
+    the three convolutions' pre-activations and pooled outputs (348 k, half of it
+    conv1's 32×80×80 pre-activation), the ConvLSTM's gates, input cell state and
+    output (38 k). Networks share the maps below their first differing layer. Per
+    chunk of ``B`` rows: the crops and windows (a few thousand values per row for
+    Occlusion, tens of thousands for the blurred Noise Sensitivity) and the
+    ``B × 64 × 10 × 10`` feature maps of the heads.
     """
 
     def __init__(self, agents: Sequence[Agent]):
