@@ -261,7 +261,7 @@ class IncrementalMaskA3C:
     -----
     Memory, besides the readouts: per agent,
     the clean maps of the states of a call, 390 k values (1.6 MB) per 80×80 state:
-    the three convolutions' pre-activations and pooled outputs (348 k, half of it
+    the three convolutions' pre-activations and pooled outputs (352 k, 205 k of it
     conv1's 32×80×80 pre-activation), the ConvLSTM's gates, input cell state and
     output (38 k). Networks share the maps below their first differing layer. Per
     chunk of ``B`` rows: the crops and windows (a few thousand values per row for
