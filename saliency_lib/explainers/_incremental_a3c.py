@@ -57,6 +57,7 @@ from torch import nn
 
 from ..agents.base import ActorCriticAgent, Agent
 from ..agents.mask_a3c import MaskA3CNet, max_pool2
+from ._cascade import stage_cuts
 
 __all__ = ["IncrementalMaskA3C", "mask_a3c_support"]
 
@@ -289,17 +290,7 @@ class IncrementalMaskA3C:
 
     def cuts(self) -> list[int]:
         """For each agent, the first stage (conv1, conv2, conv3, ConvLSTM, heads) whose parameters differ from the first agent's."""
-        base = self._stages(self.nets[0])
-        cuts = [0]
-        for net in self.nets[1:]:
-            other = self._stages(net)
-            cut = len(base)
-            for i, (a, b) in enumerate(zip(base, other)):
-                if len(a) != len(b) or any(p is not q and (p.shape != q.shape or not torch.equal(p, q)) for p, q in zip(a, b)):
-                    cut = i
-                    break
-            cuts.append(cut)
-        return cuts
+        return stage_cuts([[(params, None) for params in self._stages(net)] for net in self.nets])
 
     @torch.no_grad()
     def readouts(
@@ -313,24 +304,12 @@ class IncrementalMaskA3C:
     ) -> list[torch.Tensor]:
         """Readouts ``(N, P, K)`` of every perturbation, one tensor per agent.
 
-        Parameters
-        ----------
-        x : torch.Tensor
-            ``(N, 1, H, W)`` clean states.
-        index : torch.Tensor
-            ``(P, K)`` flat pixel indices of each perturbation.
-        delta : callable
-            ``delta(state, pert, clean)`` gives the change ``I′ − I`` ``(B, K, C)`` at the
-            indices of perturbations ``pert`` of states ``state`` from their clean values.
-        readout : callable
-            Maps an output dict of the agent for a batch of rows to ``(B, K)``.
-        batch_size : int
-            Rows per chunk (the explainer's; by default the network's inference batch, 16:
-            measured on the official Breakout agent, chunks of 16 to 128 rows cost within 10 %
-            of each other for Occlusion, and the blurred Noise Sensitivity's larger windows
-            were fastest at 16).
-        hidden : tuple of Tensor, optional
-            The recurrent state ``(h, c)`` of each state, each ``(N, 64, h, w)`` (zeros if None).
+        The arguments are those of :meth:`~saliency_lib.explainers._incremental.IncrementalDQN.readouts`
+        (``x`` here ``(N, 1, H, W)``), plus ``hidden``: the recurrent state ``(h, c)`` of each
+        state, each ``(N, 64, h, w)`` (zeros if None). Chunks hold ``batch_size`` rows (the
+        explainer's; by default the network's inference batch, 16: on the official Breakout
+        agent, chunks of 16 to 128 rows cost within 10 % of each other for Occlusion, and the
+        blurred Noise Sensitivity's larger windows were fastest at 16).
         """
         n, c, hh, ww = x.shape
         p, k = index.shape
