@@ -4,6 +4,8 @@
 # finished run is shipped to data/agents/<name>/ (weights, metadata, logs, curve, scores under both
 # evaluation protocols; scripts/evaluate_agents.sh re-evaluates agents shipped before the sticky protocol).
 #   bash scripts/train_agents.sh            # start or resume both queues
+#   bash scripts/train_agents.sh 1          # one queue, every run in turn (the other core runs the study)
+#   bash scripts/train_agents.sh --dry-run  # list the runs; combine with 1 for the one-queue order
 #   tail -f runs/queue-a.log runs/queue-b.log
 # Shipped agents are skipped, so the script can be started again after any interruption.
 set -uo pipefail
@@ -47,10 +49,33 @@ queue_b() {
   run dqn-Frostbite-s0 0 dqn --game Frostbite &&
   ac double 0 && ac double 1 && ac double 2 && ac value 0
 }
-if [ "${1:-}" = "--dry-run" ]; then
+# One queue: the pairs of seeds in turn, then the two single-mask variants.
+queue_one() {
+  queue_a_round1 && queue_b_round1 &&
+  ac none 1 && ac double 1 && ac none 2 && ac double 2 && ac policy 0 && ac value 0
+}
+queue_a_round1() { run dqn-Breakout-s0 0 dqn --game Breakout && run dqn-SpaceInvaders-s0 0 dqn --game SpaceInvaders && ac none 0; }
+queue_b_round1() { run dqn-MsPacman-s0 0 dqn --game MsPacman && run dqn-Frostbite-s0 0 dqn --game Frostbite && ac double 0; }
+
+QUEUES=2
+DRY=0
+for a in "$@"; do
+  case $a in
+    --dry-run) DRY=1 ;;
+    1|2) QUEUES=$a ;;
+    *) echo "usage: $0 [1|2] [--dry-run]" >&2; exit 2 ;;
+  esac
+done
+if [ "$DRY" = 1 ]; then
   run() { echo "would run: $*"; }
-  queue_a; queue_b; exit 0
+  if [ "$QUEUES" = 1 ]; then queue_one; else queue_a; queue_b; fi
+  exit 0
 fi
-queue_a >> runs/queue-a.log 2>&1 &
-queue_b >> runs/queue-b.log 2>&1 &
-echo "queues started: runs/queue-a.log runs/queue-b.log"
+if [ "$QUEUES" = 1 ]; then
+  queue_one >> runs/queue-a.log 2>&1 &
+  echo "one queue started: runs/queue-a.log"
+else
+  queue_a >> runs/queue-a.log 2>&1 &
+  queue_b >> runs/queue-b.log 2>&1 &
+  echo "queues started: runs/queue-a.log runs/queue-b.log"
+fi
