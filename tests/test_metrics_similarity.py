@@ -199,3 +199,68 @@ def test_hog_descriptor_is_scikit_images_hog(shape):
     for a in (rng.random(shape), np.round(rng.random(shape) * 4) / 4, np.cumsum(rng.random(shape), 1) / shape[1],
               np.zeros(shape)):
         np.testing.assert_array_equal(hog_descriptor(a), hog(a, **HOG_PARAMS))
+
+
+def test_spearman_untied_known_answer_a_shared_black_block():
+    """Two maps that are 0 on a shared two-thirds block and independent noise elsewhere:
+    Spearman over all pixels is high from the block alone, outside it about 0 (scipy's value
+    on the other pixels)."""
+    from saliency_lib.metrics.similarity import spearman_untied
+
+    rng = np.random.default_rng(11)
+    a, b = rng.random((84, 84)), rng.random((84, 84))
+    block = np.zeros((84, 84), dtype=bool)
+    block[:, :56] = True
+    a[block], b[block] = 0.0, 0.0
+    assert spearman(a, b) > 0.9
+    got = spearman_untied(a, b)
+    assert got == pytest.approx(abs(spearmanr(a[~block], b[~block]).statistic), abs=1e-12)
+    assert got < 0.1
+    # blocks that do not overlap: nothing is shared, so it equals Spearman
+    b2 = rng.random((84, 84))
+    b2[:, 56:] = 0.0
+    assert spearman_untied(a, b2) == pytest.approx(spearman(a, b2), abs=1e-12)
+
+
+def test_spearman_untied_depends_on_the_rest_not_on_the_block():
+    from saliency_lib.metrics.similarity import spearman_untied
+
+    rng = np.random.default_rng(12)
+    a = _smooth_map(rng)
+    a[:40] = 0.0
+    b = a.copy()
+    b[40:] = b[40:] ** 2  # same order outside the block: identical ranks
+    assert spearman_untied(a, b) == pytest.approx(1.0, abs=1e-12)
+    assert spearman_untied(a, b, sign_invariant=False) == pytest.approx(1.0, abs=1e-12)
+    c = a.copy()
+    c[40:] = 1.0 - c[40:]  # reversed order outside the block
+    assert spearman_untied(a, c, sign_invariant=False) == pytest.approx(-1.0, abs=1e-12)
+    assert spearman_untied(a, c) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_largest_tie():
+    from saliency_lib.metrics.similarity import largest_tie
+
+    m = np.array([[0.0, 0.0, 0.5], [0.5, 0.5, 1.0], [2.0, -1.0, 0.5]])
+    block, below = largest_tie(m)
+    assert block.tolist() == [[False, False, True], [True, True, False], [False, False, True]]
+    assert below == pytest.approx(3 / 5)  # 0, 0, −1 below 0.5; 1 and 2 above
+    block, below = largest_tie(np.zeros((3, 4)))
+    assert block.all() and np.isnan(below)
+    with pytest.raises(ValueError, match="2-D saliency map"):
+        largest_tie(np.zeros(5))
+
+
+def test_spearman_untied_too_few_pixels_outside_and_bad_inputs():
+    from saliency_lib.metrics.similarity import spearman_untied
+
+    a = np.zeros((10, 10))
+    a[0, :2] = [1.0, 2.0]  # 98 tied pixels in both maps, 2 outside
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(spearman_untied(a, a.copy()))
+    m = np.random.default_rng(13).random((20, 20))
+    with pytest.raises(ValueError, match="same shape"):
+        spearman_untied(m, m[:10])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        spearman_untied(m, np.full_like(m, np.inf))

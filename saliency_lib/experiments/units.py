@@ -42,7 +42,10 @@ first ``n_states`` (Huber et al.'s trajectory, over as many games as it takes); 
 
 RANDOM_BASELINE = "random"
 """Method name of the uniform-random map baseline (insertion/deletion only)."""
-SANITY_SIMILARITIES = ("spearman", "ssim", "ssim_2d", "hog_pearson")
+SANITY_SIMILARITIES = ("spearman", "ssim", "ssim_2d", "hog_pearson", "spearman_untied")
+"""The sweep's similarity measures: the paper's three, the image SSIM and the Spearman similarity outside the
+shared tied block (chapter 3's test of the black-screen claim). Units stored before ``spearman_untied`` joined
+keep their keys and lack its rows."""
 METRIC_OPTIONS = {
     # sanity: Huber et al.'s cascading randomisation with Glorot-uniform weights (reference §5), every layer group
     "order": "cascading", "init": "glorot", "similarities": list(SANITY_SIMILARITIES), "levels": None,

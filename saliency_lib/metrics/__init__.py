@@ -23,9 +23,11 @@ from .similarity import (
     ConstantMapWarning,
     hog_pearson,
     is_constant,
+    largest_tie,
     normalise_map,
     similarity,
     spearman,
+    spearman_untied,
     ssim,
     ssim_2d,
 )
@@ -34,7 +36,8 @@ from .statistics import holm, paired_block_tests, paired_wilcoxon, ranking_table
 __all__ = [
     "RandomisationTest", "randomised_models", "randomise_modules", "rebuild_explainer", "INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS",
     "Insertion", "Deletion", "SUBSTRATES", "MEASURES", "make_substrate", "random_saliency", "auc",
-    "SIMILARITIES", "ConstantMapWarning", "similarity", "spearman", "ssim", "ssim_2d", "hog_pearson", "normalise_map", "is_constant",
+    "SIMILARITIES", "ConstantMapWarning", "similarity", "spearman", "ssim", "ssim_2d", "hog_pearson", "spearman_untied", "largest_tie",
+    "normalise_map", "is_constant",
     "summarise", "holm", "paired_block_tests", "paired_wilcoxon", "ranking_table",
     "block_bootstrap_ci", "effective_sample_size", "paired_block_test", "pooled_block_ci",
 ]

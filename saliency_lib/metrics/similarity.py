@@ -28,6 +28,12 @@ Measures
     ``pixels_per_cell=(3, 3)`` and the defaults: 9 orientations, 3×3 cells per
     block, ``L2-Hys``; :func:`similarities_to` computes the same descriptors,
     bit for bit, with the vectorised :func:`hog_descriptor`).
+``spearman_untied``
+    Not in the paper: the Spearman similarity over the pixels outside the block where
+    both maps sit at their largest tie (:func:`largest_tie`). On a mostly black screen
+    many maps are one constant on the black pixels whatever the weights (Integrated
+    Gradients is zero there); that shared block alone can make two unrelated maps
+    correlate. This measure separates what the block gives from what the rest gives.
 
 References
 ----------
@@ -52,6 +58,8 @@ __all__ = [
     "ssim",
     "ssim_2d",
     "hog_pearson",
+    "spearman_untied",
+    "largest_tie",
     "similarity",
     "similarities_to",
     "hog_descriptor",
@@ -108,11 +116,13 @@ def normalise_map(m) -> np.ndarray:
     return (a - lo) / (hi - lo)
 
 
-def _sign_invariant(fn: Callable[[np.ndarray, np.ndarray], float], a, b, sign_invariant: bool, name: str) -> float:
+def _sign_invariant(fn: Callable[[np.ndarray, np.ndarray], float], a, b, sign_invariant: bool, name: str,
+                    warn: bool = True) -> float:
     a, b = _pair(a, b)
     if is_constant(a) or is_constant(b):
-        which = "a" if is_constant(a) else "b"
-        warnings.warn(f"{name}: map {which} is constant, similarity is NaN", ConstantMapWarning, stacklevel=3)
+        if warn:
+            which = "a" if is_constant(a) else "b"
+            warnings.warn(f"{name}: map {which} is constant, similarity is NaN", ConstantMapWarning, stacklevel=3)
         return float("nan")
     an, bn = normalise_map(a), normalise_map(b)
     v = float(fn(an, bn))
@@ -219,12 +229,73 @@ def hog_pearson(a, b, *, sign_invariant: bool = True) -> float:
     return _sign_invariant(_hog_pearson, a, b, sign_invariant, "hog_pearson")
 
 
+def largest_tie(m) -> tuple[np.ndarray, float]:
+    """The pixels at the map's most frequent exact value, and where that value sits.
+
+    Parameters
+    ----------
+    m : array_like, shape (H, W)
+
+    Returns
+    -------
+    block : numpy.ndarray of bool, shape (H, W)
+        The pixels equal to the most frequent value (the smallest such value when several
+        are equally frequent; a single pixel when no value repeats).
+    below : float
+        The share of the other pixels that lie below that value (0: the tie is the map's
+        minimum); NaN when the map is one value.
+    """
+    a = _as_map(m, "m")
+    values, counts = np.unique(a, return_counts=True)
+    v = values[np.argmax(counts)]
+    block = a == v
+    rest = a[~block]
+    return block, float((rest < v).mean()) if rest.size else float("nan")
+
+
+def _spearman_outside(a: np.ndarray, b: np.ndarray, block: np.ndarray, sign_invariant: bool) -> float:
+    """:func:`spearman` of the pixels outside ``block``, as one ``1 × K`` map (NaN below 3 pixels)."""
+    keep = ~block
+    if keep.sum() < 3:
+        return float("nan")
+    return _sign_invariant(_spearman, a[keep][None], b[keep][None], sign_invariant, "spearman_untied", warn=False)
+
+
+def spearman_untied(a, b, *, sign_invariant: bool = True) -> float:
+    """Spearman similarity outside the block where both maps sit at their largest tie.
+
+    Not one of the paper's measures. The block is the intersection of the two maps'
+    :func:`largest_tie` (on the raw maps); the value is :func:`spearman` of the remaining
+    pixels, taken as one ``1 × K`` map. Two maps that are constant on a shared black
+    region and independent elsewhere score about 0 here, however large the region,
+    while :func:`spearman` over all pixels can be high from the region alone.
+
+    Returns
+    -------
+    float
+        In [0, 1] when sign-invariant; ``NaN`` when a map is constant, fewer than 3 pixels
+        lie outside the block, or a map is constant outside it.
+
+    Warns
+    -----
+    ConstantMapWarning
+        If either whole map is constant.
+    """
+    a, b = _pair(a, b)
+    if is_constant(a) or is_constant(b):
+        which = "a" if is_constant(a) else "b"
+        warnings.warn(f"spearman_untied: map {which} is constant, similarity is NaN", ConstantMapWarning, stacklevel=2)
+        return float("nan")
+    return _spearman_outside(a, b, largest_tie(a)[0] & largest_tie(b)[0], sign_invariant)
+
+
 #: Registry of the similarity measures by name.
 SIMILARITIES: dict[str, Callable[..., float]] = {
     "spearman": spearman,
     "ssim": ssim,
     "ssim_2d": ssim_2d,
     "hog_pearson": hog_pearson,
+    "spearman_untied": spearman_untied,
 }
 
 
@@ -282,14 +353,18 @@ def similarities_to(reference, others, measures, *, sign_invariant: bool = True)
             _pair(a, b)  # still reject malformed maps
         return out
     an = normalise_map(a)
-    ra = hog_a = None
+    ra = hog_a = tie_a = None
     for j, b in enumerate(others):
         a_, b = _pair(a, b)
         if is_constant(b):
             continue
         bn = normalise_map(b)
         for k, m in enumerate(measures):
-            if m == "spearman":
+            if m == "spearman_untied":  # the pairwise function's own arithmetic, the reference's tie found once
+                if tie_a is None:
+                    tie_a = largest_tie(a)[0]
+                out[j, k] = _spearman_outside(a, b, tie_a & largest_tie(b)[0], sign_invariant)
+            elif m == "spearman":
                 if ra is None:
                     ra = _centred(rankdata(an.ravel()))
                 v = _pearson_centred(ra, _centred(rankdata(bn.ravel())))
