@@ -43,6 +43,7 @@ device = "cpu"  # torch device of the example maps
 results_dir = "data/results"  # stored results, relative to the repository
 executor = "local"  # executor of sweep units that are not stored yet: "local", "processes" or "ray"
 threshold = 0.5  # a method passes when its Spearman CI after full randomisation lies below this
+study_profile = "full"  # the stored study that the per-game comparisons with the paper read (computes nothing)
 
 # %% [markdown]
 # The parameters become the chapter's frozen configuration. The profile decides how many
@@ -60,7 +61,7 @@ from saliency_book.ch3_sanity import (
 from saliency_book.ch3_figures import style_layer_groups, style_verdicts
 
 cfg = SanityChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
-                    results_dir=results_dir, executor=executor, threshold=threshold)
+                    results_dir=results_dir, executor=executor, threshold=threshold, study_profile=study_profile)
 cfg
 
 # %% [markdown]
@@ -238,7 +239,8 @@ res.example("mask_a3c")
 # 95 % block-bootstrap CI, the number of states, their effective number and a verdict:
 # **consistent** when the paper's mean lies inside our interval, **differs** when it does
 # not, **too few states** below 50 states, **not yet run** for a game the study has not
-# reached. Our results are read from the store; nothing is computed here.
+# reached. Our results are the stored paper-scale study (the parameter `study_profile`,
+# `full` unless changed), whatever profile builds the chapter; nothing is computed here.
 
 # %%
 from IPython.display import display
@@ -409,6 +411,27 @@ caption = ("{}, {}: the test of the black-screen claim per method: Spearman simi
            "moving-block bootstrap CI], with the states and the effective sample size of the differences.")
 display(style_tied_block_test(tests["dqn"], caption.format("The study's DQN agent", cfg.game)))
 display(style_tied_block_test(tests["mask_a3c"], caption.format("The official Mask-A3C agent", cfg.game)))
+
+# %% [markdown]
+# The tables above recompute maps for the first states of this chapter's sweep. The stored
+# paper-scale study measures the same split for every state it explained: its sweep stores,
+# beside the Spearman similarity over all pixels, the Spearman similarity outside the block
+# where both maps sit at their largest tie (`spearman_untied`). The same pre-stated test
+# runs on those numbers, per game, for the study's DQN agents; nothing is computed here.
+
+# %%
+from saliency_book.ch3_tied_blocks import study_tied_block_sentence, study_tied_block_tests
+from saliency_book.common import Note
+
+study_tests = study_tied_block_tests(sanity_rows(cfg, measures=("spearman", "spearman_untied")),
+                                     threshold=cfg.threshold, seed=cfg.seed)
+caption = ("The study's DQN agent, {}: the test of the black-screen claim on every stored state of the "
+           "paper-scale study, as in the table above.")
+if not isinstance(study_tests, Note):
+    for g in GAME_ORDER:
+        if (study_tests["game"] == g).any():
+            display(style_tied_block_test(study_tests[study_tests["game"] == g], caption.format(g)))
+study_tied_block_sentence(study_tests, threshold=cfg.threshold)
 
 # %% [markdown]
 # {cite:t}`adebayo2018sanity` noted that maps which multiply by the input, such as

@@ -44,6 +44,7 @@ device = "cpu"  # torch device of the illustration
 results_dir = "data/results"  # stored results, relative to the repository
 executor = "local"  # runs missing sweep units: "local", "processes" or "ray"
 alpha = 0.05  # family-wise level of the Holm-corrected paired block-bootstrap tests
+study_profile = "full"  # the stored study that the per-game comparisons with the paper read (computes nothing)
 
 # %% [markdown]
 # With `agent=None` the chapter explains the study's agents of the game: the DQN agent once
@@ -83,7 +84,7 @@ from saliency_book.ch4_figures import (
 )
 
 cfg = DegradationChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
-                         results_dir=results_dir, executor=executor, alpha=alpha)
+                         results_dir=results_dir, executor=executor, alpha=alpha, study_profile=study_profile)
 cfg
 
 # %% [markdown]
@@ -432,8 +433,9 @@ random_map_precedent(summary, cfg.game)
 # effective number (ESS), and a verdict: **consistent** when the paper's mean lies inside
 # our interval, **differs** when it does not, **too few states** below 50 states, and
 # **not yet run** for a game the study has not reached. The paper's numbers come from the
-# committed extract of its result files (`data/reference/huber2021/`); ours are read from
-# the store, and nothing is computed here. Only the DQN agent is compared: its measures are
+# committed extract of its result files (`data/reference/huber2021/`); ours are the stored
+# paper-scale study (the parameter `study_profile`, `full` unless changed), whatever profile
+# builds the chapter, and nothing is computed here. Only the DQN agent is compared: its measures are
 # the paper's own, while the Mask-A3C agent's are analogues on another scale.
 
 # %%

@@ -47,16 +47,17 @@ KEYS = ("method", "level")
 _LEVEL_NAMES = {1: "output layer", 2: "down to fc", 3: "down to conv3", 4: "down to conv2", 5: "all layers"}
 
 
-def sanity_rows(cfg: SanityChapter, games: Sequence[str] = GAME_ORDER) -> pd.DataFrame:
-    """The stored sanity rows (levels 1–5, the paper's measures) of the study's DQN agents on ``games``.
+def sanity_rows(cfg: SanityChapter, games: Sequence[str] = GAME_ORDER, *,
+                measures: Sequence[str] = tuple(MEASURE_LABELS)) -> pd.DataFrame:
+    """The stored sanity rows (levels 1–5, ``measures``) of the study's DQN agents on ``games``.
 
-    Read through :func:`saliency_book.paper.stored_rows`: nothing is computed, and a game the
-    study has not run has no rows. Columns ``agent, game, method, level, layer, measure,
-    state, value``.
+    Read from the store of ``cfg.study_profile`` through :func:`saliency_book.paper.stored_rows`:
+    nothing is computed, and a game the study has not run has no rows. Columns ``agent, game,
+    method, level, layer, measure, state, value``.
     """
-    t = stored_rows(cfg.profile, games, experiments=("sanity",), preset="dqn", seed=cfg.seed,
+    t = stored_rows(cfg.study_profile, games, experiments=("sanity",), preset="dqn", seed=cfg.seed,
                     results_dir=cfg.results_dir)
-    t = t[t["level"].isin(list(LEVEL_LAYERS)) & t["measure"].isin(list(MEASURE_LABELS))]
+    t = t[t["level"].isin(list(LEVEL_LAYERS)) & t["measure"].isin(list(measures))]
     t = t.assign(level=t["level"].astype(int))
     return t[["agent", "game", "method", "level", "layer", "measure", "state", "value"]].reset_index(drop=True)
 

@@ -126,6 +126,8 @@ class SanityChapter:
     """Executor of the sweep's missing units: ``local``, ``processes`` or ``ray``."""
     threshold: float = THRESHOLD
     """A method passes when the upper CI bound of its Spearman similarity after full randomisation is below this."""
+    study_profile: str = "full"
+    """Profile of the stored study that the per-game comparisons with the paper read (they compute nothing)."""
     settings: dict = field(init=False, repr=False, compare=False)
     """The profile's settings (validates the profile name)."""
 
@@ -143,6 +145,7 @@ class SanityChapter:
             raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
         object.__setattr__(self, "threshold", _as_float(self.threshold, "threshold", 0.0, 1.0))
         object.__setattr__(self, "settings", profile_settings(self.profile))
+        profile_settings(self.study_profile)  # validates the name
 
     def _repr_markdown_(self) -> str:
         from saliency_lib.experiments.profiles import get_profile

@@ -20,6 +20,13 @@ stacked frames.
   states, effective sample size and game.
 * :func:`tied_block_summary`, :func:`style_tied_blocks`, :func:`tied_block_sentence`: the
   chapter's table and generated text; the text makes the claim only where the test supports it.
+* :func:`study_tied_tables`, :func:`study_tied_block_tests`, :func:`study_tied_block_sentence`:
+  the same test on the stored paper-scale study, per game, from the sweep's own Spearman
+  similarity outside the shared block (``spearman_untied``), every state it explained.
+
+The largest tie and the similarity outside the shared block are the library's
+(:func:`~saliency_lib.metrics.similarity.largest_tie`,
+:func:`~saliency_lib.metrics.similarity.spearman_untied`).
 
 The maps use the sweep's models (:func:`~saliency_lib.metrics.randomised_models`, cascading,
 Glorot, the chapter's seed), explainer parameters and states, so the similarity over all
@@ -38,10 +45,12 @@ from saliency_book.common import ExplainedAgent, Note, load, method_names
 from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.store import cached_table
 from saliency_lib.explainers import method_label
+from saliency_lib.metrics.similarity import largest_tie, spearman_untied
 from saliency_lib.results import config_hash
 
-__all__ = ["largest_tie", "tie_floor", "tied_blocks", "tied_block_test", "style_tied_block_test", "tied_block_summary",
-           "style_tied_blocks", "tied_block_sentence", "CARRIED", "NOT_CARRIED"]
+__all__ = ["tie_floor", "tied_blocks", "tied_block_test", "style_tied_block_test", "tied_block_summary",
+           "style_tied_blocks", "tied_block_sentence", "study_tied_tables", "study_tied_block_tests",
+           "study_tied_block_sentence", "CARRIED", "NOT_CARRIED"]
 
 N_STATES = 5
 """States per method: the first of the sweep's states. Below :data:`~saliency_book.evidence.MIN_STATES`,
@@ -51,17 +60,6 @@ CARRIED = "carried by the block"
 NOT_CARRIED = "not carried by the block"
 DRAWS = 20
 """Random draws of :func:`tie_floor` per state."""
-
-
-def largest_tie(m: np.ndarray) -> tuple[np.ndarray, float]:
-    """Mask of the pixels at the map's most frequent exact value, and the share of the other
-    pixels that lie below that value (0: the tie is the map's minimum)."""
-    m = np.asarray(m)
-    values, counts = np.unique(m, return_counts=True)
-    v = values[np.argmax(counts)]
-    block = m == v
-    rest = m[~block]
-    return block, float((rest < v).mean()) if rest.size else float("nan")
 
 
 def tie_floor(block: np.ndarray, below_a: float = 0.0, below_b: float = 0.0, *, draws: int = DRAWS,
@@ -87,16 +85,6 @@ def tie_floor(block: np.ndarray, below_a: float = 0.0, below_b: float = 0.0, *, 
         return np.where(block, 0.0, np.where(rng.random(block.shape) < below, -noise, noise))
 
     return float(np.mean([spearman(draw(below_a), draw(below_b), sign_invariant=True) for _ in range(draws)]))
-
-
-def _outside(a: np.ndarray, b: np.ndarray, block: np.ndarray) -> float:
-    """The sweep's Spearman similarity restricted to the pixels outside the shared block."""
-    from saliency_lib.metrics.similarity import spearman
-
-    keep = ~block
-    if keep.sum() < 3:
-        return float("nan")
-    return spearman(a[keep][None], b[keep][None], sign_invariant=True)  # as a 1 × K map
 
 
 def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, *, n_states: int = N_STATES
@@ -172,7 +160,7 @@ def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, 
                                  "tied_trained": float(ta.mean()), "tied_random": float(tb.mean()),
                                  "shared": float(block.mean()), "below_trained": below_a, "below_random": below_b,
                                  "spearman": spearman(a[i], b[i], sign_invariant=True),
-                                 "spearman_outside": _outside(a[i], b[i], block),
+                                 "spearman_outside": spearman_untied(a[i], b[i]),
                                  "tie_floor": tie_floor(block, below_a, below_b, seed=cfg.seed + i)})
         return pd.DataFrame(rows)
 
@@ -338,3 +326,78 @@ def _why_small(r) -> str:
     if mid:
         return f"the tie sits away from both ends of the {' and the '.join(mid)} map{'s' if len(mid) > 1 else ''}"
     return f"the block covers only {r.shared:.0%} of the pixels"
+
+
+def study_tied_tables(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per game, the input of :func:`tied_block_test` from the study's stored sanity rows.
+
+    ``rows``: the sweep's sanity rows (:func:`~saliency_book.ch3_paper.sanity_rows` with the
+    measures ``spearman`` and ``spearman_untied``). At each game's deepest level (every layer
+    randomised), per method and state: ``spearman`` and ``spearman_outside`` (the sweep's
+    ``spearman_untied``). States whose units were stored before the sweep measured
+    ``spearman_untied`` have no such row and are left out; a game without any is left out.
+    """
+    out: dict[str, pd.DataFrame] = {}
+    if rows.empty:
+        return out
+    for game, g in rows.groupby("game", sort=False):
+        top = g[(g["level"] == g["level"].max()) & g["measure"].isin(["spearman", "spearman_untied"])]
+        t = top.pivot_table(index=["method", "state"], columns="measure", values="value", aggfunc="first")
+        if "spearman_untied" not in t.columns or "spearman" not in t.columns:
+            continue
+        t = t.dropna(subset=["spearman_untied"]).rename(columns={"spearman_untied": "spearman_outside"}).reset_index()
+        if len(t):
+            out[str(game)] = t[["method", "state", "spearman", "spearman_outside"]]
+    return out
+
+
+def study_tied_block_tests(rows: pd.DataFrame, *, threshold: float = 0.5, confidence: float = 0.95,
+                           n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame | Note:
+    """:func:`tied_block_test` on every game of the stored study (:func:`study_tied_tables`), stacked.
+
+    A Note when the store holds no ``spearman_untied`` rows (the study has not run, or ran
+    before the sweep measured it).
+    """
+    tables = study_tied_tables(rows)
+    if not tables:
+        return Note("The stored study holds no Spearman similarity outside the tied block yet, so the black-screen "
+                    "claim is not tested on it.", title="Not yet run")
+    return pd.concat([tied_block_test(t, threshold=threshold, confidence=confidence, n_resamples=n_resamples,
+                                      seed=seed, game=game) for game, t in tables.items()], ignore_index=True)
+
+
+def study_tied_block_sentence(tests: pd.DataFrame | Note, *, threshold: float = 0.5):
+    """Markdown: per game, the methods whose failure the shared block carries, with the states behind it.
+
+    Formatted from :func:`study_tied_block_tests` only: "carried by the block" is said of a
+    method only where the pre-stated test finds it; a game below
+    :data:`~saliency_book.evidence.MIN_STATES` states gets "too few states".
+    """
+    from IPython.display import Markdown
+
+    if isinstance(tests, Note):
+        return tests
+    parts = []
+    for game, g in tests.groupby("game", sort=False):
+        n = int(g["n"].max())
+        if not enough_states(n):
+            parts.append(f"On {game}, the stored states are {too_few(n)} (the test needs {MIN_STATES}).")
+            continue
+        carried = g[g["verdict"] == CARRIED]
+        failing = g[(g["verdict"] == NOT_CARRIED) & (g["spearman_low"] >= threshold)]
+        text = f"On {game} ({n} states"
+        lo, hi = g["n_eff"].min(), g["n_eff"].max()
+        if pd.isna(lo):
+            text += ")"
+        else:
+            text += f", effective sample size {lo:.0f})" if round(lo) == round(hi) else f", effective sample size {lo:.0f} to {hi:.0f})"
+        if len(carried):
+            text += (f", the shared block carries the failure of {method_names(carried['method'])}: over all pixels "
+                     f"their similarity after full randomisation reaches τ = {threshold:.2f}, outside the block it "
+                     "stays below, and the paired difference is positive")
+        else:
+            text += ", the shared block carries no method's failure"
+        if len(failing):
+            text += f"; {method_names(failing['method'])} fail{'s' if len(failing) == 1 else ''} outside the block as well"
+        parts.append(text + ".")
+    return Markdown(" ".join(parts))

@@ -216,6 +216,8 @@ class DegradationChapter:
     """Family-wise significance level of the Holm-corrected paired block-bootstrap tests."""
     confidence: float = 0.95
     """Level of the bootstrap confidence intervals and bands."""
+    study_profile: str = "full"
+    """Profile of the stored study that the per-game comparisons with the paper read (they compute nothing)."""
 
     def __post_init__(self):
         from saliency_lib.experiments.executors import EXECUTORS
@@ -224,8 +226,9 @@ class DegradationChapter:
         game_info(self.game)
         if self.agent in ("", "None"):
             object.__setattr__(self, "agent", None)
-        if self.profile not in PROFILE_NAMES:
-            raise ValueError(f"unknown profile {self.profile!r}; valid profiles are: {', '.join(PROFILE_NAMES)}")
+        for name in (self.profile, self.study_profile):
+            if name not in PROFILE_NAMES:
+                raise ValueError(f"unknown profile {name!r}; valid profiles are: {', '.join(PROFILE_NAMES)}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}; valid executors are: {', '.join(EXECUTORS)}")
         object.__setattr__(self, "seed", _as_int(self.seed, "seed"))

@@ -207,3 +207,30 @@ def test_random_map_precedent_credits_the_papers_table():
     flipped = p4.random_map_precedent(_as_papers("Breakout", random=99.0), "Breakout").data
     assert "does not have it first" in flipped and "black insertion with the Q-ratio (60 states)" in flipped
     assert isinstance(p4.random_map_precedent(_as_papers("Breakout"), "Seaquest"), Note)
+
+
+def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_chapter(monkeypatch):
+    """``study_profile`` (default full) names the stored study that chapters 3 and 4 compare with the paper,
+    so the quick book shows the committed paper-scale study; a bad name is refused."""
+    from saliency_book.ch3_sanity import SanityChapter
+
+    calls = []
+
+    def fake(profile, games, *, experiments, **kw):
+        calls.append((profile, tuple(experiments)))
+        return pd.DataFrame(columns=["experiment", "agent", "game", "method", "substrate", "state", "level", "layer",
+                                     "step", "measure", "value"])  # what an empty store gives
+
+    monkeypatch.setattr(p3, "stored_rows", fake)
+    monkeypatch.setattr(p4, "stored_rows", fake)
+    assert SanityChapter().study_profile == "full" and DegradationChapter().study_profile == "full"
+    assert p3.sanity_rows(SanityChapter(profile="quick")).empty
+    assert calls[-1] == ("full", ("sanity",))
+    p3.sanity_rows(SanityChapter(profile="full", study_profile="tiny"))
+    assert calls[-1] == ("tiny", ("sanity",))
+    assert p4.insertion_aucs(DegradationChapter(profile="tiny")).empty
+    assert calls[-1] == ("full", ("insertion", "deletion"))
+    with pytest.raises(ValueError, match="profile"):
+        SanityChapter(study_profile="paper")
+    with pytest.raises(ValueError, match="unknown profile 'paper'"):
+        DegradationChapter(study_profile="paper")

@@ -38,8 +38,10 @@ def test_a_block_in_the_middle_of_one_map_adds_nothing():
 
 
 def test_largest_tie():
+    from saliency_lib.metrics.similarity import largest_tie
+
     m = np.array([[0.0, 0.0, 0.0], [0.5, 0.2, 0.0], [-0.1, 0.3, 0.4]])
-    block, below = tb.largest_tie(m)
+    block, below = largest_tie(m)
     assert block.sum() == 4 and below == pytest.approx(1 / 5)  # one of the other five values lies below 0
 
 
@@ -155,3 +157,48 @@ def test_notes_pass_through():
     assert tb.tied_block_sentence(note, "t") is note
     missing = ExplainedAgent("dqn", "Breakout", None, "DQN agent of the study", "none yet")
     assert isinstance(tb.tied_blocks(sn.SanityChapter(), missing), Note)
+
+
+def _sweep_rows(game: str, n: int, *, untied: bool = True, **means) -> pd.DataFrame:
+    """The sweep's sanity rows of one game (levels 1–5): ``means[method] = (all pixels, outside)`` at level 5."""
+    t = _states(n, **means)
+    rows = []
+    for r in t.itertuples():
+        for level in range(1, 6):
+            deep = level == 5
+            rows.append({"agent": "dqn", "game": game, "method": r.method, "level": level, "layer": "x",
+                         "measure": "spearman", "state": r.state, "value": r.spearman if deep else 0.99})
+            if untied:
+                rows.append({"agent": "dqn", "game": game, "method": r.method, "level": level, "layer": "x",
+                             "measure": "spearman_untied", "state": r.state,
+                             "value": r.spearman_outside if deep else 0.98})
+    return pd.DataFrame(rows)
+
+
+def test_the_study_test_runs_per_game_on_the_sweeps_own_untied_similarity():
+    rows = pd.concat([
+        _sweep_rows("Breakout", 60, integrated_gradients=(0.9, 0.2), sarfa=(0.7, 0.6), occlusion=(0.05, 0.1)),
+        _sweep_rows("MsPacman", 12, integrated_gradients=(0.9, 0.2)),
+        _sweep_rows("Frostbite", 60, untied=False, integrated_gradients=(0.9, 0.2)),  # units stored before the measure
+    ], ignore_index=True)
+    tables = tb.study_tied_tables(rows)
+    assert list(tables) == ["Breakout", "MsPacman"]
+    b = tables["Breakout"]
+    assert len(b) == 180 and b["spearman"].between(0.0, 1.0).all()  # the deepest level only, not the 0.99 of level 1
+    ig = b[b["method"] == "integrated_gradients"].sort_values("state")
+    np.testing.assert_allclose(ig["spearman_outside"], _states(60, integrated_gradients=(0.9, 0.2))["spearman_outside"])
+    tests = tb.study_tied_block_tests(rows, n_resamples=200).set_index(["game", "method"])
+    assert tests.loc[("Breakout", "integrated_gradients"), "verdict"] == tb.CARRIED
+    assert tests.loc[("Breakout", "sarfa"), "verdict"] == tb.NOT_CARRIED
+    assert tests.loc[("MsPacman", "integrated_gradients"), "verdict"] == TOO_FEW
+    assert tests.loc[("Breakout", "sarfa"), "n"] == 60
+    text = tb.study_tied_block_sentence(tests.reset_index()).data
+    assert "On Breakout (60 states, effective sample size" in text
+    assert "the shared block carries the failure of **Integrated Gradients**" in text
+    assert "**SARFA** fails outside the block as well" in text
+    assert "On MsPacman, the stored states are too few states (n=12) for a verdict (the test needs 50)." in text
+    assert "Frostbite" not in text and "Occlusion" not in text
+    none = tb.study_tied_block_tests(_sweep_rows("Breakout", 60, untied=False, occlusion=(0.1, 0.1)))
+    assert isinstance(none, Note) and "not tested" in none.text
+    assert tb.study_tied_block_sentence(none) is none
+    assert tb.study_tied_tables(rows.iloc[:0]) == {}
