@@ -383,9 +383,11 @@ def study_tied_block_sentence(tests: pd.DataFrame | Note, *, threshold: float = 
         if not enough_states(n):
             parts.append(f"On {game}, the stored states are {too_few(n)} (the test needs {MIN_STATES}).")
             continue
+        g = g[g["n"].map(enough_states)]  # a method still below the bar is not judged
         carried = g[g["verdict"] == CARRIED]
         failing = g[(g["verdict"] == NOT_CARRIED) & (g["spearman_low"] >= threshold)]
-        text = f"On {game} ({n} states"
+        n_lo = int(g["n"].min())
+        text = f"On {game} ({n} states" if n_lo == n else f"On {game} ({n_lo} to {n} states"
         lo, hi = g["n_eff"].min(), g["n_eff"].max()
         if pd.isna(lo):
             text += ")"

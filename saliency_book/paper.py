@@ -131,8 +131,13 @@ def _preset(spec: str) -> str:
     return load_agent(spec).preset
 
 
-def _stored(units: list, results_dir) -> list:
-    """The units of ``units`` that the store holds (loose or packed)."""
+def _stored(units: list, results_dir, packed_only: bool = False) -> list:
+    """The units of ``units`` that the store holds (loose or packed; ``packed_only``: packed)."""
+    if packed_only:
+        from saliency_lib.experiments.store import packed_keys
+
+        keys = packed_keys(units, results_dir=results_dir)
+        return [u for u in units if u.key in keys]
     try:
         from saliency_lib.experiments.store import stored_keys
     except ImportError:  # a store that keeps every unit as one loose file
@@ -145,12 +150,13 @@ def _stored(units: list, results_dir) -> list:
 
 def stored_units(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments: Sequence[str],
                  preset: str | None = "dqn", agents: Sequence[str] | None = None, seed: int = 0,
-                 results_dir=RESULTS_DIR) -> list:
+                 results_dir=RESULTS_DIR, packed_only: bool = False) -> list:
     """The study's units of ``experiments`` for ``games`` that are stored, computing nothing.
 
     The units are those the study plans (:func:`~saliency_lib.experiments.study.profile_specs`,
     ``agents`` or the study's agents of each game); ``preset`` keeps the agents of one kind
-    (``"dqn"``: the agents whose measures are the paper's; None: every agent).
+    (``"dqn"``: the agents whose measures are the paper's; None: every agent). ``packed_only``
+    keeps the packed units, the ones a commit holds (a run in progress also leaves loose ones).
     """
     from saliency_lib.experiments.study import profile_specs
     from saliency_lib.experiments.units import plan_units
@@ -162,19 +168,21 @@ def stored_units(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments
                 continue
             units, _ = plan_units(dataclasses.replace(spec, experiments=tuple(experiments)), results_dir=results_dir,
                                   states=False)
-            out += _stored(units, results_dir)
+            out += _stored(units, results_dir, packed_only)
     return out
 
 
 def stored_rows(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments: Sequence[str],
-                preset: str | None = "dqn", seed: int = 0, results_dir=RESULTS_DIR) -> pd.DataFrame:
+                preset: str | None = "dqn", seed: int = 0, results_dir=RESULTS_DIR, packed_only: bool = False
+                ) -> pd.DataFrame:
     """The study's stored rows of ``experiments`` for ``games``, computing nothing (:func:`stored_units`).
 
     A game the study has not reached has no rows.
     """
     from saliency_lib.experiments.store import load_units
 
-    units = stored_units(profile, games, experiments=experiments, preset=preset, seed=seed, results_dir=results_dir)
+    units = stored_units(profile, games, experiments=experiments, preset=preset, seed=seed, results_dir=results_dir,
+                         packed_only=packed_only)
     if not units:
         return pd.DataFrame(columns=["experiment", "agent", "game", "method", "substrate", "state", "level", "layer",
                                      "step", "measure", "value"])

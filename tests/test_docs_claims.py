@@ -13,3 +13,12 @@ def test_intro_and_readme_quote_the_generated_mask_a3c_verdict():
     for doc in (ROOT / "README.md", ROOT / "book" / "intro.md"):
         text = " ".join(doc.read_text().split())
         assert " ".join(sentence.split()) in text, f"{doc.name} does not quote chapter 5's verdict: {sentence}"
+
+
+def test_intro_and_readme_carry_the_findings_of_the_committed_full_study():
+    """The generated findings block (saliency_book.findings) is what the packed (committed) units give."""
+    from saliency_book.findings import findings_block
+
+    block = findings_block()
+    for doc in (ROOT / "README.md", ROOT / "book" / "intro.md"):
+        assert block in doc.read_text(), f"{doc.name}: run scripts/update_findings.py (after compacting the study)"

@@ -41,6 +41,7 @@ from .unitstore import (
     load_units,
     mean_curves,
     pack_path,
+    packed_keys,
     states_dir,
     store_unit,
     stored_bytes,
@@ -51,7 +52,7 @@ from .unitstore import (
 )
 
 __all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA", "states_dir", "unit_path",
-           "pack_path", "store_unit", "stored_keys", "load_units", "mean_curves", "unit_versions", "stored_versions",
+           "pack_path", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves", "unit_versions", "stored_versions",
            "stored_bytes", "compact"]
 
 LOCAL = "_local"

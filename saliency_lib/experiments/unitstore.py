@@ -51,7 +51,7 @@ from .paths import RESULTS_DIR, repo_path
 if TYPE_CHECKING:  # units import the store, not the other way round
     from .units import Unit
 
-__all__ = ["states_dir", "unit_path", "pack_path", "store_unit", "stored_keys", "load_units", "mean_curves",
+__all__ = ["states_dir", "unit_path", "pack_path", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves",
            "unit_versions", "stored_versions", "stored_bytes", "compact"]
 
 _EXTRA = ("n", "nonfinite", "m2")
@@ -236,6 +236,12 @@ def _locate(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
 def stored_keys(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> set[str]:
     """The keys of the ``units`` that are stored, loose or packed: the units a sweep skips."""
     return set(_locate(list(units), results_dir))
+
+
+def packed_keys(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> set[str]:
+    """The keys of the ``units`` that are packed (:func:`compact`): what a commit of the packs holds."""
+    packed = {k for p in _packs(results_dir).values() for k in p.units}
+    return {u.key for u in units if u.key in packed}
 
 
 def _where(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
