@@ -87,3 +87,25 @@ def test_loose_units_are_found(tmp_path):
     assert fd.loose_unit_files(tmp_path) == []
     (tmp_path / "sweep" / "sanity" / "k.parquet").write_bytes(b"")
     assert [p.name for p in fd.loose_unit_files(tmp_path)] == ["k.parquet"]
+
+
+def test_insertion_finding_compares_our_order_with_the_papers_per_game():
+    from saliency_book import paper
+
+    p = paper.paper_insertion()
+    p = p[p["game"] == "Breakout"]
+    rng = np.random.default_rng(0)
+    rows = []
+    for r in p.itertuples():
+        for s in range(60):
+            rows.append({"experiment": "insertion", "agent": "dqn", "game": "Breakout", "method": r.method,
+                         "substrate": r.substrate, "state": s, "step": pd.NA, "measure": f"{r.measure}_auc",
+                         "value": r.mean + rng.normal(scale=1e-4), "higher_is_better": True})
+    rows = pd.DataFrame(rows)
+    text = fd.insertion_finding(rows)
+    assert "Breakout (60 states, 8 methods): positive in 4 of 4 settings (ρ from 1.00 to 1.00), significant at 5 % in 4" in text
+    assert text.endswith("Ms. Pac-Man, Frostbite and Space Invaders: not yet run.")
+    reversed_ = rows.assign(value=-rows["value"])
+    assert "positive in 0 of 4 settings (ρ from -1.00 to -1.00)" in fd.insertion_finding(reversed_)
+    few = fd.insertion_finding(rows[rows["state"] < 20])
+    assert "Breakout: too few states (n=20) for a verdict" in few
