@@ -51,12 +51,13 @@ def sanity_rows(cfg: SanityChapter, games: Sequence[str] = GAME_ORDER, *,
                 measures: Sequence[str] = tuple(MEASURE_LABELS)) -> pd.DataFrame:
     """The stored sanity rows (levels 1–5, ``measures``) of the study's DQN agents on ``games``.
 
-    Read from the store of ``cfg.study_profile`` through :func:`saliency_book.paper.stored_rows`:
-    nothing is computed, and a game the study has not run has no rows. Columns ``agent, game,
+    Read from the packs (the committed units) of ``cfg.study_profile`` through
+    :func:`saliency_book.paper.stored_rows`: nothing is computed, a run in progress does not
+    change the chapter, and a game the study has not run has no rows. Columns ``agent, game,
     method, level, layer, measure, state, value``.
     """
     t = stored_rows(cfg.study_profile, games, experiments=("sanity",), preset="dqn", seed=cfg.seed,
-                    results_dir=cfg.results_dir)
+                    results_dir=cfg.results_dir, packed_only=True)
     t = t[t["level"].isin(list(LEVEL_LAYERS)) & t["measure"].isin(list(measures))]
     t = t.assign(level=t["level"].astype(int))
     return t[["agent", "game", "method", "level", "layer", "measure", "state", "value"]].reset_index(drop=True)

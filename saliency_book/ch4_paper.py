@@ -56,12 +56,12 @@ def insertion_aucs(cfg: DegradationChapter, games=GAME_ORDER) -> pd.DataFrame:
     """Per-state insertion AUCs (``<measure>_auc``, the paper's plain mean) of the study's DQN agents.
 
     Only the paper's settings: black and random substrate, Q-ratio and advantage, the paper's
-    methods. Read from the store of ``cfg.study_profile`` for every game of ``games``; a game
-    the study has not run has no rows. Columns ``agent, game, substrate, measure`` (without ``_auc``), ``method``,
+    methods. Read from the packs (the committed units) of ``cfg.study_profile`` for every game
+    of ``games``; a game the study has not run has no rows. Columns ``agent, game, substrate, measure`` (without ``_auc``), ``method``,
     ``state``, ``value``.
     """
     t = stored_rows(cfg.study_profile, games, experiments=("insertion", "deletion"), preset="dqn", seed=cfg.seed,
-                    results_dir=cfg.results_dir)
+                    results_dir=cfg.results_dir, packed_only=True)
     t = t[(t["experiment"] == "insertion") & t["step"].isna() & t["measure"].isin(["q_ratio_auc", "advantage_auc"])]
     t = t[t["substrate"].isin(PAPER_SUBSTRATES) & t["method"].isin(PAPER_METHODS)]
     t = t.assign(measure=t["measure"].str.removesuffix("_auc"))

@@ -87,7 +87,9 @@ def _plain(label: str) -> str:
 
 def seed_rows(profile: str = "full", game: str = "Breakout", *, results_dir: str | os.PathLike = RESULTS_DIR,
               agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame | Note:
-    """The stored rows of the seed sweep of ``game`` in ``profile``, computing nothing.
+    """The packed (committed) rows of the seed sweep of ``game`` in ``profile``, computing nothing.
+
+    Loose units of a run in progress are left out, so the chapter shows what a clean clone shows.
 
     Parameters
     ----------
@@ -100,9 +102,9 @@ def seed_rows(profile: str = "full", game: str = "Breakout", *, results_dir: str
     -------
     DataFrame or Note
         The tidy rows of every stored unit (``attrs``: ``units_stored``, ``units_planned``); a Note
-        when no masked agent is shipped or none of the planned units is stored (it names the command).
+        when no masked agent is shipped or none of the planned units is packed (it names the command).
     """
-    from saliency_lib.experiments.store import load_units, stored_keys
+    from saliency_lib.experiments.store import load_units, packed_keys
     from saliency_lib.experiments.study import seed_specs
     from saliency_lib.experiments.units import plan_units
 
@@ -111,11 +113,11 @@ def seed_rows(profile: str = "full", game: str = "Breakout", *, results_dir: str
         return Note(f"No masked Mask-A3C agent of {game} is shipped in `{agents_dir}` yet, so there is no seed to compare.",
                     title="No Mask-A3C agent")
     planned = [u for s in specs for u in plan_units(s, results_dir=results_dir, states=False)[0]]
-    keys = stored_keys(planned, results_dir=results_dir)
+    keys = packed_keys(planned, results_dir=results_dir)
     stored = [u for u in planned if u.key in keys]
     if not stored:
         return Note(f"None of the {len(planned)} units of the seed sweep ({len(specs)} agent{'s' if len(specs) != 1 else ''} "
-                    f"of {game}, `{profile}` profile) is stored. A Mask-A3C state costs minutes, so this section does not "
+                    f"of {game}, `{profile}` profile) is packed. A Mask-A3C state costs minutes, so this section does not "
                     f"compute them; `{SEED_COMMAND.format(profile=profile, game=game)}` does.", title="Seed sweep not run")
     rows = load_units(stored, results_dir=results_dir)
     rows.attrs.update(units_stored=len(stored), units_planned=len(planned))

@@ -217,6 +217,7 @@ def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_c
     calls = []
 
     def fake(profile, games, *, experiments, **kw):
+        assert kw["packed_only"], "the book reads the committed (packed) study only"
         calls.append((profile, tuple(experiments)))
         return pd.DataFrame(columns=["experiment", "agent", "game", "method", "substrate", "state", "level", "layer",
                                      "step", "measure", "value"])  # what an empty store gives

@@ -156,7 +156,9 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     the page's game (:func:`_table_digest`). Units that a chapter computes itself are not
     part of it, so a rebuild does not see the chapter's own results as a changed input.
     Without the sweep step (``sweep=False``) the chapters compute what they miss themselves
-    and stored results are not an input of the key.
+    and stored results are not an input of the key. The packs are (``packs``): chapters 3 to 5
+    read the packed paper-scale study whatever the build's profile, and only a compaction
+    (never a chapter) writes them.
     """
     from saliency_lib.agents.official import official_dir
 
@@ -167,7 +169,9 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     data += sorted(repo_path("data/benchmarks").glob("*.json"))  # read by the runtime chapter
     off = official_dir()
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
+    packs = sorted((repo_path(results_dir) / "sweep" / "packs").glob("*/*.parquet"))
     return {"library": _sha_files(lib, REPO_ROOT), "data": _sha_files(data, REPO_ROOT), "sweep": sweep,
+            "packs": _sha_files(packs, REPO_ROOT),
             "official": [str(off)] + [f"{p.relative_to(off)}:{p.stat().st_size}" for p in official]}
 
 
