@@ -357,3 +357,20 @@ def test_chapter_fingerprint_follows_the_sweep_table():
     fp = _inputs_fingerprint(REPO_ROOT / "data" / "results", sweep=same)
     changed = {**fp, "sweep": _table_digest([t.assign(value=[0.5, 0.26])])}
     assert bk._key("src", {"game": "Breakout"}, fp) != bk._key("src", {"game": "Breakout"}, changed)
+
+
+def test_chapter_fingerprint_follows_the_packs_and_the_books_helpers(tmp_path):
+    """Committing a compacted game (a new pack) or changing a chapter's helper module re-executes the chapters;
+    loose units of a run in progress do not."""
+    from saliency_book.build.builder import _inputs_fingerprint
+
+    res = tmp_path / "results"
+    (res / "sweep" / "packs" / "sanity").mkdir(parents=True)
+    (res / "sweep" / "sanity").mkdir(parents=True)
+    before = _inputs_fingerprint(res)
+    (res / "sweep" / "sanity" / "loose.parquet").write_bytes(b"loose")
+    assert _inputs_fingerprint(res) == before
+    (res / "sweep" / "packs" / "sanity" / "dqn-Breakout-s0-x.parquet").write_bytes(b"pack")
+    after = _inputs_fingerprint(res)
+    assert after["packs"] != before["packs"] and bk._key("s", {}, after) != bk._key("s", {}, before)
+    assert set(after) >= {"library", "book", "data", "sweep", "packs", "official"}

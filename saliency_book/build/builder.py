@@ -163,6 +163,7 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     from saliency_lib.agents.official import official_dir
 
     lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py"))
+    book = sorted((REPO_ROOT / "saliency_book").rglob("*.py"))  # the chapters' helpers shape their output too
     agents = repo_path(AGENTS_DIR)
     data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
                                                  repo_path(results_dir) / "_local" / "study_agents.json"]
@@ -170,7 +171,8 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     off = official_dir()
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
     packs = sorted((repo_path(results_dir) / "sweep" / "packs").glob("*/*.parquet"))
-    return {"library": _sha_files(lib, REPO_ROOT), "data": _sha_files(data, REPO_ROOT), "sweep": sweep,
+    return {"library": _sha_files(lib, REPO_ROOT), "book": _sha_files(book, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
+            "sweep": sweep,
             "packs": _sha_files(packs, REPO_ROOT),
             "official": [str(off)] + [f"{p.relative_to(off)}:{p.stat().st_size}" for p in official]}
 
