@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the paper-scale study (profile full) in the background under nice, game by game, packing
-# each game's units as it finishes so that a finished game can be committed while the rest runs.
+# each game's units as it finishes so that a finished game can be committed while the rest runs;
+# after each game the generated findings of book/intro.md and README.md are rewritten from the packs.
 #   bash scripts/run_full_study.sh          # one queue: the four games in turn, then the seeds
 #   bash scripts/run_full_study.sh 2        # two queues (only when no training holds a core)
 #   bash scripts/run_full_study.sh --dry-run
@@ -24,7 +25,9 @@ study() {  # study <args...>: one sweep, one torch thread, packed when done
   if [ "$DRY" = 1 ]; then echo "would run: saliency-study run --profile full $*"; return 0; fi
   echo "[$*] start ($(date -u +%FT%TZ))"
   OMP_NUM_THREADS=1 nice -n 10 "$PY" -m saliency_lib run --profile full "$@" --compact --no-progress || return 1
-  echo "[$*] done ($(date -u +%FT%TZ)): commit data/results/sweep/packs/"
+  # the introduction's and the README's findings, from the packs just written
+  OMP_NUM_THREADS=1 nice -n 10 "$PY" scripts/update_findings.py || echo "[$*] update_findings.py failed" >&2
+  echo "[$*] done ($(date -u +%FT%TZ)): commit data/results/sweep/packs/, book/intro.md and README.md"
 }
 
 # Breakout first: it carries the DQN agent, the official Mask-A3C agent and our two actor-critic agents.
