@@ -52,6 +52,7 @@ import torch
 
 from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, load_agent
 from saliency_lib.experiments.catalog import ABLATION_METHODS, STUDY_METHODS
+from saliency_lib.experiments.units import SANITY_SIMILARITIES
 from saliency_lib.explainers import get_explainer
 from saliency_lib.explainers._cascade import staged_forward
 from saliency_lib.metrics import Deletion, Insertion, RandomisationTest
@@ -64,7 +65,7 @@ PERTURBATION = (*LOCAL, "rise", "lime_slic", "lime_quickshift", "lime_felzenszwa
 # the study's methods on a DQN agent (the masks need a Mask-A3C network); its §6.2 ablation runs in degradation only
 STUDY_DQN = tuple(m for m in STUDY_METHODS if not m.startswith("mask_"))
 STUDY_DQN_DEGRADATION = (*STUDY_DQN, *ABLATION_METHODS)
-SIMILARITIES = ("spearman", "ssim", "ssim_2d", "hog_pearson")
+SIMILARITIES = SANITY_SIMILARITIES  # the sweep's measures, so the projection is the study's
 SUBSTRATES = ("black", "random", "blur")
 CHUNKS = (128, 256, 512)
 TARGETS = {"occlusion": 2.5, "sarfa": 2.5, "ns_original": 1.8, "ns_chosen": 1.8, "ns_black": 1.8}

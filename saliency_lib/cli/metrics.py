@@ -40,6 +40,8 @@ import sys
 from pathlib import Path
 
 from ..experiments.executors import EXECUTORS
+from ..experiments.units import SANITY_SIMILARITIES
+from ..metrics.similarity import SIMILARITIES
 
 __all__ = ["add_metrics_parsers", "run_sanity", "run_insertion"]
 
@@ -71,7 +73,8 @@ def add_metrics_parsers(subparsers) -> None:
     s.add_argument("--levels", type=int, default=None, help="randomise only the first N layer groups (1 = output layer(s)); default all")
     s.add_argument("--init", choices=("glorot", "default"), default="glorot", help="re-initialisation (default Glorot-uniform, zero bias)")
     s.add_argument("--order", choices=("cascading", "independent"), default="cascading")
-    s.add_argument("--similarities", nargs="+", default=["spearman", "ssim", "ssim_2d", "hog_pearson"])
+    s.add_argument("--similarities", nargs="+", choices=list(SIMILARITIES), default=list(SANITY_SIMILARITIES),
+                   help="similarity measures (default: the study's, so the units are the sweep's)")
     s.set_defaults(func=run_sanity)
 
     i = subparsers.add_parser("insertion", help="insertion / deletion metric (Huber et al. §6)")
