@@ -159,3 +159,17 @@ def test_sticky_actions_reach_the_emulator_through_the_wrappers(preset):
     assert not np.array_equal(sticky, run(0.25, seed=6))  # another seed, other sticky frames
     with pytest.raises(ValueError, match="repeat_action_probability"):
         make_env("Breakout", preset, repeat_action_probability=1.0)
+
+
+def test_rgb_mean_gray_is_numpys_float32_mean_bit_for_bit():
+    from saliency_lib.envs import rgb_mean_gray
+
+    rng = np.random.default_rng(1)
+    for shape in [(210, 160, 3), (16, 210, 160, 3), (3, 5, 3)]:
+        rgb = rng.integers(0, 256, shape, dtype=np.uint8)
+        rgb.reshape(-1, 3)[:4] = [[255, 255, 255], [0, 0, 0], [255, 254, 253], [1, 0, 0]]  # the extremes and 1/3
+        crop = rgb[..., 1:, :, :] if rgb.ndim > 3 else rgb[1:]  # a strided view, as the trainer passes
+        assert np.array_equal(rgb_mean_gray(crop), crop.mean(axis=-1, dtype=np.float32))
+        assert np.array_equal(rgb_mean_gray(crop) / 255.0, crop.mean(axis=-1, dtype=np.float32) / 255.0)
+    with pytest.raises(ValueError, match="RGB"):
+        rgb_mean_gray(np.zeros((4, 4), dtype=np.uint8))
