@@ -197,7 +197,7 @@ def insertion_finding(rows: pd.DataFrame, games: Sequence[str] = GAME_ORDER) -> 
     """Per game, Spearman ρ between the paper's order of the methods' mean insertion AUCs and ours, in the
     paper's settings (black and random substrate × Q-ratio and advantage), over the states every common
     method has; below :data:`~saliency_book.evidence.MIN_STATES` states, "too few states"."""
-    from saliency_book.ch4_degradation import auc_summary, rank_agreement, side_by_side
+    from saliency_book.ch4_degradation import PAPER_AUC, PAPER_METHODS, auc_summary, rank_agreement, side_by_side
 
     parts, missing = [], []
     for game in games:
@@ -208,6 +208,12 @@ def insertion_finding(rows: pd.DataFrame, games: Sequence[str] = GAME_ORDER) -> 
         side = side_by_side(auc_summary(g, n_resamples=1), game)  # ranks of the means: no CI needed
         if side.empty:
             missing.append(game)
+            continue
+        expected = int(PAPER_AUC[PAPER_AUC["game"] == game]["method"].isin(PAPER_METHODS).groupby(
+            [PAPER_AUC["substrate"], PAPER_AUC["measure"]]).sum().max())
+        have = int(side.groupby(["substrate", "paper_measure"])["method"].nunique().min())
+        if have < expected:  # an order of a few methods is not the paper's order
+            parts.append(f"{_label(game)}: {have} of the {expected} methods stored so far")
             continue
         n = int(side["n"].min())
         if not enough_states(n):

@@ -109,3 +109,14 @@ def test_insertion_finding_compares_our_order_with_the_papers_per_game():
     assert "positive in 0 of 4 settings (ρ from -1.00 to -1.00)" in fd.insertion_finding(reversed_)
     few = fd.insertion_finding(rows[rows["state"] < 20])
     assert "Breakout: too few states (n=20) for a verdict" in few
+
+
+def test_insertion_finding_waits_for_every_method_of_the_paper():
+    from saliency_book import paper
+
+    p = paper.paper_insertion()
+    p = p[(p["game"] == "Breakout") & (p["method"].isin(["occlusion", "rise"]))]
+    rows = pd.DataFrame([{"experiment": "insertion", "agent": "dqn", "game": "Breakout", "method": r.method,
+                          "substrate": r.substrate, "state": s, "step": pd.NA, "measure": f"{r.measure}_auc",
+                          "value": r.mean, "higher_is_better": True} for r in p.itertuples() for s in range(60)])
+    assert "Breakout: 2 of the 8 methods stored so far" in fd.insertion_finding(rows)
