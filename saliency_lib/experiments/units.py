@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import MutableMapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from .unitstore import states_dir
 __all__ = [
     "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "STATE_SELECTIONS", "Unit",
     "SweepSpec", "applicable", "state_config", "study_states", "spec_states", "one_thread", "plan_units", "compute_unit",
-    "maybe_fault",
+    "maps_key", "maybe_fault",
 ]
 
 STATE_SELECTIONS = ("first", "spread")
@@ -277,8 +278,21 @@ def _hidden(states, ids):
     return tuple(h[idx] for h in states.hidden)
 
 
-def compute_unit(unit: Unit, agent, states, *, _fault: str | None = None) -> pd.DataFrame:
-    """The rows of ``unit`` for the loaded ``agent`` and its full ``states`` set."""
+def maps_key(unit: Unit) -> tuple:
+    """What a unit's original-model maps depend on: the sanity and the degradation unit of the
+    same agent, method, parameters, states and batch size explain the same maps."""
+    return (unit.agent, unit.method, unit.params, unit.states, unit.state_config, unit.batch_size)
+
+
+def compute_unit(unit: Unit, agent, states, *, maps_cache: MutableMapping | None = None,
+                 _fault: str | None = None) -> pd.DataFrame:
+    """The rows of ``unit`` for the loaded ``agent`` and its full ``states`` set.
+
+    ``maps_cache`` (optional) carries the original model's maps from a sanity unit to the
+    degradation unit of the same :func:`maps_key`: a sanity unit puts them there, a
+    degradation unit takes them out instead of explaining the states again. The maps are the
+    same bit for bit (``tests/test_maps_reuse.py``), so the rows do not depend on the cache.
+    """
     from ..explainers import get_explainer
     from ..metrics import Deletion, Insertion, RandomisationTest
     from ..metrics.insertion_deletion import random_saliency
@@ -295,15 +309,18 @@ def compute_unit(unit: Unit, agent, states, *, _fault: str | None = None) -> pd.
             test = RandomisationTest(order=options["order"], init=options["init"], similarities=tuple(options["similarities"]),
                                     levels=options["levels"], seed=unit.seed)
             maybe_fault(unit, _fault)
+            keep = None if maps_cache is None else (lambda m: maps_cache.__setitem__(maps_key(unit), m))
             rows = test.evaluate(agent, x, explainer=explainer, hidden=hid, target=tgt, state_ids=ids,
-                                 method=unit.method, agent_name=unit.agent)
+                                 method=unit.method, agent_name=unit.agent, on_maps=keep)
         else:
             if unit.method == RANDOM_BASELINE:
                 maps = random_saliency(len(ids), tuple(x.shape[2:]), seed=unit.seed, state_ids=ids)
             else:
                 params.setdefault("batch_size", unit.batch_size)
                 explainer = get_explainer(unit.method, agent, **params)
-                maps = explainer.attribute(x, target=tgt, hidden=hid).maps
+                maps = None if maps_cache is None else maps_cache.pop(maps_key(unit), None)
+                if maps is None:
+                    maps = explainer.attribute(x, target=tgt, hidden=hid).maps
             maybe_fault(unit, _fault)  # test hook: a worker dies between the maps and the metric
             parts = []
             for mode, substrate in unit.degradation:

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -379,6 +379,7 @@ class RandomisationTest:
         state_ids=None,
         method: str = "unknown",
         agent_name: str | None = None,
+        on_maps: Callable[[np.ndarray], None] | None = None,
     ) -> pd.DataFrame:
         """Run the test and return a tidy table.
 
@@ -401,6 +402,10 @@ class RandomisationTest:
             the random reference maps.
         method, agent_name : str
             Labels of the ``method`` and ``agent`` columns.
+        on_maps : callable, optional
+            Called with the original model's maps ``(N, H, W)`` (float64) once they are
+            computed, e.g. to hand them to the insertion/deletion of the same states
+            (the sweep's local executor does).
 
         Returns
         -------
@@ -419,6 +424,8 @@ class RandomisationTest:
         x = as_states(agent, states)
         tgt = self._targets(agent, x, hidden, target)
         original, randomised = self.maps(agent, x, explainer=explainer, hidden=hidden, target=tgt)
+        if on_maps is not None:
+            on_maps(original)
         df = self.compare(original, randomised, state_ids=state_ids, target=tgt)
         return to_table(df, experiment="sanity", agent=agent_name or agent.meta.get("source", type(agent.net).__name__),
                         game=agent.game, method=method, seed=self.seed, precision=getattr(explainer, "precision", pd.NA))
