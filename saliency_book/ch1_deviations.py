@@ -389,6 +389,12 @@ METHODS: tuple[MethodDeviation, ...] = (
         "The 1-D SSIM ignores vertical structure; the 2-D one shows what an image SSIM says.",
         (("saliency_lib.metrics.similarity", "ssim_2d"),)),
     MethodDeviation(
+        "Similarity: Spearman outside the shared tie", "added", "Spearman over all pixels (§5)",
+        "the same, and over the pixels outside the block where both maps sit at their largest tie (`spearman_untied`)",
+        "A black plateau shared by the trained and the random map can carry the rank correlation alone; chapter 3 "
+        "tests on every state whether it does.",
+        (("saliency_lib.metrics.similarity", "spearman_untied"),)),
+    MethodDeviation(
         "Insertion AUC", "added", "the mean of the 85 step values (§6)",
         "the same (`<measure>_auc`), and the trapezoid rule over the fraction of changed pixels (`_auc_trapz`)",
         "The trapezoid gives the endpoints half weight; the chapters rank on the paper's mean.",
