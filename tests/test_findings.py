@@ -120,3 +120,18 @@ def test_insertion_finding_waits_for_every_method_of_the_paper():
                           "substrate": r.substrate, "state": s, "step": pd.NA, "measure": f"{r.measure}_auc",
                           "value": r.mean, "higher_is_better": True} for r in p.itertuples() for s in range(60)])
     assert "Breakout: 2 of the 8 methods stored so far" in fd.insertion_finding(rows)
+
+
+def test_mask_score_finding_quotes_chapter_5s_verdict_under_both_protocols(tmp_path):
+    from saliency_lib.train.scores import compare_variants, read_scores
+
+    rows = [{"agent": f"a3c-Breakout-{v}-s{s}", "algo": "a3c-sync", "game": "Breakout", "variant": v, "seed": s,
+             "frames": 10_000_000, "protocol": p, "episodes": 10, "distinct_games": 10, "mean": m + s, "std": 1.0}
+            for v, m in (("none", 100.0), ("double", 300.0)) for s in range(3) for p in ("greedy", "sticky")]
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    text = fd.mask_score_finding(path)
+    for protocol in ("greedy", "sticky"):
+        sentence = compare_variants(read_scores(path), protocol=protocol).sentence
+        assert sentence in text and f"({protocol} evaluation)" in sentence
+    assert "higher" in text
