@@ -394,8 +394,9 @@ def study_tied_block_sentence(tests: pd.DataFrame | Note, *, threshold: float = 
         else:
             text += f", effective sample size {lo:.0f})" if round(lo) == round(hi) else f", effective sample size {lo:.0f} to {hi:.0f})"
         if len(carried):
+            its = "its" if len(carried) == 1 else "their"
             text += (f", the shared block carries the failure of {method_names(carried['method'])}: over all pixels "
-                     f"their similarity after full randomisation reaches τ = {threshold:.2f}, outside the block it "
+                     f"{its} similarity after full randomisation reaches τ = {threshold:.2f}, outside the block it "
                      "stays below, and the paired difference is positive")
         else:
             text += ", the shared block carries no method's failure"
