@@ -210,8 +210,8 @@ def insertion_finding(rows: pd.DataFrame, games: Sequence[str] = GAME_ORDER) -> 
         if side.empty:
             missing.append(game)
             continue
-        expected = int(PAPER_AUC[PAPER_AUC["game"] == game]["method"].isin(PAPER_METHODS).groupby(
-            [PAPER_AUC["substrate"], PAPER_AUC["measure"]]).sum().max())
+        paper = PAPER_AUC[(PAPER_AUC["game"] == game) & PAPER_AUC["method"].isin(PAPER_METHODS)]
+        expected = int(paper.groupby(["substrate", "measure"])["method"].nunique().max())
         have = int(side.groupby(["substrate", "paper_measure"])["method"].nunique().min())
         if have < expected:  # an order of a few methods is not the paper's order
             parts.append(f"{_label(game)}: {have} of the {expected} methods stored so far")
