@@ -179,6 +179,32 @@ def test_unchanged_inputs_reproduce_the_clean_outputs(states):
     torch.testing.assert_close(got, ref[:, None].expand_as(got), rtol=1e-6, atol=1e-7)
 
 
+
+def test_workspace_is_left_zero_even_after_an_error(states, monkeypatch):
+    """The engine's reused first-window buffer goes back to zeros after every chunk, also when a
+    layer raises; the next call then gives the naive maps again."""
+    agent = dqn_agent(seed=6)
+    exp = NoiseSensitivity(agent, variant="original", radius=3, stride=9)
+    ref = NoiseSensitivity(agent, variant="original", radius=3, stride=9, naive=True).attribute(states)
+    assert_same_maps(exp.attribute(states), ref)
+    (engine,) = exp._engines.values()
+    assert engine._buffers and all(float(b.abs().max()) == 0.0 for b in engine._buffers.values())
+    real = inc._conv_delta
+    calls = {"n": 0}
+
+    def failing(*args):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the second layer of the first chunk: its first window is written
+            raise RuntimeError("boom")
+        return real(*args)
+
+    monkeypatch.setattr(inc, "_conv_delta", failing)
+    with pytest.raises(RuntimeError, match="boom"):
+        exp.attribute(states)
+    monkeypatch.setattr(inc, "_conv_delta", real)
+    assert all(float(b.abs().max()) == 0.0 for b in engine._buffers.values())
+    assert_same_maps(exp.attribute(states), ref)
+
 # -- fallback --------------------------------------------------------------------------------------
 class Subclassed(DQNNet):
     def forward(self, x):  # a custom forward: the engine cannot know what it does

@@ -108,7 +108,7 @@ class PointPerturbation(PerturbationExplainer):
             at = (index.index_select(0, pert) + (state * diff.shape[2])[:, None]).view(-1)
             d = gather_rows(diff_cl["all"], at).view(len(pert), -1, c)
             # (I + M·d) − I as the full pass sees it: where M·d is below float resolution, no change
-            return torch.addcmul(clean, d, weight.index_select(0, pert).to(d.dtype)[:, :, None]).sub_(clean)
+            return torch.addcmul(clean, d, weight.index_select(0, pert).to(d.dtype)[:, :, None], out=d).sub_(clean)
 
         return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta)
 
