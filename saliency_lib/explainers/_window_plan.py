@@ -1,0 +1,220 @@
+"""Window geometry of local perturbations through a stack of conv layers, and its plan.
+
+:class:`~saliency_lib.explainers._incremental.IncrementalDQN` recomputes, for each
+perturbed input, only the windows of each conv layer that the perturbation changes.
+This module works out those windows and groups the perturbations so that a chunk of
+rows is a dense batch: every layer's window has one size within a group. Each image
+axis is split into classes of similar windows by a small dynamic programme that trades
+multiply-adds against the per-chunk overhead (a group is a pair of classes), inner
+windows are shifted inwards at the borders, and the last conv window is the same for
+the whole group. The index tables of a plan are built once and cached by content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["Layer", "Group", "plan_windows"]
+
+#: Cost of one chunk (Python, kernel launches, small-batch inefficiency) in multiply-adds (about 1 ms here).
+_CHUNK_OVERHEAD_MACS = 5e7
+#: Most window classes per image axis considered by the planner.
+_MAX_CLASSES = 6
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Window geometry of one conv layer for the perturbations of one group (``n`` rows)."""
+
+    in_hw: tuple[int, int]  # input window (rows, cols)
+    out_hw: tuple[int, int]  # output window
+    gather: torch.Tensor  # (n, in_h·in_w): slot of each input-window position in the previous window (last slot = zero)
+    clean: torch.Tensor  # (n, out_h·out_w): flat position of each output-window entry in the full map
+
+
+@dataclass(frozen=True)
+class Group:
+    """Perturbations whose windows have the same sizes at every layer and the same last window."""
+
+    members: torch.Tensor  # (n,) perturbation indices
+    slot0: torch.Tensor  # (n, K): slot of each perturbed pixel in the first input window
+    layers: tuple[Layer, ...]
+    last: tuple[int, int, int, int]  # origin row, origin col, rows, cols of the last conv window
+
+
+def _intervals(lo: np.ndarray, hi: np.ndarray, specs, axis: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Exact changed intervals ``[lo, hi]`` of every conv layer's output along one axis."""
+    out = []
+    for k, s, pad, hw in specs:
+        size = hw[axis]
+        o_hi = np.minimum((hi + pad) // s, size - 1)
+        o_lo = np.minimum(np.maximum(-((k - 1 - lo - pad) // s), 0), o_hi)  # ceil((lo + pad − k + 1) / s); an empty change keeps one entry
+        out.append((o_lo, o_hi))
+        lo, hi = o_lo, o_hi
+    return out
+
+
+def _axis_classes(chain, weights) -> list[np.ndarray]:
+    """Partitions of the perturbations into 1 … ``_MAX_CLASSES`` classes along one axis.
+
+    ``chain``: per layer, the exact changed interval ``(lo, hi)`` of every
+    perturbation along this axis (numpy arrays). Distinct interval chains are
+    sorted by their last interval and cut into contiguous runs that minimise
+    ``Σ rows × Σ_layers weight × window length`` (dynamic programming), where a
+    run's window is the longest interval of an inner layer and the hull of the
+    last layer's intervals. Returns the class of every perturbation for each
+    number of classes.
+    """
+    last = len(chain) - 1
+    sig = np.stack([t for lo_hi in chain for t in lo_hi], 1)  # (P, 2L)
+    uniq, inverse, counts = np.unique(sig, axis=0, return_inverse=True, return_counts=True)
+    order = np.lexsort((uniq[:, 2 * last + 1], uniq[:, 2 * last]))
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(len(uniq))
+    u, n = uniq[order], counts[order]
+    d = len(u)
+    lens = u[:, 1::2] - u[:, 0::2] + 1  # (D, L)
+    cost = np.full((d + 1, d + 1), np.inf)
+    for a in range(d):
+        for b in range(a + 1, d + 1):
+            win = lens[a:b].max(0).astype(float)
+            win[last] = u[a:b, 2 * last + 1].max() - u[a:b, 2 * last].min() + 1
+            cost[a, b] = n[a:b].sum() * float(np.dot(weights, win))
+    m_max = min(_MAX_CLASSES, d)
+    best = np.full((m_max + 1, d + 1), np.inf)
+    cut = np.zeros((m_max + 1, d + 1), dtype=np.int64)
+    best[0, 0] = 0.0
+    for m in range(1, m_max + 1):
+        for b in range(m, d + 1):
+            tot = best[m - 1, :b] + cost[:b, b]
+            cut[m, b] = int(np.argmin(tot))
+            best[m, b] = tot[cut[m, b]]
+    partitions = []
+    for m in range(1, m_max + 1):
+        cls = np.empty(d, dtype=np.int64)
+        b = d
+        for c in range(m, 0, -1):
+            a = cut[c, b]
+            cls[a:b] = c - 1
+            b = a
+        partitions.append(cls[rank][inverse.reshape(-1)])
+    return partitions
+
+
+def _class_windows(chain, cls: np.ndarray, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per class and layer, the window length along one axis ``(L, classes)``, and the
+    window origin of every perturbation ``(L, P)`` (the last layer's is its class's)."""
+    m = int(cls.max()) + 1
+    last = len(chain) - 1
+    lens = np.zeros((len(chain), m), dtype=np.int64)
+    origin = np.zeros((len(chain), len(cls)), dtype=np.int64)
+    for li, (lo, hi) in enumerate(chain):
+        if li == last:
+            c_lo = np.full(m, np.iinfo(np.int64).max)
+            c_hi = np.full(m, -1)
+            np.minimum.at(c_lo, cls, lo)
+            np.maximum.at(c_hi, cls, hi)
+            lens[li] = c_hi - c_lo + 1
+            origin[li] = c_lo[cls]
+        else:
+            np.maximum.at(lens[li], cls, hi - lo + 1)
+            origin[li] = np.clip(np.minimum(lo, sizes[li] - lens[li][cls]), 0, None)
+    return lens, origin
+
+
+_PLANS: OrderedDict = OrderedDict()
+
+
+def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
+    """Groups and index tables for perturbations ``index`` ``(P, K)`` through conv layers ``specs``.
+
+    ``specs``: ``(kernel, stride, pad_before, out_hw)`` per conv layer; the input
+    coordinates of a layer are the previous layer's output coordinates shifted by
+    ``pad_before``. ``macs``: multiply-adds per output position of each layer (the
+    last one includes the fc columns of a position). ``rows_per_group``: how many
+    rows each perturbation stands for in a call (the states evaluated together),
+    for the per-chunk overhead term of the planner.
+
+    Each axis is split into classes of similar windows (:func:`_axis_classes`); a
+    group is a pair of classes. Window sizes are per class and axis, so the cost
+    of a pair of partitions is separable and evaluated exactly; the pair with the
+    least multiply-adds plus chunk overhead wins. Plans are cached by content.
+    """
+    cpu_index = index.detach().cpu().numpy().astype(np.int64)
+    key = (hashlib.blake2b(cpu_index.tobytes(), digest_size=16).hexdigest(), cpu_index.shape, tuple(image_hw),
+           tuple(map(tuple, ((k, s, p, tuple(hw)) for k, s, p, hw in specs))), tuple(macs), rows_per_group, batch_size, str(index.device))
+    if key in _PLANS:
+        _PLANS.move_to_end(key)
+        return _PLANS[key]
+    w0 = image_hw[1]
+    ys, xs = cpu_index // w0, cpu_index % w0
+    chains = [_intervals(ys.min(1), ys.max(1), specs, 0), _intervals(xs.min(1), xs.max(1), specs, 1)]
+    macs_a = np.asarray(macs, dtype=float)
+    mean_len = [np.array([(hi - lo + 1).mean() for lo, hi in ch]) for ch in chains]
+    parts = [_axis_classes(chains[a], macs_a * mean_len[1 - a]) for a in (0, 1)]
+    wins = [[_class_windows(chains[a], cls, [hw[a] for *_, hw in specs]) for cls in parts[a]] for a in (0, 1)]
+    best = None
+    for iy, cy in enumerate(parts[0]):
+        ly = wins[0][iy][0]
+        for ix, cx in enumerate(parts[1]):
+            lx = wins[1][ix][0]
+            my, mx = ly.shape[1], lx.shape[1]
+            count = np.bincount(cy * mx + cx, minlength=my * mx).reshape(my, mx) * rows_per_group
+            area = np.einsum("ly,lx->yx", ly * macs_a[:, None], lx)  # multiply-adds per row of each group
+            chunks = -(-count // batch_size)
+            total = float((count * area).sum() + chunks.sum() * _CHUNK_OVERHEAD_MACS)
+            if best is None or total < best[0]:
+                best = (total, iy, ix)
+    _, iy, ix = best
+    (ly, oy), (lx, ox) = wins[0][iy], wins[1][ix]
+    cy, cx = parts[0][iy], parts[1][ix]
+    groups = []
+    for g in np.unique(cy * lx.shape[1] + cx):
+        members = np.nonzero(cy * lx.shape[1] + cx == g)[0]
+        a, b = divmod(int(g), lx.shape[1])
+        groups.append(_group_tables(members, ys[members], xs[members], (ly[:, a], lx[:, b]), (oy[:, members], ox[:, members]), specs, index.device))
+    plan = tuple(groups)
+    _PLANS[key] = plan
+    while len(_PLANS) > 16:
+        _PLANS.popitem(last=False)
+    return plan
+
+
+def _group_tables(members, ys, xs, lens, origins, specs, dev) -> Group:
+    """Index tables of one group: window lengths ``lens`` (per axis, per layer) and
+    per-member window origins ``origins`` (per axis, ``(L, n)``)."""
+    n = len(members)
+    layers = []
+    prev_origin, prev_hw = None, None
+    slot0 = None
+    for li, (k, s, pad, hw) in enumerate(specs):
+        oh, ow = int(lens[0][li]), int(lens[1][li])
+        origin = (origins[0][li], origins[1][li])
+        ih, iw = (oh - 1) * s + k, (ow - 1) * s + k
+        iy, ix = origin[0] * s - pad, origin[1] * s - pad  # input-window origin in the previous map's coordinates
+        if li == 0:
+            ry, rx = ys - iy[:, None], xs - ix[:, None]
+            ok = (ry >= 0) & (ry < ih) & (rx >= 0) & (rx < iw)
+            if not ok.all():  # cannot happen while kernel >= stride: every pixel is in the field of a changed output
+                raise AssertionError("a perturbed pixel fell outside its first window")
+            slot0 = ry * iw + rx
+            gather = np.zeros((n, 0), dtype=np.int64)
+        else:
+            ph, pw = prev_hw
+            ry = iy[:, None] + np.arange(ih) - prev_origin[0][:, None]  # (n, ih)
+            rx = ix[:, None] + np.arange(iw) - prev_origin[1][:, None]
+            ok = ((ry >= 0) & (ry < ph))[:, :, None] & ((rx >= 0) & (rx < pw))[:, None, :]
+            gather = np.where(ok, ry[:, :, None] * pw + rx[:, None, :], ph * pw).reshape(n, -1)
+        cy = origin[0][:, None] + np.arange(oh)
+        cx = origin[1][:, None] + np.arange(ow)
+        clean = (cy[:, :, None] * hw[1] + cx[:, None, :]).reshape(n, -1)
+        layers.append(Layer((ih, iw), (oh, ow), torch.from_numpy(gather).to(dev), torch.from_numpy(clean).to(dev)))
+        prev_origin, prev_hw = origin, (oh, ow)
+    last = (int(prev_origin[0][0]), int(prev_origin[1][0]), *prev_hw)
+    return Group(torch.from_numpy(members).to(dev), torch.from_numpy(slot0).to(dev), tuple(layers), last)
