@@ -41,7 +41,8 @@ Examples
 ((2, 84, 84), 50)
 """
 
-from ._base import OUTPUTS, Attribution, Explainer, PerturbationExplainer, explainable_outputs
+from ._base import OUTPUTS, Attribution, Explainer, explainable_outputs
+from ._perturbation import PerturbationExplainer
 from ._precision import BF16_DEFAULTS, PRECISIONS, default_precision
 from ._registry import EXPLAINERS, METHOD_LABELS, get_explainer, method_label
 from .gradient import GradCAM, Gradient, IntegratedGradients

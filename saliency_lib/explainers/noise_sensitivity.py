@@ -8,9 +8,10 @@ import torch
 
 from ..agents.base import Agent
 from ..validation import check_bool, check_choice, check_float, check_int
-from ._base import ExplainResult, PerturbationExplainer
+from ._base import ExplainResult
 from ._incremental import gather_rows
 from ._masks import bilinear_resize, blurred_point_window, disk_indices, gaussian_blur, grid_positions
+from ._perturbation import PerturbationExplainer
 
 __all__ = ["NoiseSensitivity", "NS_VARIANTS", "PERTURBATIONS", "PointPerturbation", "upsample_rescale"]
 

@@ -9,8 +9,9 @@ import torch
 
 from ..agents.base import Agent
 from ..validation import check_float, check_int
-from ._base import ExplainResult, PerturbationExplainer
+from ._base import ExplainResult
 from ._masks import bilinear_resize, box_indices, grid_positions
+from ._perturbation import PerturbationExplainer
 
 __all__ = ["Occlusion"]
 

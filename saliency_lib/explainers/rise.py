@@ -6,8 +6,9 @@ import torch
 
 from ..agents.base import Agent
 from ..validation import check_float, check_int
-from ._base import ExplainResult, PerturbationExplainer
+from ._base import ExplainResult
 from ._masks import rise_masks
+from ._perturbation import PerturbationExplainer
 
 __all__ = ["RISE"]
 
