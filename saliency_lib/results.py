@@ -173,7 +173,7 @@ def validate_table(df: pd.DataFrame) -> pd.DataFrame:
     for c in REQUIRED:
         if out[c].isna().any():
             raise ValueError(f"column {c!r} is required but has {int(out[c].isna().sum())} missing values")
-    bad = sorted(set(out["experiment"].dropna()) - set(EXPERIMENTS))
+    bad = sorted(set(out["experiment"].dropna().unique()) - set(EXPERIMENTS))  # unique(): not a Python loop over rows
     if bad:
         raise ValueError(f"unknown experiment {bad}; valid experiments are: {', '.join(EXPERIMENTS)}")
     dup = out.duplicated(list(KEY), keep=False)
