@@ -48,7 +48,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -139,7 +139,7 @@ def _coerce(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=df.index).reset_index(drop=True)
 
 
-def validate_table(df: pd.DataFrame) -> pd.DataFrame:
+def validate_table(df: pd.DataFrame, *, key: Sequence[str] = KEY) -> pd.DataFrame:
     """Check a tidy table against :data:`SCHEMA` and return it with the schema's dtypes.
 
     Parameters
@@ -147,6 +147,9 @@ def validate_table(df: pd.DataFrame) -> pd.DataFrame:
     df : pandas.DataFrame
         Must have every column of :data:`SCHEMA` (optional ones may be all NA)
         and no other column.
+    key : sequence of str, optional
+        The columns that must be unique together (default :data:`KEY`). A store of
+        several result sets adds the column that tells them apart (``config_hash``).
 
     Returns
     -------
@@ -158,7 +161,7 @@ def validate_table(df: pd.DataFrame) -> pd.DataFrame:
     ValueError
         If a column is missing or unknown, a value cannot be converted, a
         required column holds NA, ``experiment`` is not one of
-        :data:`EXPERIMENTS`, or the key columns (:data:`KEY`) are not unique.
+        :data:`EXPERIMENTS`, or the ``key`` columns are not unique.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"a result table must be a pandas.DataFrame, got {type(df).__name__}")
@@ -176,10 +179,14 @@ def validate_table(df: pd.DataFrame) -> pd.DataFrame:
     bad = sorted(set(out["experiment"].dropna().unique()) - set(EXPERIMENTS))  # unique(): not a Python loop over rows
     if bad:
         raise ValueError(f"unknown experiment {bad}; valid experiments are: {', '.join(EXPERIMENTS)}")
-    dup = out.duplicated(list(KEY), keep=False)
+    key = list(key)
+    unknown = [c for c in key if c not in SCHEMA]
+    if unknown:
+        raise ValueError(f"key columns {unknown} are not in the schema; valid columns are: {', '.join(SCHEMA)}")
+    dup = out.duplicated(key, keep=False)
     if dup.any():
-        first = out.loc[dup, list(KEY)].iloc[0].to_dict()
-        raise ValueError(f"{int(dup.sum())} rows share their key columns {list(KEY)}, e.g. {first}; each row must be unique")
+        first = out.loc[dup, key].iloc[0].to_dict()
+        raise ValueError(f"{int(dup.sum())} rows share their key columns {key}, e.g. {first}; each row must be unique")
     return out
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from saliency_lib.results import (
+    KEY,
     SCHEMA,
     config_hash,
     empty_table,
@@ -54,6 +55,10 @@ def test_validation_errors():
         to_table([{"state": 0, "measure": "x", "value": 1.0, "colour": 1}], experiment="sanity", agent="a", game="g", method="m")
     with pytest.raises(ValueError, match="share their key columns"):
         validate_table(pd.concat([t, t.iloc[:1]]))
+    other = t.iloc[:1].assign(config_hash="another-unit")  # the same row of another unit: unique per unit
+    assert len(validate_table(pd.concat([t, other]), key=(*KEY, "config_hash"))) == len(t) + 1
+    with pytest.raises(ValueError, match="key columns \\['colour'\\] are not in the schema"):
+        validate_table(t, key=("state", "colour"))
     with pytest.raises(ValueError, match="unknown experiment \\['fidelity'\\]; valid experiments are: sanity"):
         to_table(_rows(), experiment="fidelity", agent="a", game="g", method="m")
     with pytest.raises(ValueError, match="column 'method' is required"):

@@ -32,7 +32,7 @@ from saliency_lib.experiments.store import (
     stored_versions,
     unit_path,
 )
-from saliency_lib.results import SCHEMA, canonical_json, write_table
+from saliency_lib.results import KEY, SCHEMA, canonical_json, write_table
 from saliency_lib.versions import environment_versions
 
 torch.set_num_threads(1)
@@ -207,6 +207,26 @@ def test_compaction_keeps_every_row_and_curve_and_resumes(sweeps, agent_dir, tmp
         load_units([units.Unit("sanity", "x", "Breakout", "gradient", (), (0,), "{}", "{}", 0)], results_dir=root)
 
 
+
+def test_a_pack_holds_units_whose_rows_share_every_key_column(sweeps, agent_dir, tmp_path):
+    """Two units of one method on the same states with other parameters (here the metric's levels; in the
+    committed study a bf16 and an fp32 RISE unit) go into one pack; each reads back as its own rows."""
+    (root0, rep) = sweeps[0][3]
+    root = tmp_path / "r"
+    shutil.copytree(root0, root)
+    other = executors.run_sweep(_spec(agent_dir, experiments=("sanity",), metric={"levels": 1}), results_dir=root,
+                                progress=False)
+    assert other.computed == other.total > 0
+    mine = [u for u in rep.units if u.experiment == "sanity"]
+    assert {pack_path(u, root) for u in mine} == {pack_path(u, root) for u in other.units}  # one pack
+    shared = load_units(mine, results_dir=root).merge(other.table, on=list(KEY))
+    assert len(shared) > 0 and (shared["config_hash_x"] != shared["config_hash_y"]).all()  # rows share KEY
+    before = load_units(mine, results_dir=root), load_units(other.units, results_dir=root)
+    compact([*mine, *other.units], results_dir=root)
+    assert not any(unit_path(u, root).exists() for u in [*mine, *other.units])
+    pd.testing.assert_frame_equal(load_units(mine, results_dir=root), before[0], check_exact=True)
+    pd.testing.assert_frame_equal(load_units(other.units, results_dir=root), before[1], check_exact=True)
+
 def test_units_of_the_first_format_read_like_new_ones(sweeps, tmp_path):
     (_, rep), raw = sweeps[0][3], sweeps[1]
     legacy = tmp_path / "legacy"
@@ -338,3 +358,18 @@ def test_the_full_study_fits_in_40_mb(tmp_path, capsys):
               f"agent {mask / 1e6:.2f} MB ({mask_state:.0f} B per state), total {total / 1e6:.1f} MB")
     assert dqn_state > 856 * 6  # ≥ 6 bytes per stored scalar (13 + 1 methods × 24 AUCs + 13 × 40 similarities)
     assert total <= 40e6
+
+
+# -- the committed study ----------------------------------------------------------------------------
+
+def test_every_committed_pack_reads():
+    """Each pack under data/results reads and validates as a whole (every unit's rows unique within the
+    unit), as the book's sweep step reads them; a pack that did not once stopped `make book`."""
+    from saliency_lib.experiments import unitstore
+    from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
+
+    packs = sorted((repo_path(RESULTS_DIR) / "sweep" / "packs").glob("*/*.parquet"))
+    assert packs, "no committed packs found"
+    for path in packs:
+        f = unitstore._read(path)
+        assert len(f.tidy) and f.tidy["config_hash"].notna().all(), path.name

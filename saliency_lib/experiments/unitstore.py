@@ -176,7 +176,9 @@ def _read(path: Path) -> _File:
         if c not in df.columns:
             df[c] = pd.array([pd.NA] * len(df), dtype="Int64" if c != "m2" else "Float64")
     is_summary, raw = df["state"].isna(), raw_curve_rows(df)
-    tidy = validate_table(df.loc[~is_summary & ~raw, list(SCHEMA)])
+    # a pack holds several units; two of them may share every key column (the same method and states with
+    # other parameters, e.g. another precision), so rows are unique per unit
+    tidy = validate_table(df.loc[~is_summary & ~raw, list(SCHEMA)], key=(*KEY, "config_hash"))
     s = df.loc[is_summary]
     summaries = pd.DataFrame({**{c: s[c] for c in SUMMARY_COLUMNS if c not in ("mean",)}, "mean": s["value"],
                               "tag": s["config_hash"]}).astype(_SUMMARY_DTYPES)
