@@ -324,10 +324,12 @@ res.discussion(verdicts)
 
 # %% [markdown]
 # Where a map stays similar once every layer is random, Huber et al.'s own numbers may
-# already show it; the next paragraph, generated from both, says where they do:
+# already show it; the next paragraph, generated from both, says where they do. It takes
+# our means from the stored paper-scale study where that study has this game, else from
+# the table above:
 
 # %%
-precedent_sentence(verdicts, res.agents["dqn"], cfg.game, threshold=cfg.threshold)
+precedent_sentence(verdicts, res.agents["dqn"], cfg.game, threshold=cfg.threshold, study=rows)
 
 # %% [markdown]
 # Three limits apply to every verdict here. First, outside the full profile the sweep

@@ -11,7 +11,8 @@ Mask-A3C agents have other layers and are not compared.
   them (99 % CI), the paper's mean beside ours with n, effective sample size and a verdict.
 * :func:`style_per_game`, :func:`style_pooled`, :func:`per_game_sentence`: their display.
 * :func:`precedent_sentence`: for every method whose map we find still similar after full
-  randomisation, whether Huber et al.'s own numbers show the same.
+  randomisation (in the stored paper-scale study where it has the game, :func:`study_means`),
+  whether Huber et al.'s own numbers show the same.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from saliency_book.paper import (
 from saliency_lib.explainers import method_label
 
 __all__ = ["LEVELS", "KEYS", "sanity_rows", "per_game", "pooled", "style_per_game", "style_pooled",
-           "per_game_sentence", "precedent_sentence"]
+           "per_game_sentence", "study_means", "precedent_sentence"]
 
 LEVELS = (1, 5)
 """The levels compared by default: only the output layer random, and every layer random."""
@@ -140,8 +141,19 @@ def per_game_sentence(table: pd.DataFrame):
     return Markdown("Per game, against Huber et al.'s similarities: " + "; ".join(parts) + ".")
 
 
+def study_means(rows: pd.DataFrame, agent: str, game: str, *, level: int = 5) -> pd.DataFrame | None:
+    """Per method, the mean Spearman similarity of ``agent``'s maps on ``game`` at ``level`` over the stored
+    study's states (:func:`sanity_rows`), as columns ``agent, method, spearman, n``; ``None`` when some
+    method has fewer than :data:`~saliency_book.evidence.MIN_STATES` states (or none is stored)."""
+    r = rows[(rows["agent"] == agent) & (rows["game"] == game) & (rows["measure"] == "spearman") & (rows["level"] == level)]
+    if r.empty:
+        return None
+    t = r.groupby("method")["value"].agg(spearman="mean", n="count").reset_index().assign(agent=agent)
+    return t[["agent", "method", "spearman", "n"]] if all(enough_states(n) for n in t["n"]) else None
+
+
 def precedent_sentence(verdicts: pd.DataFrame | Note, who: ExplainedAgent, game: str, *,
-                       threshold: float = 0.5, level: int = 5):
+                       threshold: float = 0.5, level: int = 5, study: pd.DataFrame | None = None):
     """For each method whose map stays similar after full randomisation, whether Huber et al.'s own data shows it.
 
     "Stays similar": our mean Spearman similarity at the deepest level is at or above
@@ -149,6 +161,10 @@ def precedent_sentence(verdicts: pd.DataFrame | Note, who: ExplainedAgent, game:
     gives the paper's mean at ``level`` (all five groups random) on ``game`` and says whether it
     is at or above τ too, so that an effect the paper's data already holds is not presented as
     new. Methods the paper did not run are named as such.
+
+    ``study``: the stored paper-scale study's rows (:func:`sanity_rows`). Where they hold every
+    method of ``who`` on ``game`` with enough states (:func:`study_means`), our means come from
+    them instead of from ``verdicts`` (the chapter's own, smaller profile).
 
     Returns
     -------
@@ -160,6 +176,9 @@ def precedent_sentence(verdicts: pd.DataFrame | Note, who: ExplainedAgent, game:
         return verdicts
     if not who or game not in GAME_LABELS:
         return Note(f"Huber et al. have no sanity-check numbers to compare for {game} or this agent.", title="No paper")
+    stored = study_means(study, who.spec, game, level=level) if study is not None and len(study) else None
+    if stored is not None:
+        verdicts = stored
     v = verdicts[(verdicts["agent"] == who.spec) & (verdicts["spearman"] >= threshold)]
     if v.empty:
         return Markdown(f"No method's map of the {who.label} keeps a mean Spearman similarity of {threshold:.2f} or more "
@@ -177,7 +196,8 @@ def precedent_sentence(verdicts: pd.DataFrame | Note, who: ExplainedAgent, game:
         else:
             unlike.append(f"{name}: theirs ρ = {p.loc[r.method, 'mean']:.2f}")
     n_paper = int(p["n"].max()) if len(p) else 0
-    text = [f"Methods whose map of the {who.label} keeps a mean Spearman similarity of at least {threshold:.2f} "
+    source = f" (the paper-scale study, {int(v['n'].min())} states)" if stored is not None else ""
+    text = [f"Methods whose map of the {who.label}{source} keeps a mean Spearman similarity of at least {threshold:.2f} "
             f"once every layer is random, against Huber et al.'s numbers for {label} (all five layer groups random, "
             f"≈ {n_paper} states of their agent):"]
     if same:

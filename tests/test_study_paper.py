@@ -122,6 +122,29 @@ def test_precedent_sentence_credits_the_paper_with_sarfa_on_breakout():
     assert "no such effect" in none
 
 
+
+def test_precedent_sentence_takes_the_stored_study_where_it_has_the_game():
+    """With enough stored states for every method, the means come from the paper-scale study, not the chapter's."""
+    who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
+    verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa"], "spearman": [0.59], "n": [20]})
+
+    def study(n, sarfa=0.62, agent="dqn-test", game="Breakout"):
+        base = {"agent": agent, "game": game, "measure": "spearman", "level": 5}
+        sim = [{**base, "method": "sarfa", "state": s, "value": sarfa} for s in range(n)]
+        sim += [{**base, "method": "ns_chosen", "state": s, "value": 0.1} for s in range(n)]
+        other = [{**base, "method": "sarfa", "state": s, "level": 1, "value": 0.99} for s in range(n)]  # another level
+        return pd.DataFrame(sim + other)
+
+    text = p3.precedent_sentence(verdicts, who, "Breakout", study=study(997)).data
+    assert "(the paper-scale study, 997 states)" in text
+    assert "**SARFA** (ours ρ = 0.62, n = 997): theirs ρ = 0.64" in text and "too few states" not in text
+    assert "NS chosen" not in text  # 0.1: below τ in the study
+    t = p3.study_means(study(997), "dqn-test", "Breakout")
+    assert t.set_index("method")["spearman"].to_dict() == pytest.approx({"ns_chosen": 0.1, "sarfa": 0.62})
+    for stored in (study(30), study(997, game="MsPacman"), study(997, agent="other"), study(0)):
+        text = p3.precedent_sentence(verdicts, who, "Breakout", study=stored).data  # the chapter's own numbers
+        assert "paper-scale" not in text and "(ours ρ = 0.59, n = 20)" in text
+
 # -- the degenerate state value ----------------------------------------------------------------------
 
 def _curves(agent: str, measure: str, clean: float, substrate: float, bulge: dict[str, float], n_states=6,
