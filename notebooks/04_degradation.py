@@ -416,6 +416,15 @@ style_agreement(agreement, "Rank agreement between Huber et al.'s and our insert
 comparison_summary(agreement, cfg.game)
 
 # %% [markdown]
+# The same comparison on the stored paper-scale study, over every state it holds of this
+# game (nothing is computed here; a game it has not reached says so):
+
+# %%
+from saliency_book.ch4_paper import study_agreement
+
+comparison_summary(study_agreement(cfg, cfg.game), cfg.game)
+
+# %% [markdown]
 # Where our random map comes first, the paper's own table may already have it first; the
 # next sentence, generated from both, says so:
 

@@ -586,8 +586,9 @@ def rank_agreement(side: pd.DataFrame | Note) -> pd.DataFrame | Note:
     Returns
     -------
     DataFrame or Note
-        Columns ``agent, substrate, paper_measure, our_measure, methods, spearman, spearman_p,
-        kendall, kendall_p, paper_best, our_best`` (best non-random common method) and
+        Columns ``agent, substrate, paper_measure, our_measure, methods, n`` (our fewest states of a
+        common method), ``spearman, spearman_p, kendall, kendall_p, paper_best, our_best`` (best
+        non-random common method) and
         ``paper_random_last`` / ``our_random_last`` (the random map has the lowest mean).
     """
     from scipy.stats import kendalltau, spearmanr
@@ -603,7 +604,7 @@ def rank_agreement(side: pd.DataFrame | Note) -> pd.DataFrame | Note:
             tau, p_tau = kendalltau(g["paper_mean"], g["our_mean"])
         gi = g.set_index("method")
         rows.append({"agent": agent, "substrate": sub, "paper_measure": pm, "our_measure": g["our_measure"].iloc[0],
-                     "methods": len(g), "spearman": float(rho), "spearman_p": float(p_rho), "kendall": float(tau),
+                     "methods": len(g), "n": int(g["n"].min()) if len(g) else 0, "spearman": float(rho), "spearman_p": float(p_rho), "kendall": float(tau),
                      "kendall_p": float(p_tau), "paper_best": _best_non_random(gi["paper_mean"]),
                      "our_best": _best_non_random(gi["our_mean"]),
                      "paper_random_last": bool(gi["paper_mean"].idxmin() == "random") if "random" in gi.index else None,
@@ -622,7 +623,8 @@ def comparison_summary(agreement: pd.DataFrame | Note, game: str):
         analogue = bool((a["our_measure"] != a["paper_measure"]).any())
         same_best = a[a["paper_best"] == a["our_best"]]
         pos = a[a["spearman"] > 0]
-        text = (f"**{agent_label(agent)}**{' (measures compared by role, so only the ranks are comparable)' if analogue else ''}: "
+        role = ", measures compared by role, so only the ranks are comparable" if analogue else ""
+        text = (f"**{agent_label(agent)}** ({int(a['n'].min())} states{role}): "
                 f"over the {int(a['methods'].max())} methods that both studies ran, our order of the mean AUCs agrees "
                 f"positively with the paper's {game} order in {len(pos)} of {len(a)} settings")
         rho = a["spearman"].dropna()

@@ -5,6 +5,8 @@
 * :func:`per_game`, :func:`pooled`: the paper's mean AUC beside ours per game (block-bootstrap
   CI, n, effective sample size, verdict) and pooled over the games (99 % CI, as the paper).
 * :func:`per_game_sentence`: the verdicts counted per game, in words.
+* :func:`study_agreement`: the rank agreement with the paper's order of the methods on the
+  stored paper-scale study of one game.
 * :func:`mean_curve_table`, :func:`measure_degeneracy`, :func:`style_degeneracy`,
   :func:`degeneracy_sentence`: whether a measure's substrate moves it, read off the stored
   mean curves; the check behind
@@ -23,9 +25,12 @@ from saliency_book.ch4_degradation import (
     PAPER_SUBSTRATES,
     DegradationChapter,
     agent_label,
+    auc_summary,
     measure_label,
     notes_pass,
+    rank_agreement,
     short_label,
+    side_by_side,
 )
 from saliency_book.common import Note, join_words
 from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
@@ -42,7 +47,7 @@ from saliency_book.paper import (
     verdict_counts,
 )
 
-__all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "style_per_game", "style_pooled",
+__all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "study_agreement", "style_per_game", "style_pooled",
            "mean_curve_table", "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "random_map_precedent",
            "KEYS", "CURVE_COLUMNS"]
 
@@ -67,6 +72,29 @@ def insertion_aucs(cfg: DegradationChapter, games=GAME_ORDER) -> pd.DataFrame:
     t = t.assign(measure=t["measure"].str.removesuffix("_auc"))
     return t[["agent", "game", "substrate", "measure", "method", "state", "value"]].reset_index(drop=True)
 
+
+
+def study_agreement(cfg: DegradationChapter, game: str) -> pd.DataFrame | Note:
+    """:func:`~saliency_book.ch4_degradation.rank_agreement` of the stored paper-scale study's DQN agent on ``game``.
+
+    The means of every state the packs of ``cfg.study_profile`` hold (computing nothing); a
+    Note when the study has not run the game, or has fewer than
+    :data:`~saliency_book.evidence.MIN_STATES` states of a common method.
+    """
+    t = stored_rows(cfg.study_profile, [game], experiments=("insertion", "deletion"), preset="dqn", seed=cfg.seed,
+                    results_dir=cfg.results_dir, packed_only=True)
+    t = t[t["experiment"] == "insertion"]
+    if t.empty:
+        return Note(f"The paper-scale study (profile `{cfg.study_profile}`) has no insertion units of {game} yet.",
+                    title=NOT_RUN.capitalize())
+    side = side_by_side(auc_summary(t, n_resamples=1), game)  # the ranks of the means: no CI needed
+    if isinstance(side, Note):
+        return side
+    agreement = rank_agreement(side)
+    n = int(agreement["n"].min())
+    if not enough_states(n):
+        return Note(f"The paper-scale study has {too_few(n)} on {game} so far.", title="Too few states")
+    return agreement
 
 def _paper() -> pd.DataFrame:
     p = paper_insertion("main")

@@ -219,6 +219,7 @@ def test_rank_agreement_is_one_for_the_papers_order_and_minus_one_reversed():
     assert "1.00 (p = " in fg.style_agreement(a, "cap").to_html()
     text = dg.comparison_summary(a, "Breakout").data
     assert "black insertion with the Q-ratio (LIME-SLIC)" in text
+    assert f"**{dg.agent_label(DQN)}** (4 states): over the" in text and (a["n"] == 4).all()  # the verdict names its n
     assert "Mask-A3C" not in text
 
 
@@ -312,3 +313,15 @@ def test_degradation_results_reuse_the_study_units_without_sanity(toy_agent, tmp
     assert stored == {u.key for u in units if u.experiment == "degradation"}
     none = dg.degradation_results(dg.DegradationChapter(game="Pong", results_dir=str(tmp_path)))
     assert isinstance(none, Note) and "No agent to evaluate for Pong" in none.text
+
+
+
+def test_study_agreement_reads_the_stored_study_or_says_why_not(tmp_path):
+    from saliency_book.ch4_paper import study_agreement
+
+    empty = study_agreement(dg.DegradationChapter(results_dir=str(tmp_path)), "Breakout")
+    assert isinstance(empty, Note) and "no insertion units of Breakout" in empty.text
+    a = study_agreement(dg.DegradationChapter(), "Breakout")  # the committed paper-scale study
+    assert not isinstance(a, Note), a
+    assert len(a) == 4 and (a["n"] == 997).all() and (a["methods"] == 8).all()
+    assert "(997 states)" in dg.comparison_summary(a, "Breakout").data
