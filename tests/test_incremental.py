@@ -205,6 +205,36 @@ def test_workspace_is_left_zero_even_after_an_error(states, monkeypatch):
     assert all(float(b.abs().max()) == 0.0 for b in engine._buffers.values())
     assert_same_maps(exp.attribute(states), ref)
 
+
+def test_threads_sharing_one_explainer_get_the_naive_maps(states):
+    """Each thread has its own reused buffer: two threads explaining at once with one explainer agree with
+    full passes (torch releases the GIL inside its kernels, so a shared buffer would mix their windows)."""
+    import threading
+
+    agent = dqn_agent(seed=7)
+    exp = NoiseSensitivity(agent, variant="original", radius=3, stride=6, batch_size=16)
+    ref = NoiseSensitivity(agent, variant="original", radius=3, stride=6, naive=True).attribute(states)
+    exp.attribute(states[:1])  # the engine exists before the threads start
+    got, errors = {}, []
+
+    def run(i):
+        try:
+            for _ in range(3):
+                got[i] = exp.attribute(states)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(2):
+        assert_same_maps(got[i], ref)
+    (engine,) = exp._engines.values()
+    assert len(engine._buffers) >= 2  # one per thread that ran chunks
+
 # -- fallback --------------------------------------------------------------------------------------
 class Subclassed(DQNNet):
     def forward(self, x):  # a custom forward: the engine cannot know what it does

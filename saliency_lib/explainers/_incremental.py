@@ -50,6 +50,7 @@ References
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
@@ -282,9 +283,10 @@ class IncrementalDQN:
 
         The caller must zero what it wrote before the next call. A fresh zero buffer per
         chunk (6.5 MB for 256 rows of Noise Sensitivity's 40×40 first window) cost a fill
-        and, as glibc hands the freed pages back to the kernel, as many page faults.
+        and, as glibc hands the freed pages back to the kernel, as many page faults. One
+        buffer per thread, so that threads explaining with one explainer do not share it.
         """
-        key = (cols, like.dtype, like.device)
+        key = (cols, like.dtype, like.device, threading.get_ident())
         buf = self._buffers.get(key)
         if buf is None or buf.shape[0] < rows:
             buf = self._buffers[key] = like.new_zeros(rows, cols)
