@@ -5,8 +5,8 @@
 * :func:`per_game`, :func:`pooled`: the paper's mean AUC beside ours per game (block-bootstrap
   CI, n, effective sample size, verdict) and pooled over the games (99 % CI, as the paper).
 * :func:`per_game_sentence`: the verdicts counted per game, in words.
-* :func:`study_agreement`: the rank agreement with the paper's order of the methods on the
-  stored paper-scale study of one game.
+* :func:`stored_agreement`, :func:`study_agreement`: the rank agreement with the paper's order
+  of the methods on the stored paper-scale study of one game.
 * :func:`mean_curve_table`, :func:`measure_degeneracy`, :func:`style_degeneracy`,
   :func:`degeneracy_sentence`: whether a measure's substrate moves it, read off the stored
   mean curves; the check behind
@@ -47,7 +47,7 @@ from saliency_book.paper import (
     verdict_counts,
 )
 
-__all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "study_agreement", "style_per_game", "style_pooled",
+__all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "stored_agreement", "study_agreement", "style_per_game", "style_pooled",
            "mean_curve_table", "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "random_map_precedent",
            "KEYS", "CURVE_COLUMNS"]
 
@@ -74,27 +74,30 @@ def insertion_aucs(cfg: DegradationChapter, games=GAME_ORDER) -> pd.DataFrame:
 
 
 
-def study_agreement(cfg: DegradationChapter, game: str) -> pd.DataFrame | Note:
-    """:func:`~saliency_book.ch4_degradation.rank_agreement` of the stored paper-scale study's DQN agent on ``game``.
+def stored_agreement(rows: pd.DataFrame, game: str) -> pd.DataFrame | Note:
+    """:func:`~saliency_book.ch4_degradation.rank_agreement` of the study's stored insertion ``rows`` on ``game``.
 
-    The means of every state the packs of ``cfg.study_profile`` hold (computing nothing); a
-    Note when the study has not run the game, or has fewer than
-    :data:`~saliency_book.evidence.MIN_STATES` states of a common method.
+    ``rows``: per-state rows of the study's DQN agents (:func:`saliency_book.paper.stored_rows`,
+    any games and experiments); the means of every state they hold of ``game``, whatever their
+    number (the agreement's ``n`` column says it). A Note when they hold no insertion row of
+    the game.
     """
-    t = stored_rows(cfg.study_profile, [game], experiments=("insertion", "deletion"), preset="dqn", seed=cfg.seed,
-                    results_dir=cfg.results_dir, packed_only=True)
-    t = t[t["experiment"] == "insertion"]
+    t = rows[(rows["game"] == game) & (rows["experiment"] == "insertion")] if len(rows) else rows
     if t.empty:
-        return Note(f"The paper-scale study (profile `{cfg.study_profile}`) has no insertion units of {game} yet.",
-                    title=NOT_RUN.capitalize())
+        return Note(f"The paper-scale study has no insertion units of {game} yet.", title=NOT_RUN.capitalize())
     side = side_by_side(auc_summary(t, n_resamples=1), game)  # the ranks of the means: no CI needed
-    if isinstance(side, Note):
-        return side
-    agreement = rank_agreement(side)
-    n = int(agreement["n"].min())
-    if not enough_states(n):
-        return Note(f"The paper-scale study has {too_few(n)} on {game} so far.", title="Too few states")
-    return agreement
+    return side if isinstance(side, Note) else rank_agreement(side)
+
+
+def study_agreement(cfg: DegradationChapter, game: str) -> pd.DataFrame | Note:
+    """:func:`stored_agreement` of the packs of ``cfg.study_profile`` (computing nothing); a Note below
+    :data:`~saliency_book.evidence.MIN_STATES` states of a common method."""
+    rows = stored_rows(cfg.study_profile, [game], experiments=("insertion", "deletion"), preset="dqn", seed=cfg.seed,
+                       results_dir=cfg.results_dir, packed_only=True)
+    agreement = stored_agreement(rows, game)
+    if isinstance(agreement, Note) or enough_states(n := int(agreement["n"].min())):
+        return agreement
+    return Note(f"The paper-scale study has {too_few(n)} on {game} so far.", title="Too few states")
 
 def _paper() -> pd.DataFrame:
     p = paper_insertion("main")

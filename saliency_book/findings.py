@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from saliency_book.ch3_sanity import THRESHOLD
-from saliency_book.common import method_names
+from saliency_book.common import Note, method_names
 from saliency_book.evidence import MIN_STATES, enough_states, too_few
 from saliency_book.paper import GAME_LABELS, GAME_ORDER, NOT_RUN, stored_rows
 from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
@@ -198,29 +198,25 @@ def insertion_finding(rows: pd.DataFrame, games: Sequence[str] = GAME_ORDER) -> 
     """Per game, Spearman ρ between the paper's order of the methods' mean insertion AUCs and ours, in the
     paper's settings (black and random substrate × Q-ratio and advantage), over the states every common
     method has; below :data:`~saliency_book.evidence.MIN_STATES` states, "too few states"."""
-    from saliency_book.ch4_degradation import PAPER_AUC, PAPER_METHODS, auc_summary, rank_agreement, side_by_side
+    from saliency_book.ch4_degradation import PAPER_AUC, PAPER_METHODS
+    from saliency_book.ch4_paper import stored_agreement
 
     parts, missing = [], []
     for game in games:
-        g = rows[(rows["game"] == game) & (rows["experiment"] == "insertion")]
-        if g.empty:
-            missing.append(game)
-            continue
-        side = side_by_side(auc_summary(g, n_resamples=1), game)  # ranks of the means: no CI needed
-        if side.empty:
+        a = stored_agreement(rows, game)
+        if isinstance(a, Note) or a.empty:
             missing.append(game)
             continue
         paper = PAPER_AUC[(PAPER_AUC["game"] == game) & PAPER_AUC["method"].isin(PAPER_METHODS)]
         expected = int(paper.groupby(["substrate", "measure"])["method"].nunique().max())
-        have = int(side.groupby(["substrate", "paper_measure"])["method"].nunique().min())
+        have = int(a["methods"].min())
         if have < expected:  # an order of a few methods is not the paper's order
             parts.append(f"{_label(game)}: {have} of the {expected} methods stored so far")
             continue
-        n = int(side["n"].min())
+        n = int(a["n"].min())
         if not enough_states(n):
             parts.append(f"{_label(game)}: {too_few(n)}")
             continue
-        a = rank_agreement(side)
         rho = a["spearman"].dropna()
         pos = int((a["spearman"] > 0).sum())
         sig = int(((a["spearman_p"] < 0.05) & (a["spearman"] > 0)).sum())
