@@ -604,7 +604,8 @@ def rank_agreement(side: pd.DataFrame | Note) -> pd.DataFrame | Note:
             tau, p_tau = kendalltau(g["paper_mean"], g["our_mean"])
         gi = g.set_index("method")
         rows.append({"agent": agent, "substrate": sub, "paper_measure": pm, "our_measure": g["our_measure"].iloc[0],
-                     "methods": len(g), "n": int(g["n"].min()) if len(g) else 0, "spearman": float(rho), "spearman_p": float(p_rho), "kendall": float(tau),
+                     "methods": len(g), "n": int(g["n"].min()) if len(g) else 0,
+                     "spearman": float(rho), "spearman_p": float(p_rho), "kendall": float(tau),
                      "kendall_p": float(p_tau), "paper_best": _best_non_random(gi["paper_mean"]),
                      "our_best": _best_non_random(gi["our_mean"]),
                      "paper_random_last": bool(gi["paper_mean"].idxmin() == "random") if "random" in gi.index else None,

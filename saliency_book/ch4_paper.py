@@ -47,8 +47,8 @@ from saliency_book.paper import (
     verdict_counts,
 )
 
-__all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "stored_agreement", "study_agreement", "style_per_game", "style_pooled",
-           "mean_curve_table", "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "random_map_precedent",
+__all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "stored_agreement", "study_agreement",
+           "style_per_game", "style_pooled", "mean_curve_table", "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "random_map_precedent",
            "KEYS", "CURVE_COLUMNS"]
 
 KEYS = ("substrate", "measure", "method")
@@ -71,7 +71,6 @@ def insertion_aucs(cfg: DegradationChapter, games=GAME_ORDER) -> pd.DataFrame:
     t = t[t["substrate"].isin(PAPER_SUBSTRATES) & t["method"].isin(PAPER_METHODS)]
     t = t.assign(measure=t["measure"].str.removesuffix("_auc"))
     return t[["agent", "game", "substrate", "measure", "method", "state", "value"]].reset_index(drop=True)
-
 
 
 def stored_agreement(rows: pd.DataFrame, game: str) -> pd.DataFrame | Note:
@@ -98,6 +97,7 @@ def study_agreement(cfg: DegradationChapter, game: str) -> pd.DataFrame | Note:
     if isinstance(agreement, Note) or enough_states(n := int(agreement["n"].min())):
         return agreement
     return Note(f"The paper-scale study has {too_few(n)} on {game} so far.", title="Too few states")
+
 
 def _paper() -> pd.DataFrame:
     p = paper_insertion("main")

@@ -441,8 +441,7 @@ def gather_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 def fill_rows_(dst: torch.Tensor, index: torch.Tensor, value: float) -> None:
     """``dst[index] = value`` for a contiguous 2-D ``dst``."""
-    rows = _as_rows(dst)
-    (dst if rows is dst else rows).index_fill_(0, index, value)
+    _as_rows(dst).index_fill_(0, index, value)
 
 
 def copy_rows_(dst: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> None:
