@@ -173,7 +173,7 @@ def test_unchanged_inputs_reproduce_the_clean_outputs(states):
     agent = dqn_agent(seed=5)
     exp = Occlusion(agent, patch=6, stride=6)
     index = exp._index(states.device)
-    got = exp._local_perturbed_readouts(states, None, index, lambda i, clean: clean, 64, delta=lambda s, p, clean: torch.zeros_like(clean))
+    got = exp._local_perturbed_readouts(states, None, index, lambda i, clean: clean, 64, delta=lambda s, p, clean, at: torch.zeros_like(clean))
     with torch.no_grad():
         ref = exp._readout(agent(states))
     torch.testing.assert_close(got, ref[:, None].expand_as(got), rtol=1e-6, atol=1e-7)

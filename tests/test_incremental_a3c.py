@@ -154,7 +154,7 @@ def test_unchanged_inputs_reproduce_the_clean_outputs(states):
     x, hidden = states
     exp = Occlusion(agent, patch=6, stride=6)
     index = exp._index(x.device)
-    got = exp._local_perturbed_readouts(x, hidden, index, lambda i, clean: clean, 64, delta=lambda s, p, clean: torch.zeros_like(clean))
+    got = exp._local_perturbed_readouts(x, hidden, index, lambda i, clean: clean, 64, delta=lambda s, p, clean, at: torch.zeros_like(clean))
     eng = inc.engine_for(exp, [agent], hidden)
     with torch.no_grad():
         from saliency_lib.explainers._incremental_a3c import _Clean

@@ -142,9 +142,9 @@ def engine_for(explainer, agents: Sequence[Agent], hidden):
 
 
 def delta_from_values(values: Callable, p: int) -> Callable:
-    """A ``delta(state, pert, clean)`` for :meth:`IncrementalDQN.readouts` from an explainer's
+    """A ``delta(state, pert, clean, at)`` for :meth:`IncrementalDQN.readouts` from an explainer's
     ``values(i, clean)`` (perturbed values ``(P, C, K)`` of state ``i``, or one float)."""
-    def delta(state, pert, clean):
+    def delta(state, pert, clean, at):
         out = torch.empty_like(clean)
         for i in torch.unique(state).tolist():
             rows = (state == i).nonzero()[:, 0]
@@ -307,7 +307,7 @@ class IncrementalDQN:
         self,
         x: torch.Tensor,
         index: torch.Tensor,
-        delta: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+        delta: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
         readout: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
         batch_size: int,
         hidden=None,
@@ -322,10 +322,13 @@ class IncrementalDQN:
             ``(P, K)`` flat pixel indices of each perturbation (as
             :meth:`~saliency_lib.explainers.PerturbationExplainer._local_perturbed_readouts`).
         delta : callable
-            ``delta(state, pert, clean)`` gives the change ``I′ − I`` ``(B, K, C)``
+            ``delta(state, pert, clean, at)`` gives the change ``I′ − I`` ``(B, K, C)``
             at the indices of perturbations ``pert`` ``(B,)`` of states ``state``
-            ``(B,)``, from their clean values ``clean`` ``(B, K, C)``. Repeated
-            indices must get the same change.
+            ``(B,)``, from their clean values ``clean`` ``(B, K, C)``; ``at``
+            ``(B·K,)`` holds the positions of those values among the rows of the
+            channels-last states ``x.permute(0, 2, 3, 1).reshape(-1, C)``, for a delta
+            that reads other per-pixel tables of the states. Repeated indices must
+            get the same change.
         readout : callable
             Maps an output dict of the agent (``q``, ``advantage``, ``features``)
             for a batch of rows to ``(B, K)``.
@@ -362,7 +365,7 @@ class IncrementalDQN:
                 state, j = torch.div(r, m, rounding_mode="floor"), r % m  # state, row of the group
                 pert = g.members[j]
                 at = (index.index_select(0, pert) + (state * (hh * ww))[:, None]).view(-1)
-                d0 = delta(state, pert, gather_rows(x_cl, at).view(-1, k, c))
+                d0 = delta(state, pert, gather_rows(x_cl, at).view(-1, k, c), at)
                 res = self._chunk(g, j, state, d0, pre_t, zfc, q_clean, sizes, grid3)
                 for a, o in enumerate(res):
                     vec = readout(o)

@@ -297,7 +297,7 @@ class IncrementalMaskA3C:
         self,
         x: torch.Tensor,
         index: torch.Tensor,
-        delta: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+        delta: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
         readout: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
         batch_size: int,
         hidden=None,
@@ -335,7 +335,7 @@ class IncrementalMaskA3C:
             r = torch.arange(r0, min(r0 + chunk, total), device=x.device)
             state, pert = torch.div(r, p, rounding_mode="floor"), r % p
             at = (index.index_select(0, pert) + (state * (hh * ww))[:, None]).view(-1)
-            d0 = delta(state, pert, _take(x_rows, at).view(-1, k, c))  # (B, K, C)
+            d0 = delta(state, pert, _take(x_rows, at).view(-1, k, c), at)  # (B, K, C)
             res = self._chunk(plan, grids, weights, cleans, cuts, state, pert, d0)
             for a, o in enumerate(res):
                 vec = readout(o)

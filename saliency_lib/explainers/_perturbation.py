@@ -147,7 +147,7 @@ class PerturbationExplainer(Explainer):
         values: Callable[[int, torch.Tensor], torch.Tensor | float],
         batch_size: int,
         *,
-        delta: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
+        delta: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """Readouts ``(N, P, K)`` for perturbations that change only some pixels of a state.
 
@@ -155,10 +155,11 @@ class PerturbationExplainer(Explainer):
         perturbation, the same in every channel; an index may repeat if every copy
         gets the same value. ``values(i, clean)`` gives the perturbed values
         ``(P, C, K)`` of state ``i`` (or one float for all) from its clean values
-        ``clean`` ``(P, C, K)``. ``delta(state, pert, clean)``, optional, gives the
+        ``clean`` ``(P, C, K)``. ``delta(state, pert, clean, at)``, optional, gives the
         change ``I′ − I`` ``(B, K, C)`` of perturbations ``pert`` ``(B,)`` of states
         ``state`` ``(B,)`` from their clean values ``(B, K, C)``, for the incremental
-        path (default: derived from ``values``, slower).
+        path (default: derived from ``values``, slower); ``at`` are the values' rows in
+        the channels-last states (see :meth:`~saliency_lib.explainers._incremental.IncrementalDQN.readouts`).
 
         With a supported network (see the class notes) the incremental engine
         evaluates only the changed windows. Otherwise states are processed one after

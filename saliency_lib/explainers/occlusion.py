@@ -134,6 +134,6 @@ class Occlusion(PerturbationExplainer):
         gh, gw = self.grid_shape
         colour = self.colour
         vec = self._local_perturbed_readouts(x, hidden, self._index(x.device), lambda i, clean: colour, batch_size,
-                                             delta=lambda state, pert, clean: colour - clean)
+                                             delta=lambda state, pert, clean, at: colour - clean)
         coarse = self._drop_score(self._readout(clean), vec, actions).view(-1, gh, gw)
         return ExplainResult(bilinear_resize(coarse, (h, w)), gh * gw, coarse=coarse)
