@@ -59,7 +59,7 @@ def timed(fn, repeats: int) -> tuple[float, list[float]]:
 
 
 def machine_info() -> dict:
-    from saliency_book.ch6_runtime import cpu_model
+    from saliency_lib.versions import cpu_model
 
     cpu = cpu_model()
     import captum

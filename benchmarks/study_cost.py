@@ -43,7 +43,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -61,6 +60,7 @@ from saliency_lib.metrics import Deletion, Insertion, RandomisationTest
 from saliency_lib.metrics import insertion_deletion as degradation_module
 from saliency_lib.metrics.insertion_deletion import random_saliency
 from saliency_lib.states import collect_states
+from saliency_lib.versions import cpu_model
 
 LOCAL = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa")
 PERTURBATION = (*LOCAL, "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")
@@ -358,11 +358,7 @@ def projection(cascade_res: dict, degradation_res: dict, a3c: dict) -> dict:
 
 
 def machine() -> dict:
-    cpu = ""
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
-    except (OSError, StopIteration):
-        cpu = platform.processor()
+    cpu = cpu_model()
     import subprocess
 
     try:

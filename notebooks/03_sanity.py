@@ -25,7 +25,7 @@
 #
 # This chapter repeats the test for every method of the study, on the study's DQN agent
 # and on the official Mask-A3C agent of {cite:t}`itaya2021visual`. The similarities come
-# from the study's sweep (`saliency_lib.experiments.sweep`); `saliency_book.ch3_sanity`
+# from the study's sweep (`saliency_lib.experiments.study`); `saliency_book.ch3_sanity`
 # summarises, plots and judges them. The cells below only call it.
 
 # %% [markdown]

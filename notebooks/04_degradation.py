@@ -26,7 +26,7 @@
 #
 # This chapter repeats their insertion benchmark, adds deletion and a third substrate, puts
 # the paper's numbers beside ours and asks which of the paper's findings hold. The numbers
-# come from the study's sweep (`saliency_lib.experiments.sweep`); `saliency_book.ch4_degradation`
+# come from the study's sweep (`saliency_lib.experiments.study`); `saliency_book.ch4_degradation`
 # tabulates, plots, ranks and compares them. The cells below only call it.
 
 # %% [markdown]
@@ -57,19 +57,21 @@ study_profile = "full"  # the stored study that the per-game comparisons with th
 from saliency_book.ch4_degradation import (
     DegradationChapter,
     auc_summary,
-    comparison_summary,
     degradation_results,
-    factors_summary,
     our_auc_table,
-    paper_factors_summary,
     paper_layout_table,
     pick_agent,
+    sweep_note,
+)
+from saliency_book.ch4_rankings import (
+    comparison_summary,
+    factors_summary,
+    paper_factors_summary,
     rank_agreement,
     ranking_detail,
     rankings,
     side_by_side,
     significance_summary,
-    sweep_note,
 )
 from saliency_book.common import versions_note
 from saliency_book.ch4_figures import (

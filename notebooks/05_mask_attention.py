@@ -68,15 +68,12 @@ from saliency_book.ch5_figures import (
 )
 from saliency_book.ch5_mask_attention import (
     MaskAttentionChapter,
-    chapter_ranking,
-    coarse_note,
     official_play,
     our_mask_plays,
-    our_rankings,
-    ranking_sentence,
     series_summary,
     summary_sentence,
 )
+from saliency_book.ch5_rankings import chapter_ranking, coarse_note, our_rankings, ranking_sentence
 from saliency_book.ch5_seeds import agreement_display, seed_display, seed_markdown, seed_rank_figure, seed_study
 from saliency_book.ch5_scores import (
     a3c_curves_figure,

@@ -82,16 +82,13 @@ from saliency_book.ch6_runtime import (
 
     regenerate_commands,
 
-    spot_check,
-
-    spot_summary,
-
     training_summary,
 
     training_table,
 
 )
 
+from saliency_book.ch6_spot import spot_check, spot_summary
 from saliency_book.ch6_scaleout import (
 
     before_after_summary,

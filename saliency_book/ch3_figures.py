@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from saliency_book.ch3_ns_example import NSExample
 from saliency_book.ch3_sanity import (
     COLORS,
     CONFIDENCE,
@@ -17,7 +18,6 @@ from saliency_book.ch3_sanity import (
     MEASURE_LABELS,
     MEASURES,
     NS_METHODS,
-    NSExample,
     ci,
     level_labels,
     ordered,

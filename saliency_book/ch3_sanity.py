@@ -1,21 +1,21 @@
 """Chapter 3 (Sanity checks): cascading parameter randomisation of the study's agents.
 
 The chapter's notebook (``notebooks/03_sanity.py``) only calls these functions. The
-similarities come from the study's sweep (:mod:`saliency_lib.experiments.sweep`, experiment
+similarities come from the study's sweep (:mod:`saliency_lib.experiments.study`, experiment
 ``"sanity"``); this module summarises, plots and judges them.
 
 * :class:`SanityChapter`: the chapter's frozen configuration.
 * :func:`chapter_results`: a :class:`SanityResults` with everything below for the
   chapter's two agents (the study's DQN agent and the official Mask-A3C agent).
 * :func:`sanity_results`: the sanity rows of the study's table for one agent (the
-  same units as :func:`~saliency_lib.experiments.sweep.study_results`, without the
+  same units as :func:`~saliency_lib.experiments.study.study_results`, without the
   insertion and deletion units).
 * :func:`layer_summary`, :func:`reference_summary`: mean and bootstrap CI per
   (agent, method, level, measure), and of the random-map reference rows.
 * :func:`curves_figure`, :func:`ns_figure`: similarity after each cascade level.
-* :func:`ns_example`, :func:`ns_example_figure`: the Noise Sensitivity maps of one
-  state for the original, the output-randomised and the fully randomised model,
-  computed here and cached.
+* :func:`~saliency_book.ch3_ns_example.ns_example`, :func:`ns_example_figure`: the Noise
+  Sensitivity maps of one state for the original, the output-randomised and the fully
+  randomised model, computed and cached.
 * :func:`verdict`, :func:`verdict_table`, :func:`verdict_rules`: whether each method's
   map depends on the parameters, judged on the Spearman CI after full randomisation.
 * :func:`ns_summary`, :func:`discussion`: the generated text. Huber et al.'s numbers beside
@@ -28,13 +28,9 @@ verdict is printed from fewer than :data:`~saliency_book.evidence.MIN_STATES` st
 A missing agent gives a :class:`~saliency_book.common.Note` instead of an exception.
 """
 
-# module-size: over 600 lines because the sentences this chapter generates from its numbers sit beside the
-# tables they describe; its figures and styled tables are in the chapter's _figures module.
-
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -53,17 +49,15 @@ from saliency_book.common import (
 from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.paths import RESULTS_DIR
 from saliency_lib.experiments.profiles import profile_settings
-from saliency_lib.experiments.store import cached_file
 from saliency_lib.explainers import method_label
 from saliency_lib.games import game_info
-from saliency_lib.results import config_hash
 
 __all__ = [
     "model_at", "MEASURES", "MEASURE_LABELS", "NS_METHODS", "THRESHOLD", "CONFIDENCE", "MIN_STATES",
     "SanityChapter", "SanityResults", "chapter_agents", "chapter_results", "sweep_specs", "sanity_results",
     "layer_summary", "reference_summary", "level_labels", "verdict", "verdict_table",
     "verdict_rules", "layer_groups_table", "sweep_note",
-    "NSExample", "ns_example", "ns_summary", "discussion",
+    "ns_summary", "discussion",
 ]
 
 MEASURES = ("spearman", "ssim", "hog_pearson")
@@ -162,7 +156,7 @@ def sweep_specs(cfg: SanityChapter, spec: str, methods: Sequence[str] | None = N
     """The study's sweep specs of agent ``spec`` in ``cfg.profile``, reduced to the sanity experiment.
 
     The units (and so the stored results) are those of
-    :func:`~saliency_lib.experiments.sweep.study_results`; ``methods`` keeps a subset.
+    :func:`~saliency_lib.experiments.study.study_results`; ``methods`` keeps a subset.
     """
     from saliency_lib.experiments.study import profile_specs
 
@@ -260,6 +254,7 @@ class SanityResults:
     def example(self, kind: str, *, state: int | None = None):
         """:func:`ns_example_figure` of :func:`ns_example` for one agent (its Note when it is missing)."""
         from saliency_book.ch3_figures import ns_example_figure
+        from saliency_book.ch3_ns_example import ns_example
 
         return ns_example_figure(ns_example(self.cfg, self.agents[kind], self.tables[kind], state=state))
 
@@ -437,36 +432,7 @@ def sweep_note(cfg: SanityChapter, agents: Sequence[ExplainedAgent]):
     return Markdown("\n".join(lines))
 
 
-# -- the Noise Sensitivity example --------------------------------------------------------------
-
-@dataclass
-class NSExample:
-    """NS original and NS chosen maps of one state for the original and randomised models."""
-
-    agent: ExplainedAgent
-    preset: str
-    frame: np.ndarray
-    """Raw RGB frame of the state."""
-    state: int
-    """Index of the state in the sweep's state set (the ``state`` column)."""
-    step: int
-    action: int
-    levels: list[tuple[int, str]]
-    """``(level, name)`` of the models shown: 0 (original), 1 (output randomised), the last level."""
-    maps: dict[tuple[str, int], np.ndarray]
-    """``(method, level)`` → map at the agent's input resolution."""
-    spearman: dict[tuple[str, int], float]
-    """``(method, level)`` → Spearman similarity with the original model's map (sign-invariant, as the sweep)."""
-
-
-def _median_state(table: pd.DataFrame) -> int:
-    """The state whose NS-original Spearman similarity after the first level is the (lower) median."""
-    t = table[(table["method"] == "ns_original") & (table["level"] == 1) & (table["measure"] == "spearman")]
-    t = t.dropna(subset=["value"]).sort_values(["value", "state"], kind="stable")
-    if t.empty:
-        return int(table["state"].min())
-    return int(t["state"].iloc[(len(t) - 1) // 2])
-
+# -- the randomised models ----------------------------------------------------------------------
 
 def model_at(agent, level: int, seed: int):
     """The sweep's model with the first ``level`` layer groups randomised (cascading, Glorot); 0: ``agent``."""
@@ -475,62 +441,6 @@ def model_at(agent, level: int, seed: int):
     if level == 0:
         return agent
     return list(randomised_models(agent, order="cascading", init="glorot", seed=seed, levels=level))[-1][2]
-
-
-def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | Note, *,
-               state: int | None = None) -> NSExample | Note:
-    """NS original and NS chosen maps of one sweep state: original, output-randomised and fully randomised model.
-
-    The models are the sweep's (:func:`~saliency_lib.metrics.randomised_models`, cascading,
-    Glorot, seed ``cfg.seed``) and the explainers use the sweep's parameters for the agent,
-    so the similarities equal the table's rows for that state. ``state`` defaults to the
-    state with the median NS-original similarity after the first level. Each map is
-    cached as ``.npy`` under ``<results_dir>/_local/media``.
-    """
-    import torch
-
-    from saliency_lib.experiments.units import spec_states
-    from saliency_lib.explainers import get_explainer
-    from saliency_lib.metrics import ConstantMapWarning
-    from saliency_lib.metrics.similarity import spearman
-
-    if isinstance(table, Note):
-        return table
-    if not who:
-        return who.note()
-    torch.set_num_threads(1)
-    agent = load(who.spec, cfg.device)
-    spec = sweep_specs(cfg, who.spec)[0]
-    states, scfg = spec_states(spec, who.spec, results_dir=cfg.results_dir)  # the sweep's own states and selection
-    i = _median_state(table) if state is None else int(state)
-    if not 0 <= i < len(states):
-        raise ValueError(f"state must index the {len(states)} sweep states, got {state!r}")
-    groups = agent.layer_groups()
-    levels = [(0, "original"), (1, groups[0][0]), (len(groups), groups[-1][0])]
-    target = int(states.actions[i])
-    hidden = None if states.hidden is None else tuple(h[i:i + 1].to(agent.device) for h in states.hidden)
-    x = states.states[i:i + 1].to(agent.device)
-    maps: dict[tuple[str, int], np.ndarray] = {}
-    for method in NS_METHODS:
-        params = dict(spec.params.get(method, {}))
-        explainer_config = {k: v for k, v in get_explainer(method, agent, **params).config.items() if k != "batch_size"}
-        for level, _ in levels:
-            config = {"what": "sanity_ns_map", "agent": who.spec, "sha256": agent.meta.get("sha256"),
-                      "states": config_hash(scfg), "state": i, "explainer": explainer_config, "target": target,
-                      "level": level, "order": "cascading", "init": "glorot", "seed": cfg.seed}
-
-            def make(path, method=method, level=level, params=params):
-                model = model_at(agent, level, cfg.seed)
-                res = get_explainer(method, model, **params).attribute(x, target=torch.tensor([target]), hidden=hidden)
-                with open(path, "wb") as f:
-                    np.save(f, res.maps[0].detach().cpu().numpy().astype(np.float32))
-
-            maps[(method, level)] = np.load(cached_file("sanity_ns_map", config, ".npy", make,
-                                                        results_dir=cfg.results_dir))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConstantMapWarning)
-        rho = {(m, lv): spearman(maps[(m, 0)], maps[(m, lv)], sign_invariant=True) for m in NS_METHODS for lv, _ in levels}
-    return NSExample(who, agent.preset, states.frames[i], i, int(states.steps[i]), target, levels, maps, rho)
 
 
 # -- generated text ----------------------------------------------------------------------------

@@ -29,9 +29,8 @@ from saliency_book.ch4_degradation import (
     auc_summary,
     measure_label,
     pick_agent,
-    rank_agreement,
-    side_by_side,
 )
+from saliency_book.ch4_rankings import rank_agreement, side_by_side
 from saliency_book.common import Note, fmt2, join_words
 
 __all__ = ["SCHEME", "stream_spec", "stream_results", "clean_outputs", "style_clean_outputs", "stream_agreement",
@@ -122,7 +121,7 @@ def style_clean_outputs(table: pd.DataFrame | Note, caption: str):
 
 def stream_agreement(results: pd.DataFrame | Note, stream: pd.DataFrame | Note, game: str, *,
                      confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame | Note:
-    """:func:`~saliency_book.ch4_degradation.rank_agreement` for the full-Q and the advantage-stream
+    """:func:`~saliency_book.ch4_rankings.rank_agreement` for the full-Q and the advantage-stream
     reading of the chapter's DQN agent, with the sign of our mean AUCs per setting.
 
     Returns

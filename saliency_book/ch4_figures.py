@@ -24,8 +24,8 @@ from saliency_book.ch4_degradation import (
     notes_pass,
     pick_agent,
     short_label,
-    vs_random,
 )
+from saliency_book.ch4_rankings import vs_random
 from saliency_book.common import Note, figure_image, fmt2
 
 __all__ = ["curve_bands", "curves_figure", "degraded_images", "degradation_figure", "style_paper_layout",

@@ -28,10 +28,9 @@ from saliency_book.ch4_degradation import (
     auc_summary,
     measure_label,
     notes_pass,
-    rank_agreement,
     short_label,
-    side_by_side,
 )
+from saliency_book.ch4_rankings import rank_agreement, side_by_side
 from saliency_book.common import Note, join_words
 from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
 from saliency_book.paper import (
@@ -74,7 +73,7 @@ def insertion_aucs(cfg: DegradationChapter, games=GAME_ORDER) -> pd.DataFrame:
 
 
 def stored_agreement(rows: pd.DataFrame, game: str) -> pd.DataFrame | Note:
-    """:func:`~saliency_book.ch4_degradation.rank_agreement` of the study's stored insertion ``rows`` on ``game``.
+    """:func:`~saliency_book.ch4_rankings.rank_agreement` of the study's stored insertion ``rows`` on ``game``.
 
     ``rows``: per-state rows of the study's DQN agents (:func:`saliency_book.paper.stored_rows`,
     any games and experiments); the means of every state they hold of ``game``, whatever their

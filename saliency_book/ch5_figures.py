@@ -17,8 +17,8 @@ from saliency_book.ch5_mask_attention import (
     chance_iou,
     mask_series,
     pct,
-    ranking_display,
 )
+from saliency_book.ch5_rankings import ranking_display
 from saliency_book.common import Note, figure_image
 from saliency_lib.games import mask_a3c_crop
 

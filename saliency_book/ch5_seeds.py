@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from saliency_book.ch5_mask_attention import CRITERIA, VARIANT_LABELS, VARIANT_ORDER, Criterion
+from saliency_book.ch5_mask_attention import VARIANT_LABELS, VARIANT_ORDER
+from saliency_book.ch5_rankings import CRITERIA, Criterion
 from saliency_book.common import Note, figure_image
 from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR

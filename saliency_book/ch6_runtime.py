@@ -18,25 +18,17 @@ benchmarks (they take long on the study's 2-core CPU):
   :func:`training_table`, :func:`envs_table`, :func:`machine_table`: tidy tables,
   each with a ``style_…`` function that captions and formats it (:func:`style_table`).
 * :func:`cost_figure` and :func:`cost_summary`: the figure and the sentence on what costs what.
-* :func:`spot_check`: one timed map per method on the study's own agents, on the
-  machine that executes the chapter (cached under ``results_dir``).
+* :mod:`saliency_book.ch6_spot`: one timed map per method on the study's own agents, on the
+  machine that executes the chapter.
 
 Functions whose input is missing return a :class:`~saliency_book.common.Note`.
 """
 
-# module-size: over 600 lines because the sentences this chapter generates from its numbers sit beside the
-# tables they describe; its figures and styled tables are in the chapter's _figures module.
-
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
 import os
-import platform
 import re
-import statistics
-import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
@@ -45,19 +37,17 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import Note, join_words
-from saliency_lib.experiments.catalog import official_available, rel_path, study_agent
+from saliency_lib.experiments.catalog import rel_path
 from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
 from saliency_lib.experiments.profiles import get_profile, profile_settings
-from saliency_lib.experiments.store import cached_json
 from saliency_lib.explainers import BF16_DEFAULTS, METHOD_LABELS
 from saliency_lib.games import game_info
 
 __all__ = [
     "RuntimeChapter", "Benchmarks", "BENCHMARKS_DIR", "PAPER_SECONDS", "PAPER_SOURCE", "CAPTUM_EQUIVALENT",
     "load_benchmarks", "missing_benchmark", "method_family", "explainer_table", "cost_summary", "comparison_table", "bf16_table", "training_table",
-    "envs_table", "machine_table", "regenerate_commands", "spot_check",
+    "envs_table", "machine_table", "regenerate_commands",
     "hardware_note", "paper_summary", "comparison_summary", "bf16_summary", "training_summary", "envs_summary",
-    "spot_summary",
 ]
 
 BENCHMARKS_DIR = "data/benchmarks"
@@ -85,8 +75,6 @@ CAPTUM_EQUIVALENT = MappingProxyType({
 """Method → key of its Captum equivalent in ``explainers.json``'s ``comparisons``."""
 
 
-_SKIP_STATES = 50
-"""The spot check times states from agent step ``_SKIP_STATES`` on, so the screen is in play."""
 
 _FAMILY = {"mask_policy": "attention mask", "mask_value": "attention mask", "gradient": "gradient",
            "integrated_gradients": "gradient", "gradcam": "gradient", "random": "chance reference"}
@@ -486,121 +474,6 @@ def regenerate_commands(b: Benchmarks) -> str:
     return "```bash\n" + "\n".join(lines) + "\n```\n"
 
 
-# -- spot check on the study's agents -------------------------------------------------------------
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what :mod:`platform` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _machine() -> dict:
-    import torch
-
-    return {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "torch": torch.__version__}
-
-
-def _spot_agents(cfg: RuntimeChapter) -> list[str]:
-    specs = []
-    dqn = study_agent(cfg.game, results_dir=cfg.results_dir)
-    if dqn is not None:
-        specs.append(dqn)
-    if official_available(cfg.game):
-        specs.append(f"official:{cfg.game}")
-    return specs
-
-
-def _spot_methods(cfg: RuntimeChapter, b: Benchmarks) -> list[str]:
-    if cfg.spot["methods"] is not None:
-        return list(cfg.spot["methods"])
-    bench = list(b.explainers["methods"]) if b.explainers is not None else []
-    return bench + [m for m in ("mask_policy", "mask_value") if m not in bench]
-
-
-def _time_methods(spec: str, methods: list[str], n_states: int, seed: int) -> dict:
-    """One timed map per state and method, one state per call, 1 thread (see :func:`spot_check`)."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    from saliency_lib.agents import load_agent
-    from saliency_lib.explainers import get_explainer
-    from saliency_lib.states import collect_states
-
-    agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec)
-    states = collect_states(agent, _SKIP_STATES + n_states, seed=seed).subset(slice(_SKIP_STATES, None))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    rows, load0 = [], os.getloadavg()[0]
-    try:
-        with threadpool_limits(1):
-            for name in methods:
-                try:
-                    exp = get_explainer(name, agent)
-                except (ValueError, TypeError):  # e.g. attention masks of an agent without masks
-                    continue
-                times, passes = [], 0
-                for i in range(n_states):
-                    s = states.subset([i])
-                    t = time.perf_counter()
-                    passes = exp.attribute(s.states, target=s.actions, hidden=s.hidden).forward_passes
-                    times.append(time.perf_counter() - t)
-                rows.append({"method": name, "ms": 1e3 * statistics.median(times), "forward_passes": int(passes)})
-    finally:
-        torch.set_num_threads(threads)
-    return {"agent": spec, "input_shape": list(states.states.shape[1:]), "rows": rows,
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "load_average": [load0, os.getloadavg()[0]]}
-
-
-def spot_check(cfg: RuntimeChapter, b: Benchmarks) -> pd.DataFrame | Note:
-    """Time one map per method on the study's own agents for ``cfg.game``, on this machine.
-
-    The agents are the study's DQN agent (:func:`~saliency_book.ch1_agents.study_agent`)
-    when it exists and the official Mask-A3C agent when it is fetched. Each method
-    explains ``cfg.spot["states"]`` states of a greedy game (from agent step 50 on),
-    one state per call with its default parameters, on one thread; the median per
-    state is kept. There is no warm-up and no repetition: the numbers show the order
-    of magnitude, the benchmark the precise ratios. Results are cached under
-    ``results_dir`` by agent, weights, methods, states, seed and machine.
-
-    Returns
-    -------
-    pandas.DataFrame or Note
-        Columns ``agent, method, label, input_shape, forward_passes, ms, ms_per_pass,
-        benchmark_ms, benchmark_passes, date, load_average``; ``benchmark_ms`` and
-        ``benchmark_passes`` are the method's time and forward passes in ``explainers.json``
-        (random-weight DQN), NaN when not benchmarked.
-    """
-    specs = _spot_agents(cfg)
-    if not specs:
-        return Note(f"No agent to time for {cfg.game}: no study DQN agent exists yet and the official Mask-A3C "
-                    "checkpoints are not fetched (`make fetch-official`).", title="No agent")
-    from saliency_lib.agents import load_agent
-
-    methods = _spot_methods(cfg, b)
-    bench = b.explainers["methods"] if b.explainers is not None else {}
-    parts = []
-    for spec in specs:
-        sha = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec).meta.get("sha256")
-        config = {"what": "runtime_spot_check", "agent": spec, "sha256": sha, "methods": methods,
-                  "states": cfg.spot["states"], "skip": _SKIP_STATES, "seed": cfg.seed, "machine": _machine()}
-        v = cached_json("runtime_spot", config, lambda spec=spec: _time_methods(spec, methods, cfg.spot["states"], cfg.seed),
-                        results_dir=cfg.results_dir)
-        for r in v["rows"]:
-            parts.append({"agent": spec, "method": r["method"], "label": METHOD_LABELS.get(r["method"], r["method"]),
-                          "input_shape": "×".join(map(str, v["input_shape"])), "forward_passes": r["forward_passes"],
-                          "ms": r["ms"], "ms_per_pass": r["ms"] / r["forward_passes"],
-                          "benchmark_ms": bench.get(r["method"], {}).get("ms", np.nan),
-                          "benchmark_passes": bench.get(r["method"], {}).get("forward_passes", np.nan), "date": v["date"][:10],
-                          "load_average": v["load_average"][0]})
-    return pd.DataFrame(parts)
-
-
 # -- sentences formatted from the numbers ---------------------------------------------------------
 
 def _md(text: str):
@@ -732,22 +605,3 @@ def envs_summary(table: pd.DataFrame | Note):
     if not missing.empty:
         text += " Not measured: " + join_words([f"{r.short} ({r.note})" for r in missing.itertuples()]) + "."
     return _md(text)
-
-
-def spot_summary(table: pd.DataFrame | Note):
-    """Cost per forward pass of each timed agent against the benchmark network (Markdown, or a Note)."""
-    if isinstance(table, Note):
-        return table
-    parts = []
-    for spec, g in table.groupby("agent", sort=False):
-        many = g[g["forward_passes"] >= 100]
-        if many.empty:
-            parts.append(f"On `{spec}` only methods with few forward passes were timed (profile setting).")
-            continue
-        per_pass = many["ms_per_pass"].median()
-        bench = (many["benchmark_ms"] / many["benchmark_passes"]).median()
-        text = f"On `{spec}` (input {g['input_shape'].iloc[0]}), a map costs a median {per_pass:.2f} ms per forward pass"
-        if not math.isnan(bench):
-            text += f", {per_pass / bench:.1f} times the benchmark network's {bench:.2f} ms"
-        parts.append(text + ".")
-    return _md(" ".join(parts))

@@ -1,4 +1,4 @@
-"""Versions of the packages that can move the study's numbers.
+"""Versions of the packages, and the CPU, that can move the study's numbers.
 
 A result table or a shipped agent records :func:`environment_versions` when it is made; a
 reader compares the record with the running environment with :func:`version_differences`.
@@ -14,8 +14,10 @@ Examples
 
 from __future__ import annotations
 
+import platform
 import re
 from importlib import metadata
+from pathlib import Path
 
 #: The distributions whose versions can change a number of the study, by their names on PyPI:
 #: the network and its kernels (torch), the arrays and statistics (numpy, scipy), the
@@ -106,3 +108,18 @@ def version_differences(recorded: dict[str, str], running: dict[str, str] | None
 def _normalise(name: str) -> str:
     """PEP 503 normalisation of a distribution name."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo``, else what :mod:`platform` knows.
+
+    Benchmarks record it beside their times, and caches of timings key on it: the
+    convolution kernels (and so the last bits of a map) and the speed depend on the CPU.
+    """
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -19,6 +19,8 @@ import pandas as pd
 import pytest
 
 import saliency_book.build.builder as bk
+import saliency_book.build.offline as offline
+import saliency_book.build.pages as pages
 from saliency_book.ch1_agents import AgentsChapter
 from saliency_book.common import score_table
 from saliency_lib.experiments.catalog import record_study_agent, study_agent
@@ -70,7 +72,7 @@ def test_check_offline_flags_external_and_missing_resources(tmp_path):
     (tmp_path / "sub" / "page.html").write_text(
         '<link rel="stylesheet" href="../ok.css?v=1"><script src="https://cdn.example.org/x.js"></script>'
         '<img src="missing.png"><img src="data:image/png;base64,AAAA"><a href="https://example.org">fine</a>')
-    problems = bk.check_offline(tmp_path)
+    problems = offline.check_offline(tmp_path)
     assert len(problems) == 2, problems
     assert "external URL https://cdn.example.org/x.js" in problems[0]
     assert "missing.png, which does not exist" in problems[1]
@@ -191,15 +193,15 @@ def test_book_command_line():
 def test_book_games_put_the_books_game_first():
     from saliency_lib.games import HUBER_GAMES
 
-    assert bk.book_games("tiny") == ["Breakout"] and bk.book_games("quick", {"game": "MsPacman"}) == ["MsPacman"]
-    assert bk.book_games("full") == list(HUBER_GAMES)
-    assert bk.book_games("full", {"game": "Frostbite"}) == ["Frostbite", "Breakout", "MsPacman", "SpaceInvaders"]
-    assert bk.book_games("quick", games=["Pong", "Breakout"]) == ["Breakout", "Pong"]
+    assert pages.book_games("tiny") == ["Breakout"] and pages.book_games("quick", {"game": "MsPacman"}) == ["MsPacman"]
+    assert pages.book_games("full") == list(HUBER_GAMES)
+    assert pages.book_games("full", {"game": "Frostbite"}) == ["Frostbite", "Breakout", "MsPacman", "SpaceInvaders"]
+    assert pages.book_games("quick", games=["Pong", "Breakout"]) == ["Breakout", "Pong"]
     with pytest.raises(ValueError, match="unknown game"):
-        bk.book_games("quick", games=["Tetris"])
-    assert bk._page_games("04_degradation", ["Breakout", "Frostbite", "MsPacman"]) == ["Frostbite", "MsPacman"]
-    assert bk._page_games("05_mask_attention", ["Breakout", "Frostbite", "MsPacman"]) == ["MsPacman"]
-    assert bk._page_games("06_runtime", ["Breakout", "MsPacman"]) == []
+        pages.book_games("quick", games=["Tetris"])
+    assert pages.page_games("04_degradation", ["Breakout", "Frostbite", "MsPacman"]) == ["Frostbite", "MsPacman"]
+    assert pages.page_games("05_mask_attention", ["Breakout", "Frostbite", "MsPacman"]) == ["MsPacman"]
+    assert pages.page_games("06_runtime", ["Breakout", "MsPacman"]) == []
 
 
 def test_game_page_retitles_and_relabels():
@@ -209,7 +211,7 @@ def test_game_page_retitles_and_relabels():
         nbformat.v4.new_markdown_cell("# Not the title\n{ref}`chapter-x` and fig-x-curves-2"),
         nbformat.v4.new_code_cell("every_game()", metadata={"tags": ["all-games"]}),
     ])
-    page = bk.game_page(nb, "MsPacman")
+    page = pages.game_page(nb, "MsPacman")
     assert len(page.cells) == 3 and len(nb.cells) == 4  # the all-games cell stays on the main page
     assert page.cells[0].source == ("(chapter-x-mspacman)=\n# Input degradation: MsPacman\n\n"
                                     "See {numref}`fig-x-curves-mspacman` and {ref}`chapter-y`.")
@@ -221,7 +223,7 @@ def test_game_page_retitles_and_relabels():
 def test_toc_lists_game_pages_under_their_chapter(tmp_path):
     import yaml
 
-    toc = yaml.safe_load(bk._toc_with_game_pages(REPO_ROOT / "book" / "_toc.yml", {"04_degradation": ["04_degradation-MsPacman"]},
+    toc = yaml.safe_load(pages.toc_with_game_pages(REPO_ROOT / "book" / "_toc.yml", {"04_degradation": ["04_degradation-MsPacman"]},
                                                  tmp_path / "toc.yml").read_text())
     chapters = [c for part in toc["parts"] for c in part["chapters"]]
     deg = next(c for c in chapters if c["file"] == "chapters/04_degradation")
@@ -248,7 +250,7 @@ GAME_PAGES = ("Frostbite",)
 def _pages() -> list[str]:
     """Every chapter page of the tiny build: the chapters, then their Frostbite pages."""
     names = [p.stem for p in bk.list_notebooks()]
-    return names + [f"{n}-{g}" for n in names for g in GAME_PAGES if bk.PER_GAME_CHAPTERS.get(n) == "all"]
+    return names + [f"{n}-{g}" for n in names for g in GAME_PAGES if pages.PER_GAME_CHAPTERS.get(n) == "all"]
 
 
 @pytest.mark.slow
@@ -267,7 +269,7 @@ def test_tiny_book_builds_offline(tiny_book):
     page = (html / "chapters" / "04_degradation-Frostbite.html").read_text()
     assert "Input degradation: Frostbite" in page
     assert 'href="04_degradation-Frostbite.html"' in (html / "chapters" / "04_degradation.html").read_text()  # in the TOC
-    assert bk.check_offline(html) == []
+    assert offline.check_offline(html) == []
     intro = (html / "intro.html").read_text()
     assert 'src="_static/../vendor/mathjax/es5/tex-mml-chtml.js' in intro and "cdn.jsdelivr" not in intro
     assert "require.js" not in intro  # the widget scripts only go to pages with widgets

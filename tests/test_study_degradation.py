@@ -9,6 +9,7 @@ import torch
 
 import saliency_book.ch4_degradation as dg
 import saliency_book.ch4_figures as fg
+import saliency_book.ch4_rankings as rk
 from saliency_book.common import Note
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
 from saliency_lib.experiments.profiles import PROFILES
@@ -68,13 +69,13 @@ def test_paper_table_is_complete_typed_and_matches_the_bold_cells():
             ("random", "q_ratio"): ["rise", "lime_quickshift", "rise", "rise"],
             ("random", "advantage"): ["rise", "rise", "ns_original", "lime_felzenszwalb"]}
     for (sub, meas), best in bold.items():
-        got = [dg._best_non_random(p[(p.game == g) & (p.substrate == sub) & (p.measure == meas)].set_index("method")["mean"])
+        got = [dg.best_non_random(p[(p.game == g) & (p.substrate == sub) & (p.measure == meas)].set_index("method")["mean"])
                for g in dg.PAPER_GAMES]
         assert got == best, (sub, meas)
 
 
 def test_paper_factors_are_counted_from_the_paper_table():
-    text = dg.paper_factors_summary().data
+    text = rk.paper_factors_summary().data
     assert "SARFA is best under black insertion with the advantage in Ms. Pac-Man, Frostbite and Space Invaders" in text
     assert "the random map has the highest mean of all columns in Frostbite and Space Invaders" in text
     assert "in 4 of 4 games under black insertion" in text
@@ -154,7 +155,7 @@ def big():
 
 
 def test_rankings_find_the_consistent_order_significant(big):
-    r = dg.rankings(big, n_resamples=50)
+    r = rk.rankings(big, n_resamples=50)
     ins = r[(r.experiment == "insertion") & (r.substrate == "black") & (r.measure == "q_ratio")]
     assert ins["method"].tolist() == ["occlusion", "rise", "sarfa", "random"]
     assert set(ins.iloc[0]["better_than"].split(", ")) == {"rise", "sarfa", "random"}
@@ -162,9 +163,9 @@ def test_rankings_find_the_consistent_order_significant(big):
     assert dele["method"].tolist()[0] == "random"  # lower is better in deletion
     html = fg.style_rankings(r, "dqn", "insertion", "cap").to_html()
     assert "font-weight: bold" in html and "#d9f2d9" in html and "#f8d7d7" not in html
-    d = dg.ranking_detail(r, "dqn")
+    d = rk.ranking_detail(r, "dqn")
     assert d.attrs["measure"] == "q_ratio" and set(d["Significantly better than"].iloc[0].split(", ")) == {"RISE", "SARFA", "Rnd"}
-    text = dg.significance_summary(r).data
+    text = rk.significance_summary(r).data
     assert "72 of 72 pairwise differences (100 %)" in text and "paired block-bootstrap tests" in text
     assert "beats the random map significantly in 18 and loses to it significantly in 18 of 36" in text
     assert "(60 states, effective sample size" in text and (r["n_eff"] <= 60).all()
@@ -172,25 +173,25 @@ def test_rankings_find_the_consistent_order_significant(big):
 
 @pytest.mark.parametrize("n_states", [2, 49])
 def test_rankings_below_the_minimum_of_states_say_nothing_is_significant(n_states):
-    r = dg.rankings(_rows(DQN, BASE, n_states=n_states, steps=2), n_resamples=20)
+    r = rk.rankings(_rows(DQN, BASE, n_states=n_states, steps=2), n_resamples=20)
     assert (r["better_than"] == "").all() and (r["worse_than"] == "").all()
-    text = dg.significance_summary(r).data
+    text = rk.significance_summary(r).data
     assert f"too few states (n={n_states}) for a verdict" in text and "significant at" not in text
 
 
 def test_the_state_value_is_never_ranked(big):
     both = pd.concat([big, _rows(A3C, BASE, measures=("value", "prob"), n_states=60, steps=2)])
-    r = dg.rankings(both, n_resamples=20)
+    r = rk.rankings(both, n_resamples=20)
     assert "value" not in set(r["measure"]) and "prob" in set(r["measure"])
-    note = dg.ranking_detail(r, "mask_a3c", role="value")
+    note = rk.ranking_detail(r, "mask_a3c", role="value")
     assert isinstance(note, Note) and "state value V is not ranked" in note.text
-    assert dg.ranking_detail(r, "mask_a3c", role="action").attrs["measure"] == "prob"
+    assert rk.ranking_detail(r, "mask_a3c", role="action").attrs["measure"] == "prob"
     s = dg.auc_summary(both, n_resamples=20)
     t = dg.our_auc_table(s, "mask_a3c")
     assert ("insertion", "black", "V (not ranked)") in t.index and t.attrs["best"][("insertion", "black", "V (not ranked)")] is None
-    assert "value" not in set(dg.side_by_side(s, "Breakout")["our_measure"])
-    assert "value-role measure, the state value V, is degenerate" in dg.factors_summary(s, r).data
-    assert "state value V is not ranked" in dg.significance_summary(r).data
+    assert "value" not in set(rk.side_by_side(s, "Breakout")["our_measure"])
+    assert "value-role measure, the state value V, is degenerate" in rk.factors_summary(s, r).data
+    assert "state value V is not ranked" in rk.significance_summary(r).data
 
 
 # -- beside the paper ----------------------------------------------------------------------------
@@ -204,12 +205,12 @@ def _as_paper(game: str, sub: str, meas: str, *, reverse: bool = False) -> dict:
 def test_rank_agreement_is_one_for_the_papers_order_and_minus_one_reversed():
     same = dg.auc_summary(_rows(DQN, _as_paper("Breakout", "black", "q_ratio"), n_states=4,
                                 substrates=("black",), experiments=("insertion",)), n_resamples=20)
-    side = dg.side_by_side(same, "Breakout")
-    a = dg.rank_agreement(side)
+    side = rk.side_by_side(same, "Breakout")
+    a = rk.rank_agreement(side)
     q = a[a.paper_measure == "q_ratio"].iloc[0]
     assert q["spearman"] == pytest.approx(1.0) and q["kendall"] == pytest.approx(1.0)
     assert q["paper_best"] == q["our_best"] == "lime_slic"
-    rev = dg.rank_agreement(dg.side_by_side(dg.auc_summary(_rows(
+    rev = rk.rank_agreement(rk.side_by_side(dg.auc_summary(_rows(
         DQN, _as_paper("Breakout", "black", "q_ratio", reverse=True), n_states=4, substrates=("black",),
         experiments=("insertion",)), n_resamples=20), "Breakout"))
     assert rev[rev.paper_measure == "q_ratio"]["spearman"].iloc[0] == pytest.approx(-1.0)
@@ -217,24 +218,24 @@ def test_rank_agreement_is_one_for_the_papers_order_and_minus_one_reversed():
     assert wide.loc[(dg.agent_label(DQN), "LIME-SLIC"), ("black, Q-ratio", "Huber et al.")] == "6.118 (1)"
     assert wide.loc[(dg.agent_label(DQN), "Rnd"), ("black, Q-ratio", "ours")].endswith("(5)")
     assert "1.00 (p = " in fg.style_agreement(a, "cap").to_html()
-    text = dg.comparison_summary(a, "Breakout").data
+    text = rk.comparison_summary(a, "Breakout").data
     assert "black insertion with the Q-ratio (LIME-SLIC)" in text
     assert f"**{dg.agent_label(DQN)}** (4 states): over the" in text and (a["n"] == 4).all()  # the verdict names its n
     assert "Mask-A3C" not in text
 
 
 def test_side_by_side_refuses_games_the_paper_did_not_run(table):
-    note = dg.side_by_side(dg.auc_summary(table, n_resamples=20), "Seaquest")
+    note = rk.side_by_side(dg.auc_summary(table, n_resamples=20), "Seaquest")
     assert isinstance(note, Note) and "not Seaquest" in note.text
-    assert dg.rank_agreement(note) is note and dg.comparison_summary(note, "Seaquest") is note
+    assert rk.rank_agreement(note) is note and rk.comparison_summary(note, "Seaquest") is note
 
 
 def test_factors_summary_reports_winners_per_measure_and_substrate():
     t = pd.concat([_rows(DQN, BASE, measures=("q_ratio",), experiments=("insertion",)),
                    _rows(DQN, {"occlusion": 1.0, "rise": 2.0, "sarfa": 3.0, "random": 0.5}, measures=("advantage",),
                          experiments=("insertion",))])
-    s, r = dg.auc_summary(t, n_resamples=20), dg.rankings(t, n_resamples=20)
-    text = dg.factors_summary(s, r).data
+    s, r = dg.auc_summary(t, n_resamples=20), rk.rankings(t, n_resamples=20)
+    text = rk.factors_summary(s, r).data
     assert "Too few states (n=12) for a verdict: these sentences give the order of the means only" in text
     assert "differs on 3 of 3 substrates" in text and "black: Occl vs SARFA, ρ = 0.20" in text  # random is last in both orders
     assert "changes with the substrate for 0 of 2 measures" in text
@@ -324,4 +325,4 @@ def test_study_agreement_reads_the_stored_study_or_says_why_not(tmp_path):
     a = study_agreement(dg.DegradationChapter(), "Breakout")  # the committed paper-scale study
     assert not isinstance(a, Note), a
     assert len(a) == 4 and (a["n"] == 997).all() and (a["methods"] == 8).all()
-    assert "(997 states)" in dg.comparison_summary(a, "Breakout").data
+    assert "(997 states)" in rk.comparison_summary(a, "Breakout").data

@@ -16,6 +16,7 @@ import torch
 
 import saliency_book.ch5_figures as fg
 import saliency_book.ch5_mask_attention as ma
+import saliency_book.ch5_rankings as rk
 import saliency_book.ch5_scores as sc
 from saliency_book.common import Note
 from saliency_lib.experiments.profiles import PROFILES
@@ -197,10 +198,10 @@ def test_our_agents_fill_the_tabs_or_say_they_are_missing(agents_dir, results, t
 
 def test_missing_official_agent_gives_notes():
     cfg = ma.MaskAttentionChapter(game="Frostbite", profile="tiny")
-    for got in (ma.official_play(cfg), ma.official_table(cfg), ma.chapter_ranking(cfg)):
+    for got in (ma.official_play(cfg), rk.official_table(cfg), rk.chapter_ranking(cfg)):
         assert isinstance(got, Note) and "no Mask-A3C checkpoint for Frostbite" in got.text
-    assert ma.ranking_sentence(ma.chapter_ranking(cfg)) is None
-    assert isinstance(fg.style_ranking(ma.chapter_ranking(cfg), "cap"), Note)
+    assert rk.ranking_sentence(rk.chapter_ranking(cfg)) is None
+    assert isinstance(fg.style_ranking(rk.chapter_ranking(cfg), "cap"), Note)
 
 
 # -- the masks in the study's table ---------------------------------------------------------------
@@ -228,7 +229,7 @@ def _table(agent="official:Breakout"):
 
 
 def test_method_ranking_uses_direction_substrate_and_full_randomisation():
-    r = ma.method_ranking(_table(), substrate="black")
+    r = rk.method_ranking(_table(), substrate="black")
     assert list(r["criterion"].unique()) == ["ins_prob", "del_prob", "sanity"]  # no value_auc rows in the table
     ins = r[r["criterion"] == "ins_prob"].set_index("method")
     assert ins["rank"].to_dict() == {"occlusion": 1, "mask_policy": 2, "random": 3} and (ins["of"] == 3).all()
@@ -241,25 +242,25 @@ def test_method_ranking_uses_direction_substrate_and_full_randomisation():
     san = r[r["criterion"] == "sanity"].set_index("method")
     assert san.loc["mask_policy", "rank"] == 1 and san.loc["mask_policy", "layer"] == "conv1"
     assert san.loc["occlusion", "mean"] == pytest.approx(0.2)  # level 6 only, not level 1 or the reference rows
-    other = ma.method_ranking(_table(), substrate="random").set_index(["criterion", "method"])
+    other = rk.method_ranking(_table(), substrate="random").set_index(["criterion", "method"])
     assert other.loc[("ins_prob", "random"), "rank"] == 1
     with pytest.raises(ValueError, match="rows of one agent"):
-        ma.method_ranking(pd.concat([_table(), _table("dqn")]))
+        rk.method_ranking(pd.concat([_table(), _table("dqn")]))
 
 
 def test_ranking_display_and_sentence():
-    r = ma.method_ranking(_table())
-    t = ma.ranking_display(r)
+    r = rk.method_ranking(_table())
+    t = rk.ranking_display(r)
     assert list(t["method"]) == ["Occlusion", "Policy mask", "Random"]  # order of the first criterion
     assert t.loc[1, "insertion AUC, π(a) ↑"].endswith("] #2") and t.loc[2, "Spearman after full randomisation ↓"] == "–"
     assert "font-weight: bold" in fg.style_ranking(r, "cap").to_html()
-    text = ma.ranking_sentence(r).data
+    text = rk.ranking_sentence(r).data
     assert "**policy mask** ranks #2 of 3 on insertion AUC, π(a)" in text and "#1 of 2 on Spearman" in text
     assert "better than Random on insertion AUC, π(a)" in text and "at most 8 states" in text
     assert "value mask" not in text  # the table has no value-mask rows
     assert "None could" not in text  # 8 states can reach significance
-    five = ma.method_ranking(_table()[lambda d: d["state"] < 5])
-    text = ma.ranking_sentence(five).data
+    five = rk.method_ranking(_table()[lambda d: d["state"] < 5])
+    text = rk.ranking_sentence(five).data
     assert "No paired Wilcoxon test" in text and "None could: with 5 states the smallest two-sided p-value is 2/2^5 = 0.0625" in text
 
 
@@ -271,7 +272,7 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
     _save_ac(agents, "none")  # no masks: not ranked here
     monkeypatch.setattr(study, "STUDY_METHODS", ("gradient", "mask_policy", "mask_value"))  # the study's, smaller
     cfg = ma.MaskAttentionChapter(profile="tiny", results_dir=str(tmp_path / "r"), agents_dir=str(agents))
-    ranked = ma.our_rankings(cfg)
+    ranked = rk.our_rankings(cfg)
     (label, r), = ranked.items()
     assert "a3c-Breakout-double-s0" in label
     assert set(r["method"]) == {"gradient", "mask_policy", "mask_value", "random"}
@@ -280,7 +281,7 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
     assert stored == {"sanity", "degradation"}  # the study's units, so `saliency-study run` can store them ahead
     html = fg.style_our_rankings(ranked, "cap").data
     assert "Agent: our Mask-A3C (both masks) agent a3c-Breakout-double-s0." in html and "Policy mask" in html
-    note = ma.our_rankings(ma.MaskAttentionChapter(profile="tiny", agents_dir=str(tmp_path / "none")))
+    note = rk.our_rankings(ma.MaskAttentionChapter(profile="tiny", agents_dir=str(tmp_path / "none")))
     assert isinstance(note, Note) and "ranking above is therefore of the official agent only" in note.text
     assert fg.style_our_rankings(note, "cap") is note
 
@@ -288,9 +289,9 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
 def test_coarse_note_names_the_profiles_parameters():
 
     n = PROFILES["quick"].sweep["mask_a3c"].n_states
-    quick = ma.coarse_note("quick").data
+    quick = rk.coarse_note("quick").data
     assert f"first {n} states" in quick and "coarser parameters" in quick and "occlusion patch = 4" in quick
-    assert "paper's parameters" in ma.coarse_note("full").data
+    assert "paper's parameters" in rk.coarse_note("full").data
 
 
 # -- A3C vs Mask-A3C ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 
 import saliency_book.ch6_figures as fg
 import saliency_book.ch6_runtime as rt
+import saliency_book.ch6_spot as sp
 from saliency_book.common import Note
 
 
@@ -232,11 +233,11 @@ def test_committed_benchmarks_load_and_agree_with_their_own_ratios():
 
 
 def test_spot_check_without_agents_is_a_note(monkeypatch, bench_dir):
-    monkeypatch.setattr(rt, "study_agent", lambda game, **kw: None)
-    monkeypatch.setattr(rt, "official_available", lambda game=None, **kw: False)
-    note = rt.spot_check(rt.RuntimeChapter(profile="tiny"), rt.load_benchmarks(bench_dir))
+    monkeypatch.setattr(sp, "study_agent", lambda game, **kw: None)
+    monkeypatch.setattr(sp, "official_available", lambda game=None, **kw: False)
+    note = sp.spot_check(rt.RuntimeChapter(profile="tiny"), rt.load_benchmarks(bench_dir))
     assert isinstance(note, Note) and "No agent to time" in note.text
-    assert fg.style_spot_check(note, "c") is note and rt.spot_summary(note) is note
+    assert fg.style_spot_check(note, "c") is note and sp.spot_summary(note) is note
 
 
 def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, bench_dir):
@@ -247,19 +248,19 @@ def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, b
     torch.manual_seed(0)
     agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
     path = save_agent(agent, tmp_path / "agent")
-    monkeypatch.setattr(rt, "study_agent", lambda game, **kw: str(path))
-    monkeypatch.setattr(rt, "official_available", lambda game=None, **kw: False)
-    monkeypatch.setattr(rt, "_SKIP_STATES", 2)
+    monkeypatch.setattr(sp, "study_agent", lambda game, **kw: str(path))
+    monkeypatch.setattr(sp, "official_available", lambda game=None, **kw: False)
+    monkeypatch.setattr(sp, "_SKIP_STATES", 2)
     cfg = rt.RuntimeChapter(profile="tiny", results_dir=str(tmp_path / "results"))
     b = rt.load_benchmarks(bench_dir)
-    t = rt.spot_check(cfg, b)
+    t = sp.spot_check(cfg, b)
     assert list(t["method"]) == ["random", "gradient"]  # mask_policy does not apply to a DQN agent
     assert (t["ms"] > 0).all() and list(t["forward_passes"]) == [1, 2]
     assert t.set_index("method").loc["gradient", "benchmark_ms"] == 4.0
     assert t["input_shape"].iloc[0] == "4×84×84"
     assert len(list((tmp_path / "results").glob("runtime_spot-*/value.json"))) == 1
-    again = rt.spot_check(cfg, b)  # from the cache: the same times
+    again = sp.spot_check(cfg, b)  # from the cache: the same times
     assert list(again["ms"]) == list(t["ms"])
     html = fg.style_spot_check(t, "cap").to_html()
     assert "ms/map" in html and "Benchmark" in html
-    assert "only methods with few forward passes" in rt.spot_summary(t).data
+    assert "only methods with few forward passes" in sp.spot_summary(t).data

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import saliency_book.ch3_figures as fg
+import saliency_book.ch3_ns_example as nx
 import saliency_book.ch3_sanity as sn
 from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
@@ -86,9 +87,9 @@ def test_verdict_rules(low, high, n, expected):
 
 
 def test_no_verdict_below_the_shared_minimum_of_states():
-    from saliency_book import ch4_degradation, evidence
+    from saliency_book import ch4_rankings, evidence
 
-    assert evidence.MIN_STATES == 50 and sn.MIN_STATES is evidence.MIN_STATES is ch4_degradation.MIN_STATES
+    assert evidence.MIN_STATES == 50 and sn.MIN_STATES is evidence.MIN_STATES is ch4_rankings.MIN_STATES
     assert sn.verdict(0.1, 0.3, 0.5, n=49) == "too few states" and sn.verdict(0.1, 0.3, 0.5, n=50) == "passes"
     assert evidence.too_few(20) == "too few states (n=20) for a verdict"
     assert not evidence.enough_states(np.nan) and evidence.enough_states(50)
@@ -203,26 +204,26 @@ def test_ns_example_reproduces_the_sweeps_similarities(dqn_dir, tmp_path, monkey
     table = sn.sanity_results(cfg, who, methods=sn.NS_METHODS)
     assert set(table["method"]) == set(sn.NS_METHODS) and table["state"].nunique() == 2
     assert list(dict.fromkeys(table.sort_values("level")["layer"].dropna()))[:3] == ["original", "output", "fc"]
-    ex = sn.ns_example(cfg, who, table)
-    assert ex.state == sn._median_state(table) and [lv for lv, _ in ex.levels] == [0, 1, 5]
+    ex = nx.ns_example(cfg, who, table)
+    assert ex.state == nx._median_state(table) and [lv for lv, _ in ex.levels] == [0, 1, 5]
     assert ex.maps[("ns_original", 0)].shape == (84, 84) and ex.frame.shape == (210, 160, 3)
     for (method, level), rho in ex.spearman.items():
         row = table[(table["method"] == method) & (table["level"] == level) & (table["state"] == ex.state)
                     & (table["measure"] == "spearman")]
         assert rho == pytest.approx(float(row["value"].iloc[0]), abs=1e-3), (method, level)
     # the maps are cached: a second call builds no randomised model and computes no map
-    monkeypatch.setattr(sn, "model_at", lambda *a, **k: pytest.fail("recomputed a cached map"))
-    again = sn.ns_example(cfg, who, table, state=ex.state)
+    monkeypatch.setattr(nx, "model_at", lambda *a, **k: pytest.fail("recomputed a cached map"))
+    again = nx.ns_example(cfg, who, table, state=ex.state)
     assert all(np.array_equal(again.maps[k], ex.maps[k]) for k in ex.maps)
     assert fg.ns_example_figure(ex).data[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="state must index the 2 sweep states"):
-        sn.ns_example(cfg, who, table, state=7)
+        nx.ns_example(cfg, who, table, state=7)
 
 
 def test_example_state_is_the_median_of_ns_original_after_the_first_level():
     t = _table({"ns_original": [1.0, 0.5, 0.4], "ns_chosen": [1.0, 0.2, 0.1]}, n=5)
     first = (t["method"] == "ns_original") & (t["level"] == 1) & (t["measure"] == "spearman")
     t.loc[first, "value"] = t.loc[first, "state"].map({0: 0.9, 1: 0.1, 2: 0.7, 3: 0.3, 4: 0.5}).astype(float)
-    assert sn._median_state(t) == 4
+    assert nx._median_state(t) == 4
     t.loc[first & (t["state"] == 4), "value"] = np.nan  # four finite values: the lower median
-    assert sn._median_state(t) == 3
+    assert nx._median_state(t) == 3

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import saliency_book.ch5_seeds as cs
-from saliency_book.ch5_mask_attention import Criterion
+from saliency_book.ch5_rankings import Criterion
 from saliency_book.common import Note
 from saliency_book.evidence import MIN_STATES
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from importlib import metadata
 
-from saliency_lib import __version__
-from saliency_lib.versions import MISSING, NOT_RECORDED, TRACKED, environment_versions, version_differences
+from saliency_lib import __version__, versions
+from saliency_lib.versions import MISSING, NOT_RECORDED, TRACKED, cpu_model, environment_versions, version_differences
 
 
 def test_environment_versions_names_and_values():
@@ -56,3 +56,15 @@ def test_default_running_looks_up_extra_recorded_packages():
     # a record may carry packages beyond TRACKED; they compare with their installed version
     recorded = dict(environment_versions(), pytest=metadata.version("pytest"), **{"no-such-dist-xyz": "1.0"})
     assert version_differences(recorded) == {"no-such-dist-xyz": ("1.0", MISSING)}
+
+
+def test_cpu_model_reads_cpuinfo_and_falls_back_to_platform(monkeypatch, tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: X\nmodel name\t: Test CPU @ 1.00GHz\nflags\t: fpu\n")
+    real = versions.Path
+    monkeypatch.setattr(versions, "Path", lambda p: real(info) if p == "/proc/cpuinfo" else real(p))
+    assert cpu_model() == "Test CPU @ 1.00GHz"
+    monkeypatch.setattr(versions, "Path", lambda p: real(tmp_path / "missing"))
+    monkeypatch.setattr(versions.platform, "processor", lambda: "")
+    monkeypatch.setattr(versions.platform, "machine", lambda: "x86_64")
+    assert cpu_model() == "x86_64"

@@ -12,20 +12,17 @@
    ``book/_build/failed/``. A chapter whose inputs (source, parameters, library
    code, data files, official checkpoints) are unchanged since its last execution
    is not executed again (``force=True`` overrides). With several games (the ``full``
-   profile, or ``games=``), each chapter of :data:`PER_GAME_CHAPTERS` also gets a
+   profile, or ``games=``), each chapter of :data:`~saliency_book.build.pages.PER_GAME_CHAPTERS` also gets a
    page per further game, ``chapters/<chapter>-<Game>.ipynb``, listed under the
-   chapter in a generated table of contents (:func:`book_games`).
+   chapter in a generated table of contents (:mod:`saliency_book.build.pages`).
 3. **HTML.** ``jupyter-book build book`` renders the executed notebooks (its own
    execution is off, see ``book/_config.yml``) with warnings as errors, into
    ``book/_build/html`` (nitpicky). Every page is then checked for external or broken
-   ``<script>``/``<link>``/``<img>`` references (:func:`check_offline`).
+   ``<script>``/``<link>``/``<img>`` references (:func:`~saliency_book.build.offline.check_offline`).
 
 Expensive results inside chapters are cached separately, by configuration hash,
 under ``data/results/`` (:mod:`saliency_lib.experiments.store`).
 """
-
-# module-size: about 640 lines; the conversion, execution, page generation and HTML build of the book are
-# one pipeline whose steps share its state (the assets and the browser check are separate modules).
 
 from __future__ import annotations
 
@@ -40,10 +37,10 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
+from saliency_book.build.offline import check_offline
+from saliency_book.build.pages import book_games, game_page, page_games, toc_with_game_pages
 from saliency_lib.experiments.paths import (
     AGENT_SCORES_CSV,
     AGENTS_DIR,
@@ -54,16 +51,11 @@ from saliency_lib.experiments.paths import (
 )
 from saliency_lib.experiments.profiles import PROFILE_NAMES
 
-__all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "check_offline",
-           "add_book_parser", "run_book", "EXECUTORS", "PER_GAME_CHAPTERS", "book_games", "game_page"]
+__all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "add_book_parser", "run_book",
+           "EXECUTORS"]
 
 EXECUTORS = ("local", "processes", "ray")
-"""Where the study's sweep runs before the chapters execute (:mod:`saliency_lib.experiments.sweep`)."""
-PER_GAME_CHAPTERS: Mapping[str, str] = {
-    "01_agents": "all", "02_gallery": "all", "03_sanity": "all", "04_degradation": "all", "05_mask_attention": "official",
-}
-"""Chapters that get a page per further game of the book, and for which games: ``"all"``, or
-``"official"`` (games with an official Mask-A3C checkpoint). The other chapters are not about one game."""
+"""Where the study's sweep runs before the chapters execute (:mod:`saliency_lib.experiments.study`)."""
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "*.svg", "*.png", "_static", "_templates")
 _META_KEY = "saliency_study"
 
@@ -189,102 +181,6 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def book_games(profile: str, parameters: Mapping | None = None, games: Sequence[str] | None = None) -> list[str]:
-    """The games of a book build, the book's own game first.
-
-    The book's game is the ``game`` chapter parameter (default Breakout). ``games=None``
-    takes the profile's ``book_games`` setting: ``"game"`` (that game only) or ``"all"``
-    (also Huber et al.'s other benchmark games).
-    """
-    from saliency_lib.experiments.profiles import profile_settings
-    from saliency_lib.games import HUBER_GAMES, game_info
-
-    primary = str((parameters or {}).get("game", "Breakout"))
-    if games is None:
-        games = HUBER_GAMES if profile_settings(profile)["book_games"] == "all" else ()
-    out = list(dict.fromkeys([primary, *games]))
-    for g in out:
-        game_info(g)
-    return out
-
-
-def _page_games(name: str, games: Sequence[str]) -> list[str]:
-    """The further games (after the book's own) for which chapter ``name`` gets a page."""
-    which = PER_GAME_CHAPTERS.get(name)
-    if which is None:
-        return []
-    if which == "official":
-        from saliency_lib.agents.official import OFFICIAL_GAMES
-
-        return [g for g in games[1:] if g in OFFICIAL_GAMES]
-    return list(games[1:])
-
-
-ALL_GAMES_TAG = "all-games"
-"""Cell tag of the content that covers every game, shown on a chapter's main page only (:func:`game_page`)."""
-
-
-def game_page(nb, game: str):
-    """A chapter notebook turned into its page for another ``game``.
-
-    The first ``#`` title gets ``": <game>"``, and every label the notebook defines (MyST
-    targets ``(label)=`` and figure names in the cell metadata) gets ``-<game>`` appended,
-    in its definition and in the notebook's own references to it, so that the pages of
-    the different games do not define the same labels. Cells tagged ``all-games`` (tables
-    and galleries that cover every game) stay on the chapter's main page only.
-    """
-    import copy
-    import re
-
-    nb = copy.deepcopy(nb)
-    nb.cells = [c for c in nb.cells if ALL_GAMES_TAG not in c.metadata.get("tags", [])]
-    labels = set()
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            labels |= set(re.findall(r"^\(([^)\s]+)\)=\s*$", cell.source, flags=re.M))
-        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
-        if name:
-            labels.add(name)
-    suffix = f"-{game.lower()}"
-    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(labels, key=len, reverse=True))) + r")(?![\w-])") if labels else None
-    titled = False
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            if pattern:
-                cell.source = pattern.sub(lambda m: m.group(1) + suffix, cell.source)
-            if not titled:
-                cell.source, n = re.subn(r"^# (.+)$", lambda m: f"# {m.group(1)}: {game}", cell.source, count=1, flags=re.M)
-                titled = n > 0
-        fig = cell.metadata.get("mystnb", {}).get("figure", {})
-        if fig.get("name"):
-            fig["name"] = fig["name"] + suffix
-    return nb
-
-
-def _toc_with_game_pages(toc_path: Path, pages: Mapping[str, list[str]], out: Path) -> Path:
-    """``toc_path`` with each chapter's game pages as its sections, written to ``out``."""
-    import yaml
-
-    toc = yaml.safe_load(toc_path.read_text())
-
-    def visit(entries):
-        for e in entries:
-            name = Path(str(e.get("file", ""))).name
-            if pages.get(name):
-                e.setdefault("sections", []).extend({"file": f"chapters/{p}"} for p in pages[name])
-            for key in ("chapters", "sections"):
-                if key in e:
-                    visit(e[key])
-
-    for part in toc.get("parts", []):
-        visit(part.get("chapters", []))
-    visit(toc.get("chapters", []))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("# Generated by saliency_book.build.builder from _toc.yml, with a page per further game.\n"
-                   + yaml.safe_dump(toc, sort_keys=False))
-    return out
-
-
 def _stage_sources(book_dir: Path, stage: Path) -> Path:
     """Copy the book's sources (not its outputs) to ``stage/book``."""
     dst = stage / "book"
@@ -304,7 +200,7 @@ def _stage_sources(book_dir: Path, stage: Path) -> Path:
 def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_dir: Path, profile: str,
                      parameters: Mapping, results_dir, kernel: str, fingerprint: Mapping, force: bool,
                      timeout: float | None, log: Callable[[str], None], page_game: str | None = None) -> dict:
-    """Execute one chapter (``page_game``: its page for that game, see :func:`game_page`)."""
+    """Execute one chapter (``page_game``: its page for that game, see :func:`~saliency_book.build.pages.game_page`)."""
     import jupytext
     import nbformat
     import papermill as pm
@@ -380,54 +276,6 @@ def _for_the_book(nb):
     return nb
 
 
-# -- offline check ----------------------------------------------------------------------------
-
-class _Refs(HTMLParser):
-    ATTRS = {"script": ("src",), "link": ("href",), "img": ("src",), "iframe": ("src",), "source": ("src", "srcset"),
-             "video": ("src", "poster"), "audio": ("src",), "embed": ("src",), "object": ("data",)}
-
-    def __init__(self):
-        super().__init__()
-        self.refs: list[tuple[str, str]] = []
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        for attr in self.ATTRS.get(tag, ()):
-            if a.get(attr):
-                self.refs.append((tag, a[attr]))
-
-
-def check_offline(html_dir: str | os.PathLike) -> list[str]:
-    """Problems with the resources that the pages of ``html_dir`` load.
-
-    For every ``*.html`` page, each ``src``/``href`` of ``script``, ``link``, ``img``,
-    ``iframe``, ``source``, ``video``, ``audio``, ``embed`` and ``object`` must be a
-    relative URL (or ``data:``) that names an existing file. Hyperlinks (``<a>``) may
-    point anywhere. Returns one message per problem; empty means offline-clean.
-    """
-    html_dir = Path(html_dir)
-    problems = []
-    for page in sorted(html_dir.rglob("*.html")):
-        if "_static" in page.relative_to(html_dir).parts:  # theme assets, e.g. webpack templates
-            continue
-        parser = _Refs()
-        parser.feed(page.read_text(errors="replace"))
-        rel_page = page.relative_to(html_dir).as_posix()
-        for tag, url in parser.refs:
-            if url.startswith(("data:", "blob:", "#")):
-                continue
-            parts = urlsplit(url)
-            if parts.scheme or url.startswith("//"):
-                problems.append(f"{rel_page}: <{tag}> loads the external URL {url}")
-                continue
-            target = (page.parent / unquote(parts.path)).resolve()
-            if not target.is_file():
-                problems.append(f"{rel_page}: <{tag}> refers to {url}, which does not exist")
-            elif not target.is_relative_to(html_dir.resolve()):
-                problems.append(f"{rel_page}: <{tag}> refers to {url}, outside the HTML folder")
-    return problems
-
-
 # -- the pipeline -------------------------------------------------------------------------------
 
 def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = None, executor: str = "local",
@@ -457,7 +305,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
         Extra parameters for every chapter that declares them (e.g. ``{"game": "MsPacman"}``).
     games : list of str, optional
         Further games: the sweep runs for each, and every chapter of
-        :data:`PER_GAME_CHAPTERS` gets a page per further game (:func:`book_games`).
+        :data:`~saliency_book.build.pages.PER_GAME_CHAPTERS` gets a page per further game (:mod:`saliency_book.build.pages`).
         Default: the profile's (``full``: Huber et al.'s four games; otherwise none).
     book_dir, notebooks_dir : path
         Book sources (``_config.yml``, ``_toc.yml``, pages) and chapter sources.
@@ -541,8 +389,8 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
     pages: dict[str, list[str]] = {}
     for py in sources:
-        pages[py.stem] = [f"{py.stem}-{g}" for g in _page_games(py.stem, all_games)]
-        for page_game in [None, *_page_games(py.stem, all_games)]:
+        pages[py.stem] = [f"{py.stem}-{g}" for g in page_games(py.stem, all_games)]
+        for page_game in [None, *page_games(py.stem, all_games)]:
             name = py.stem if page_game is None else f"{py.stem}-{page_game}"
             out = chapters_dir / f"{name}.ipynb"
             if selected is not None and py.stem not in selected and out.is_file():
@@ -562,7 +410,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
         cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
                "build", str(bdir), "--builder", "html", "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
         if any(pages.values()):  # the game pages join the table of contents under their chapter
-            cmd += ["--toc", str(_toc_with_game_pages(bdir / "_toc.yml", pages, out_dir / "_toc.games.yml"))]
+            cmd += ["--toc", str(toc_with_game_pages(bdir / "_toc.yml", pages, out_dir / "_toc.games.yml"))]
         proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
         result.timings["html"] = time.perf_counter() - t0
         if proc.returncode != 0:
