@@ -26,6 +26,7 @@ from saliency_lib.experiments.store import (
     load_units,
     mean_curves,
     pack_path,
+    read_stored,
     store_unit,
     stored_bytes,
     stored_keys,
@@ -226,6 +227,22 @@ def test_a_pack_holds_units_whose_rows_share_every_key_column(sweeps, agent_dir,
     assert not any(unit_path(u, root).exists() for u in [*mine, *other.units])
     pd.testing.assert_frame_equal(load_units(mine, results_dir=root), before[0], check_exact=True)
     pd.testing.assert_frame_equal(load_units(other.units, results_dir=root), before[1], check_exact=True)
+    pack = pack_path(mine[0], root)
+    rows = read_stored(pack)
+    assert set(rows["config_hash"]) == {u.key for u in [*mine, *other.units]} and len(rows) == sum(map(len, before))
+    # a row repeated within one unit is refused, naming the problem
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(pack)
+    one = table.to_pandas()
+    dup = one[one["state"].notna()].iloc[:1]
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.Table.from_pandas(pd.concat([one, dup], ignore_index=True), schema=table.schema,
+                                        preserve_index=False), bad)
+    with pytest.raises(ValueError, match="2 rows share their key columns"):
+        read_stored(bad)
+
 
 def test_units_of_the_first_format_read_like_new_ones(sweeps, tmp_path):
     (_, rep), raw = sweeps[0][3], sweeps[1]
@@ -365,11 +382,10 @@ def test_the_full_study_fits_in_40_mb(tmp_path, capsys):
 def test_every_committed_pack_reads():
     """Each pack under data/results reads and validates as a whole (every unit's rows unique within the
     unit), as the book's sweep step reads them; a pack that did not once stopped `make book`."""
-    from saliency_lib.experiments import unitstore
     from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
 
     packs = sorted((repo_path(RESULTS_DIR) / "sweep" / "packs").glob("*/*.parquet"))
     assert packs, "no committed packs found"
     for path in packs:
-        f = unitstore._read(path)
-        assert len(f.tidy) and f.tidy["config_hash"].notna().all(), path.name
+        tidy = read_stored(path)
+        assert len(tidy) and tidy["config_hash"].notna().all(), path.name

@@ -42,6 +42,7 @@ from .unitstore import (
     mean_curves,
     pack_path,
     packed_keys,
+    read_stored,
     states_dir,
     store_unit,
     stored_bytes,
@@ -52,7 +53,7 @@ from .unitstore import (
 )
 
 __all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA", "states_dir", "unit_path",
-           "pack_path", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves", "unit_versions", "stored_versions",
+           "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves", "unit_versions", "stored_versions",
            "stored_bytes", "compact"]
 
 LOCAL = "_local"

@@ -51,7 +51,7 @@ from .paths import RESULTS_DIR, repo_path
 if TYPE_CHECKING:  # units import the store, not the other way round
     from .units import Unit
 
-__all__ = ["states_dir", "unit_path", "pack_path", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves",
+__all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves",
            "unit_versions", "stored_versions", "stored_bytes", "compact"]
 
 _EXTRA = ("n", "nonfinite", "m2")
@@ -184,6 +184,15 @@ def _read(path: Path) -> _File:
                               "tag": s["config_hash"]}).astype(_SUMMARY_DTYPES)
     return _File(tidy.reset_index(drop=True), summaries.reset_index(drop=True), df[raw] if raw.any() else None,
                  _metadata(path))
+
+
+def read_stored(path: str | os.PathLike) -> pd.DataFrame:
+    """The tidy rows of one stored file, a loose unit or a pack, validated per unit.
+
+    The rows are unique per unit (key columns plus ``config_hash``) and carry the schema's
+    dtypes; a file that does not validate raises ``ValueError`` naming the problem.
+    """
+    return _read(Path(path)).tidy
 
 
 def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
