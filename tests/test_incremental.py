@@ -307,3 +307,17 @@ def test_incremental_is_at_least_as_accurate_as_full_passes():
     err_slow = (slow.coarse.flatten(1)[:, ::97].double() - ref).abs().max()
     assert err_slow < 1e-6
     assert err_fast <= 2 * err_slow + 1e-9
+
+
+def test_cascade_cuts_are_the_first_randomised_stage():
+    """Each level of the cascade reuses the reference network's deltas below its first randomised
+    stage (conv1, conv2, conv3, fc, head = 0 … 4); an independent copy of one layer cuts there."""
+    from saliency_lib.metrics import randomised_models
+
+    agent = dqn_agent()
+    levels = [m for _, _, m in randomised_models(agent, order="cascading", init="glorot", seed=0)]
+    assert inc.IncrementalDQN([agent, *levels]).cuts == [0, 4, 3, 2, 1, 0]
+    other = dqn_agent()
+    with torch.no_grad():
+        other.net.conv2.weight.add_(1.0)
+    assert inc.IncrementalDQN([agent, other, agent]).cuts == [0, 1, 5]

@@ -59,6 +59,7 @@ from torch import nn
 
 from ..agents.base import Agent, QAgent
 from ..agents.dqn import AdvantageStream, DQNNet
+from ._cascade import stage_cuts
 from ._window_plan import Group, Layer, plan_windows
 
 __all__ = ["IncrementalDQN", "incremental_support", "notice_once", "engine_for", "delta_from_values", "gather_rows"]
@@ -236,14 +237,6 @@ class _Net:
         return z
 
 
-def _stage_cut(base: list[list[torch.Tensor]], other: list[list[torch.Tensor]]) -> int:
-    """Index of the first stage whose parameters differ (``len(stages)`` if none)."""
-    for i, (a, b) in enumerate(zip(base, other)):
-        if len(a) != len(b) or any(p is not q and (p.shape != q.shape or not torch.equal(p, q)) for p, q in zip(a, b)):
-            return i
-    return len(base)
-
-
 class IncrementalDQN:
     """Readouts of local perturbations through one or several :class:`DQNNet` agents.
 
@@ -294,8 +287,7 @@ class IncrementalDQN:
 
     def _cuts(self) -> list[int]:
         """For each agent, the first stage (conv1, conv2, conv3, fc, head) whose parameters differ from the first agent's."""
-        base = self.nets[0].params()
-        return [0] + [_stage_cut(base, n.params()) for n in self.nets[1:]]
+        return stage_cuts([[(params, None) for params in net.params()] for net in self.nets])
 
     def plan(self, index: torch.Tensor, image_hw, out_hws, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
         """The groups and index tables of ``index`` (cached by content, see :func:`~saliency_lib.explainers._window_plan.plan_windows`)."""
