@@ -135,3 +135,19 @@ def test_mask_score_finding_quotes_chapter_5s_verdict_under_both_protocols(tmp_p
         sentence = compare_variants(read_scores(path), protocol=protocol).sentence
         assert sentence in text and f"({protocol} evaluation)" in sentence
     assert "higher" in text
+
+
+def test_mask_rank_finding_quotes_chapter_5s_seed_sentences(tmp_path):
+    from saliency_book.ch5_seeds import MASKS, seed_sentence, seed_study
+    from saliency_book.common import Note
+
+    empty = fd.mask_rank_finding(results_dir=tmp_path)  # nothing packed there: the Note that names the command
+    assert empty.startswith("**Do the masks keep their rank across training seeds?**")
+    assert "--seeds --games Breakout" in empty or "No masked Mask-A3C agent" in empty
+    assert not list(tmp_path.rglob("*.parquet"))  # computed nothing
+    study = seed_study("full", "Breakout")
+    if isinstance(study, Note):
+        pytest.skip(f"the seed sweep is not stored: {study.text}")
+    text = fd.mask_rank_finding()
+    for m in MASKS:
+        assert seed_sentence(study.agreement, method=m) in text
