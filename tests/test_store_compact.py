@@ -389,3 +389,29 @@ def test_every_committed_pack_reads():
     for path in packs:
         tidy = read_stored(path)
         assert len(tidy) and tidy["config_hash"].notna().all(), path.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["gradient", "ns_original"])
+def test_committed_units_are_reproduced_by_recomputing_them(method):
+    """The committed study is what the code computes: the first sanity unit of the Breakout DQN agent
+    (25 states, the full cascade, every similarity) recomputed from scratch gives the stored rows.
+    Bit for bit on the machine that ran the study; elsewhere the convolution kernels may round
+    differently, so the check is to 1e-6 (similarities lie in [-1, 1])."""
+    from saliency_lib.agents import load_agent
+    from saliency_lib.experiments.units import compute_unit, spec_states
+
+    spec = study.profile_specs("full", "Breakout", agents=["data/agents/dqn-Breakout-s0"])[0]
+    planned, _ = units.plan_units(spec, states=False)
+    unit = next(u for u in planned if u.method == method and u.experiment == "sanity")
+    if unit.key not in stored_keys([unit]):
+        pytest.skip(f"the committed study has no {method} sanity unit of the Breakout DQN agent")
+    states, _ = spec_states(spec, unit.agent)
+    got = compute_unit(unit, load_agent(unit.agent), states)
+    want = load_units([unit])
+    cols = [c for c in KEY if c in got.columns]
+    got, want = (t.sort_values(cols).reset_index(drop=True) for t in (got, want))
+    pd.testing.assert_frame_equal(got[cols].astype(str), want[cols].astype(str))
+    a, b = got["value"].to_numpy(float), want["value"].to_numpy(float)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.nanmax(np.abs(a - b)) <= 1e-6

@@ -89,7 +89,10 @@ class Unit:
     @property
     def key(self) -> str:
         d = asdict(self)
-        d.pop("batch_size")  # changes speed, not numbers
+        # the rows per forward call change the speed; the numbers at most in their last bits (Noise
+        # Sensitivity's fc product over the full conv3 window rounds differently for 128 and 256 rows), so
+        # a unit computed with another batch size is the same unit
+        d.pop("batch_size")
         if not d["metric"]:  # the study's metric: the keys of the units stored before the option existed
             d.pop("metric")
         return config_hash(d)
