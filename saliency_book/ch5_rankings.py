@@ -32,7 +32,7 @@ from saliency_book.common import Note
 from saliency_book.evidence import DEGENERATE_MEASURES
 from saliency_lib.experiments.catalog import official_available
 
-__all__ = ["Criterion", "CRITERIA", "official_table", "our_rankings", "chapter_ranking", "method_ranking",
+__all__ = ["Criterion", "CRITERIA", "criterion_rows", "official_table", "our_rankings", "chapter_ranking", "method_ranking",
            "ranking_display", "ranking_sentence", "coarse_note"]
 
 
@@ -91,7 +91,9 @@ def our_rankings(cfg: MaskAttentionChapter) -> dict[str, pd.DataFrame] | Note:
     return out
 
 
-def _criterion_rows(table: pd.DataFrame, c: Criterion, substrate: str) -> pd.DataFrame:
+def criterion_rows(table: pd.DataFrame, c: Criterion, substrate: str | None) -> pd.DataFrame:
+    """The per-state rows of criterion ``c``: the AUC rows of one substrate, or the sanity rows of the
+    deepest randomised layer (the full cascade)."""
     t = table[(table["experiment"] == c.experiment) & (table["measure"] == c.measure)]
     if c.experiment == "sanity":
         t = t[t["level"].notna()]
@@ -116,7 +118,7 @@ def method_ranking(table: pd.DataFrame, *, substrate: str = "black", criteria=CR
         raise ValueError(f"method_ranking needs the rows of one agent, got {sorted(table['agent'].unique())}")
     parts = []
     for c in criteria:
-        rows = _criterion_rows(table, c, substrate)
+        rows = criterion_rows(table, c, substrate)
         if rows.empty:
             continue
         # the Wilcoxon test, which this chapter's generated text names; the block test suits one trajectory better

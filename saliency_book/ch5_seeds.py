@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.ch5_mask_attention import VARIANT_LABELS, VARIANT_ORDER
-from saliency_book.ch5_rankings import CRITERIA, Criterion
+from saliency_book.ch5_rankings import CRITERIA, Criterion, criterion_rows
 from saliency_book.common import Note, figure_image
 from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR
@@ -68,16 +68,6 @@ def _check_criteria(criteria) -> None:
         if c.measure.removesuffix("_auc") in DEGENERATE_MEASURES:
             raise ValueError(f"criterion {c.key!r} ranks on {c.measure!r}, a degenerate measure: "
                              f"{DEGENERATE_MEASURES[c.measure.removesuffix('_auc')]}")
-
-
-def _criterion_rows(table: pd.DataFrame, c: Criterion, substrate) -> pd.DataFrame:
-    """The per-state rows of criterion ``c`` (as chapter 5's ranking of one agent takes them): the AUC rows of one
-    substrate, or the sanity rows of the deepest randomised layer (the full cascade)."""
-    t = table[(table["experiment"] == c.experiment) & (table["measure"] == c.measure)]
-    if c.experiment == "sanity":
-        t = t[t["level"].notna()]
-        return t[t["level"] == t["level"].max()] if len(t) else t
-    return t[(t["substrate"] == substrate) & t["step"].isna()]
 
 
 def _plain(label: str) -> str:
@@ -166,7 +156,7 @@ def seed_rankings(rows: pd.DataFrame, *, criteria: tuple[Criterion, ...] = CRITE
         game = table["game"].iloc[0]
         for c in criteria:
             for sub in ([pd.NA] if c.experiment == "sanity" else substrates):
-                sel = _criterion_rows(table, c, sub)
+                sel = criterion_rows(table, c, sub)
                 if sel.empty:
                     continue
                 r = ranking_table(sel, higher_is_better=c.higher_is_better, test="block", n_resamples=n_resamples,
