@@ -86,6 +86,17 @@ class PointPerturbation(PerturbationExplainer):
                 cache[device] = (disk_indices(cy, cx, self.radius, (h, w)), None)
         return cache[device]
 
+    def _frame_masks(self, device: torch.device, dtype: torch.dtype, frames: int) -> torch.Tensor:
+        """The blurred masks repeated over the ``frames`` stacked frames, ``(P, K, C)`` (computed once per
+        device, dtype and frame count): the incremental delta's product then runs without broadcasting,
+        twice as fast."""
+        cache = self.__dict__.setdefault("_frame_mask_cache", {})
+        key = (device, dtype, frames)
+        if key not in cache:
+            weight = self._masks(device)[1]
+            cache[key] = weight.to(dtype)[:, :, None].expand(-1, -1, frames).contiguous()
+        return cache[key]
+
     def _perturbed_grid(self, x, hidden, batch_size) -> torch.Tensor:
         """Readouts ``(N, P, K)`` for every centre of the grid."""
         index, weight = self._masks(x.device)
@@ -106,11 +117,9 @@ class PointPerturbation(PerturbationExplainer):
         def delta(state, pert, clean, at):  # M·(G(I) − I) in the channels-last layout (B, K, C)
             if "all" not in diff_cl:
                 diff_cl["all"] = diff.transpose(1, 2).reshape(-1, c)  # (N·H·W, C)
-                # the mask repeated over the C frames: a product without broadcasting runs twice as fast
-                diff_cl["mask"] = weight.to(x.dtype)[:, :, None].expand(-1, -1, c).contiguous()  # (P, K, C)
             d = gather_rows(diff_cl["all"], at).view(len(pert), -1, c)
             # (I + M·d) − I as the full pass sees it: where M·d is below float resolution, no change
-            return torch.addcmul(clean, d, diff_cl["mask"].index_select(0, pert), out=d).sub_(clean)
+            return torch.addcmul(clean, d, self._frame_masks(x.device, x.dtype, c).index_select(0, pert), out=d).sub_(clean)
 
         return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta)
 
