@@ -275,10 +275,10 @@ def findings_block(profile: str = "full", *, results_dir: str | os.PathLike = RE
     return "\n".join([START, *bullets, END])
 
 
-def replace_block(text: str, block: str) -> str:
-    """``text`` with its generated findings (between :data:`START` and :data:`END`) replaced by ``block``."""
-    i, j = text.find(START), text.find(END)
+def replace_block(text: str, block: str, start: str = START, end: str = END) -> str:
+    """``text`` with its generated block (between ``start`` and ``end``, by default the findings'
+    :data:`START` and :data:`END`) replaced by ``block``."""
+    i, j = text.find(start), text.find(end)
     if i < 0 or j < i:
-        raise ValueError("the document has no generated findings block (its start and end markers)")
-    return text[:i] + block + text[j + len(END):]
-
+        raise ValueError(f"the document has no generated block (its start and end markers {start!r} and {end!r})")
+    return text[:i] + block + text[j + len(end):]

@@ -76,7 +76,7 @@ def test_the_block_replaces_only_what_lies_between_its_markers():
     doc = f"intro\n\n{fd.START}\n* old\n{fd.END}\n\nrest\n"
     block = f"{fd.START}\n* new\n{fd.END}"
     assert fd.replace_block(doc, block) == f"intro\n\n{block}\n\nrest\n"
-    with pytest.raises(ValueError, match="no generated findings block"):
+    with pytest.raises(ValueError, match="no generated block"):
         fd.replace_block("no markers here", block)
 
 
