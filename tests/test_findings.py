@@ -151,3 +151,33 @@ def test_mask_rank_finding_quotes_chapter_5s_seed_sentences(tmp_path):
     text = fd.mask_rank_finding()
     for m in MASKS:
         assert seed_sentence(study.agreement, method=m) in text
+
+
+def _degeneracy(n: int, value_flags: tuple[bool, ...], prob_flags: tuple[bool, ...]) -> pd.DataFrame:
+    rows = []
+    for meas, flags in (("prob", prob_flags), ("value", value_flags)):
+        for i, flag in enumerate(flags):
+            rows.append({"agent": f"data/agents/a3c-Breakout-double-s{i}", "substrate": "black", "measure": meas, "n": n,
+                         "clean": 3.0 + i, "substrate_value": 2.9 + i - 0.5 * (not flag), "gap_share": 0.01 + 0.1 * i,
+                         "peak": 3.5, "random_insertion": 1 if flag else 4, "random_deletion": 6 if flag else 3,
+                         "methods": 6, "degenerate": flag})
+    return pd.DataFrame(rows)
+
+
+def test_degeneracy_finding_counts_pairs_flagged_measures_first_and_names_the_closest_substrate():
+    text = fd.degeneracy_finding(_degeneracy(50, (True, True), (False, False)))
+    assert text.startswith("On 2 agents (a3c-Breakout-double-s0, a3c-Breakout-double-s1), 50 states each: "
+                           "the state value V is degenerate on 2 of 2")
+    assert "the policy probability is degenerate on 0 of 2" in text
+    # the pair whose substrate moves V least (smallest gap share): seed 0, 2.90 against 3.00
+    assert "black substrate of a3c-Breakout-double-s0 its mean is 2.90 against 3.00" in text
+    assert text.endswith("So no chapter ranks maps on V; its curves and AUCs are shown.")
+
+
+def test_degeneracy_finding_without_a_flagged_value_and_with_too_few_states():
+    text = fd.degeneracy_finding(_degeneracy(50, (False, True), (True, False)))
+    assert "state value V is degenerate on 1 of 2" in text and "policy probability is degenerate on 1 of 2" in text
+    clean = fd.degeneracy_finding(_degeneracy(50, (False, False), (False, False)))
+    assert "ranks maps on V" not in clean and "degenerate on 0 of 2" in clean
+    few = fd.degeneracy_finding(_degeneracy(20, (True, True), (False, False)))
+    assert "too few states (n=20) for a verdict" in few and "degenerate on" not in few
