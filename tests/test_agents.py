@@ -257,6 +257,42 @@ def test_channels_last_pooling_equals_the_standard_one_in_values_and_gradients()
     a.sum().backward()
     b.sum().backward()
     assert torch.equal(x.grad, y.grad)
+    # a channels-last input keeps its layout (the trainer's network), with the same values and gradients
+    z = x.detach().contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    c = mask_a3c.max_pool2(z)
+    assert torch.equal(c, b) and c.is_contiguous(memory_format=torch.channels_last) and not c.is_contiguous()
+    (c * torch.arange(c.numel()).view_as(b)).sum().backward()
+    y.grad = None
+    (F.max_pool2d(y, 2) * torch.arange(c.numel()).view_as(b)).sum().backward()
+    assert torch.equal(z.grad, y.grad)
+
+
+def test_a_channels_last_training_update_is_bit_for_bit_the_one_with_standard_layout_pooling(monkeypatch):
+    """Keeping the trainer's channels-last layout through the pooling changes no loss and no gradient."""
+    import torch.nn.functional as F
+
+    from saliency_lib.agents import mask_a3c
+    from saliency_lib.train.a2c import rollout_step
+
+    torch.manual_seed(0)
+    net = mask_a3c.MaskA3CNet(mask_a3c.MaskA3CConfig(n_actions=4, variant="double")).to(memory_format=torch.channels_last)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16)
+    obs = [torch.rand(4, 1, 80, 80) for _ in range(3)]
+
+    def update():
+        net.zero_grad(set_to_none=True)
+        hidden, total = net.initial_hidden(4), 0.0
+        for x in obs:
+            o = rollout_step(net, x, hidden, autocast)
+            hidden, total = o["hidden"], total + o["value"].sum() + o["logits"].sum()
+        total.backward()
+        return total.detach(), [p.grad.clone() for p in net.parameters()]
+
+    new = update()
+    monkeypatch.setattr(mask_a3c, "max_pool2", lambda x: F.max_pool2d(x, 2).contiguous())
+    old = update()
+    assert torch.equal(new[0], old[0])
+    assert all(torch.equal(a, b) for a, b in zip(new[1], old[1]))
 
 
 def test_inference_batch_is_the_default_batch_of_explainers_and_metrics():

@@ -102,15 +102,26 @@ class ConvLSTMCell(nn.Module):
 
 
 def max_pool2(x: torch.Tensor) -> torch.Tensor:
-    """2×2 max-pooling, computed in channels-last layout.
+    """2×2 max-pooling, computed in channels-last layout; the result keeps the input's layout.
 
     The same values as ``F.max_pool2d(x, 2)`` (a maximum does no arithmetic), but PyTorch's
     CPU kernel for the standard layout was measured about 14× slower on (1, 32, 80, 80). On the
     official Breakout network, batched forward passes without gradients took 6.9–8.7 instead of
-    8.9–11.8 ms per row (batches of 16 and 256, one busy core); with gradients there was no
-    measurable gain, so the trainers are unaffected.
+    8.9–11.8 ms per row (batches of 16 and 256, one busy core).
+
+    A channels-last input (the trainer's network, batched play) gives a channels-last result:
+    converting it back to the standard layout, and the next convolution converting it forward
+    again, cost two copies per pooling, each way. Without them the trainer's backward pass took
+    1.13–1.17 instead of 1.28–1.48 s per update (16 environments × 20 steps, bf16, one thread),
+    with losses and gradients bit for bit the same (the convolutions run channels-last either
+    way, because the trainer's weights are). A standard-layout input still gives a standard
+    result, so inference on loaded agents is unchanged.
     """
-    return F.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2).contiguous()
+    y = F.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2)
+    if x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+        return y
+    return y.contiguous()
+
 
 class MaskA3CNet(nn.Module):
     """Actor-critic with mask attention. ``forward`` returns a dict of named outputs.
