@@ -22,3 +22,19 @@ def test_intro_and_readme_carry_the_findings_of_the_committed_full_study():
     block = findings_block()
     for doc in (ROOT / "README.md", ROOT / "book" / "intro.md"):
         assert block in doc.read_text(), f"{doc.name}: run scripts/update_findings.py (after compacting the study)"
+
+
+def test_intro_quotes_the_dqn_agents_scores_of_scores_csv():
+    """The introduction's hand-written sentence on our DQN agents' greedy scores matches data/agents/scores.csv."""
+    from saliency_book.paper import GAME_LABELS
+
+    greedy = read_scores(ROOT / "data" / "agents" / "scores.csv", protocol="greedy")
+    dqn = greedy[greedy["algo"] == "dqn"].set_index("game")
+    games = ["Breakout", "MsPacman", "SpaceInvaders", "Frostbite"]
+    ours = ", ".join(f"{GAME_LABELS[g]} {dqn.loc[g, 'mean']:.4g}" for g in games[:-1]) + f" and {GAME_LABELS[games[-1]]} {dqn.loc[games[-1], 'mean']:.4g}"
+    ratios = dqn.loc[games, "ratio_to_random"]
+    nature = [f"{x:.3g}" if x < 100 else f"{x:.0f}" for x in dqn.loc[games, "published"]]
+    text = " ".join((ROOT / "book" / "intro.md").read_text().split())
+    assert f"10 greedy games: {ours}," in text
+    assert f"{ratios.min():.1f} to {ratios.max():.0f} times random play" in text
+    assert f"Nature DQN at the same budget scored {', '.join(nature[:-1])} and {nature[-1]}" in text
