@@ -312,3 +312,35 @@ def test_inference_batch_is_the_default_batch_of_explainers_and_metrics():
     assert Insertion().batch_size is None and Insertion(batch_size=5).batch_size == 5
     with pytest.raises(ValueError, match="batch_size"):
         get_explainer("occlusion", a3c, batch_size=0)
+
+
+def test_mask_a3c_networks_run_channels_last_and_agree_with_the_standard_layout(tmp_path, monkeypatch):
+    """MaskA3CNet builds channels-last conv weights (its fast layout), a loaded agent keeps them, and the
+    outputs equal the standard layout's up to float rounding; the seed's initial values are unchanged."""
+    import copy
+
+    from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, load_agent
+    from saliency_lib.agents.checkpoint import save_agent
+
+    torch.manual_seed(3)
+    net = MaskA3CNet(MaskA3CConfig(n_actions=4, variant="double"))
+    convs = [m.weight for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)
+    assert not net.conv2.weight.is_contiguous()
+    standard = copy.deepcopy(net).to(memory_format=torch.contiguous_format)
+    assert standard.conv2.weight.is_contiguous()
+    with monkeypatch.context() as m:  # built without the conversion: the same initial values, standard layout
+        m.setattr(MaskA3CNet, "to", lambda self, *a, **k: self)
+        torch.manual_seed(3)
+        unconverted = MaskA3CNet(MaskA3CConfig(n_actions=4, variant="double"))
+    assert unconverted.conv2.weight.is_contiguous()
+    assert all(torch.equal(p, q) for p, q in zip(unconverted.parameters(), net.parameters()))
+    x, hidden = torch.rand(5, 1, 80, 80), net.initial_hidden(5)
+    with torch.no_grad():
+        a, b = net(x, hidden), standard(x, hidden)
+    for k in ("logits", "value", "policy_mask", "value_mask"):
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-5)
+    save_agent(ActorCriticAgent(net, game="Breakout", preset="mask_a3c", n_actions=4), tmp_path / "agent")
+    loaded = load_agent(tmp_path / "agent")
+    assert loaded.net.conv3.weight.is_contiguous(memory_format=torch.channels_last)
+    assert all(torch.equal(p, q) for p, q in zip(loaded.net.parameters(), net.parameters()))

@@ -135,7 +135,8 @@ class MaskA3CNet(nn.Module):
     #: Rows per forward call for explainers and metrics (:attr:`Agent.inference_batch`). The
     #: 80×80 activations of conv1 (32 channels) make a large batch spill out of the CPU caches:
     #: on one thread a forward pass cost 1.9 ms per row in batches of 16 against 3.8 ms in
-    #: batches of 256 (official Breakout network; both cores shared with training runs).
+    #: batches of 256 (official Breakout network, standard layout; both cores shared with
+    #: training runs), and 1.39 against 2.68 ms in the channels-last layout the network now uses.
     inference_batch = 16
 
     def __init__(self, config: MaskA3CConfig):
@@ -155,6 +156,13 @@ class MaskA3CNet(nn.Module):
         self.actor_linear = nn.Linear(3200, config.n_actions)
         self.critic_linear = nn.Linear(3200, 1)
         self.reset_parameters()
+        # Channels-last conv weights, so that every forward pass runs in that layout (loading a state
+        # dict copies into these tensors and keeps it). One thread, no gradient: 1.39 instead of
+        # 2.68 ms per row in batches of 16 and 2.68 instead of 4.85 in batches of 256; RISE on 3
+        # states of a3c-Breakout-double-s0 took 4.8 instead of 11.4 s. The outputs differ from
+        # the standard layout's by float rounding (1e-7 here). The initial values are drawn before
+        # the conversion, so a seed gives the same network as before.
+        self.to(memory_format=torch.channels_last)
 
     def reset_parameters(self) -> None:
         """The official initialisation (Itaya et al. §1.5)."""

@@ -243,7 +243,7 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
     env = make_a3c_vec_env(args.game, args.num_envs)
     n_actions = int(env.single_action_space.n)
     net = MaskA3CNet(MaskA3CConfig(n_actions=n_actions, variant=args.variant, convlstm=args.convlstm))
-    net = net.to(memory_format=torch.channels_last)  # 1.5-2.5x faster here than NCHW, same numbers up to rounding
+    # channels-last conv weights (MaskA3CNet builds them so): 1.5-2.5x faster updates here than the standard layout
     agent = ActorCriticAgent(net, game=args.game, preset="mask_a3c", n_actions=n_actions)
     opt = torch.optim.Adam(net.parameters(), lr=args.update_lr, eps=args.adam_eps, amsgrad=args.amsgrad, fused=True)  # one kernel; same numbers
     norm = RunningNorm(args.num_envs)
