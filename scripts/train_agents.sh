@@ -25,9 +25,25 @@ run() {  # run <name> <seed> <train args...>
   echo "[$name] shipping ($(date -u +%FT%TZ))"
   # two rows in data/agents/scores.csv: 10 greedy games (the papers' protocol) and 30 with sticky actions
   OMP_NUM_THREADS=1 nice -n 10 "$PY" -m saliency_lib ship "runs/$name" --dest "data/agents/$name" --episodes 10 --sticky-episodes 30 --seed 0 || return 1
+  explain_masks "$name" || return 1
   # chapter 5's verdict over seeds, quoted in the generated findings of book/intro.md and README.md
   OMP_NUM_THREADS=1 nice -n 10 "$PY" scripts/update_findings.py || echo "[$name] update_findings.py failed" >&2
-  echo "[$name] shipped ($(date -u +%FT%TZ)): commit data/agents/$name, data/agents/scores.csv, book/intro.md and README.md"
+  echo "[$name] shipped ($(date -u +%FT%TZ)): commit data/agents/$name, data/agents/scores.csv, data/results/sweep/packs, book/intro.md and README.md"
+}
+
+explain_masks() {  # explain_masks <name>: the units chapter 5 needs of a shipped masked Mask-A3C agent
+  local name=$1 game
+  case $name in
+    a3c-*-double-s*|a3c-*-policy-s*|a3c-*-value-s*) ;;
+    *) return 0 ;;
+  esac
+  game=$(echo "$name" | cut -d- -f2)
+  echo "[$name] explaining its masks ($(date -u +%FT%TZ))"
+  # chapter 5 ranks every method on every shipped masked agent (quick profile, 5 states): packed here,
+  # `make book` reuses them instead of computing them (about 2.5 minutes per agent)
+  OMP_NUM_THREADS=1 nice -n 10 "$PY" -m saliency_lib run --profile quick --games "$game" --agents "data/agents/$name" --compact --no-progress || return 1
+  # the seed sweep (masks and gradient baselines, 50 states spread over a game) that compares the masks' ranks across seeds
+  OMP_NUM_THREADS=1 nice -n 10 "$PY" -m saliency_lib run --profile full --seeds --games "$game" --compact --no-progress || return 1
 }
 
 # The actor-critic runs take the arguments of the lr pilot (data/benchmarks/a2c_lr_pilot): the same
