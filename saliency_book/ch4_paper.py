@@ -47,7 +47,7 @@ from saliency_book.paper import (
 )
 
 __all__ = ["insertion_aucs", "per_game", "pooled", "per_game_sentence", "stored_agreement", "study_agreement",
-           "style_per_game", "style_pooled", "mean_curve_table", "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "random_map_precedent",
+           "style_per_game", "style_pooled", "mean_curve_table", "summary_curves", "measure_degeneracy", "style_degeneracy", "degeneracy_sentence", "random_map_precedent",
            "KEYS", "CURVE_COLUMNS"]
 
 KEYS = ("substrate", "measure", "method")
@@ -195,7 +195,13 @@ def mean_curve_table(cfg: DegradationChapter, results: pd.DataFrame | Note) -> p
         units = stored_units(cfg.profile, [cfg.game], experiments=("insertion", "deletion"), preset=None,
                              agents=list(dict.fromkeys(results["agent"])), seed=cfg.seed, results_dir=cfg.results_dir)
         t = mean_curves(units, results_dir=cfg.results_dir) if units else pd.DataFrame(columns=list(CURVE_COLUMNS))
-    t = t[~t["measure"].astype(str).str.contains("[", regex=False)]
+    return summary_curves(t)
+
+
+def summary_curves(curves: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a mean-curve table that :func:`measure_degeneracy` reads: the summary measures
+    (raw outputs such as ``q[0]`` or ``logits[1]`` left out), columns :data:`CURVE_COLUMNS`."""
+    t = curves[~curves["measure"].astype(str).str.contains("[", regex=False)]
     return t[list(CURVE_COLUMNS)].reset_index(drop=True)
 
 

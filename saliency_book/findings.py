@@ -263,7 +263,7 @@ def value_measure_finding(profile: str = "full", game: str = "Breakout", *, resu
     """Chapter 4's degeneracy rule (:func:`~saliency_book.ch4_paper.measure_degeneracy`) on the packed seed
     sweep of our Mask-A3C agents: per measure, on how many (seed, substrate) pairs the random map has the
     best insertion and the worst deletion AUC; the state value V is why no chapter ranks maps on it."""
-    from saliency_book.ch4_paper import CURVE_COLUMNS, measure_degeneracy
+    from saliency_book.ch4_paper import CURVE_COLUMNS, measure_degeneracy, summary_curves
     from saliency_book.ch5_seeds import seed_rows
     from saliency_lib.experiments.store import mean_curves
 
@@ -276,8 +276,7 @@ def value_measure_finding(profile: str = "full", game: str = "Breakout", *, resu
         return head + rows.text
     keys = list(dict.fromkeys(rows.loc[rows["experiment"].isin(["insertion", "deletion"]), "config_hash"]))
     curves = mean_curves(keys, results_dir=results_dir) if keys else pd.DataFrame(columns=list(CURVE_COLUMNS))
-    curves = curves[~curves["measure"].astype(str).str.contains("[", regex=False)][list(CURVE_COLUMNS)]
-    table = measure_degeneracy(rows, curves)
+    table = measure_degeneracy(rows, summary_curves(curves))
     if isinstance(table, Note) or table.empty:
         return head + "No insertion or deletion curve of the seed sweep is packed yet."
     return head + degeneracy_finding(table)
