@@ -7,7 +7,7 @@ file that ``saliency-study ship`` writes) and ``scripts/update_findings.py`` wri
 
 * :func:`dqn_table`, :func:`actor_critic_table`: the two Markdown tables.
 * :data:`ACTOR_CRITIC_PLAN`: the actor-critic runs of the study (the Itaya issue's seeds and
-  variants); ``scripts/train_agents.sh`` trains exactly these (``tests/test_docs_claims.py``).
+  variants); ``scripts/train_agents.sh`` trains exactly these (``tests/test_score_tables.py``).
 * :func:`training_sentence`: which planned runs are not shipped yet.
 * :func:`scores_block`: all of it, as the README shows it.
 """
@@ -21,7 +21,7 @@ import textwrap
 import pandas as pd
 
 from saliency_book.ch5_mask_attention import AC_ALGOS, VARIANT_LABELS, VARIANT_ORDER
-from saliency_lib.experiments.paths import AGENTS_DIR, repo_path
+from saliency_lib.experiments.paths import AGENT_SCORES_CSV, repo_path
 from saliency_lib.games import GAMES
 from saliency_lib.train.scores import read_scores
 
@@ -54,9 +54,13 @@ def _cell(row: pd.Series | None) -> str:
             f"{int(row['distinct_games'])}/{int(row['episodes'])}")
 
 
-def _by_protocol(scores: pd.DataFrame, agent: str) -> dict[str, pd.Series]:
-    rows = scores[scores["agent"] == agent]
-    return {r["protocol"]: r for _, r in rows.iterrows()}
+def _agent_cells(scores: pd.DataFrame, agent: str) -> tuple[pd.Series, str, str, str]:
+    """One agent's row of reference (its greedy row, else its only one), its greedy and sticky cells and
+    its greedy mean as a multiple of random play."""
+    ev = {r["protocol"]: r for _, r in scores[scores["agent"] == agent].iterrows()}
+    ref = ev.get("greedy", next(iter(ev.values())))
+    ratio = ev["greedy"]["ratio_to_random"] if "greedy" in ev else float("nan")
+    return ref, _cell(ev.get("greedy")), _cell(ev.get("sticky")), _num(ratio)
 
 
 def dqn_table(scores: pd.DataFrame) -> str:
@@ -67,11 +71,8 @@ def dqn_table(scores: pd.DataFrame) -> str:
              "| Nature DQN, 10 M frames | random |", "|---|---|---|---|---|---|"]
     for game in (g for g in GAMES if g in set(dqn["game"])):
         for agent in sorted(dqn.loc[dqn["game"] == game, "agent"].unique()):
-            ev = _by_protocol(dqn, agent)
-            ref = ev.get("greedy", next(iter(ev.values())))
-            ratio = ev["greedy"]["ratio_to_random"] if "greedy" in ev else float("nan")
-            lines.append(f"| {game} | {_cell(ev.get('greedy'))} | {_cell(ev.get('sticky'))} | {_num(ratio)} "
-                         f"| {ref['published']:g} | {ref['random_score']:g} |")
+            ref, greedy, sticky, ratio = _agent_cells(dqn, agent)
+            lines.append(f"| {game} | {greedy} | {sticky} | {ratio} | {ref['published']:g} | {ref['random_score']:g} |")
     return "\n".join(lines)
 
 
@@ -88,34 +89,26 @@ def actor_critic_table(scores: pd.DataFrame) -> str:
     lines = ["| agent | variant | greedy (mean ± sd, distinct/games) | sticky (mean ± sd, distinct/games) | greedy × random |",
              "|---|---|---|---|---|"]
     for agent in _ac_order(scores):
-        ev = _by_protocol(scores, agent)
-        ref = ev.get("greedy", next(iter(ev.values())))
-        ratio = ev["greedy"]["ratio_to_random"] if "greedy" in ev else float("nan")
-        label = VARIANT_LABELS.get(ref["variant"], str(ref["variant"]))
-        lines.append(f"| {agent} | {label} | {_cell(ev.get('greedy'))} | {_cell(ev.get('sticky'))} | {_num(ratio)} |")
+        ref, greedy, sticky, ratio = _agent_cells(scores, agent)
+        lines.append(f"| {agent} | {VARIANT_LABELS.get(ref['variant'], str(ref['variant']))} | {greedy} | {sticky} | {ratio} |")
     return "\n".join(lines)
-
-
-def _planned_names() -> list[tuple[str, str, int]]:
-    return [(f"a3c-{game}-{variant}-s{seed}", variant, seed) for game, variant, seeds in ACTOR_CRITIC_PLAN for seed in seeds]
 
 
 def training_sentence(scores: pd.DataFrame) -> str:
     """Which runs of :data:`ACTOR_CRITIC_PLAN` are not shipped yet (or that all are)."""
-    shipped = set(scores["agent"])
-    missing = [(name, variant, seed) for name, variant, seed in _planned_names() if name not in shipped]
-    done = len(_planned_names()) - len(missing)
+    planned = [f"a3c-{game}-{variant}-s{seed}" for game, variant, seeds in ACTOR_CRITIC_PLAN for seed in seeds]
+    missing = [name for name in planned if name not in set(scores["agent"])]
+    done = len(planned) - len(missing)
     if not missing:
         return f"All {done} planned actor-critic runs are shipped."
-    names = ", ".join(f"`{name}`" for name, _, _ in missing)
-    return (f"{done} of the {len(_planned_names())} planned actor-critic runs are shipped; still to come "
+    names = ", ".join(f"`{name}`" for name in missing)
+    return (f"{done} of the {len(planned)} planned actor-critic runs are shipped; still to come "
             f"(`scripts/train_agents.sh`, which resumes them): {names}.")
 
 
 def scores_block(scores_csv: str | os.PathLike | None = None, *, width: int = 92) -> str:
     """The README's generated block: both tables and the runs still to come, between the markers."""
-    path = repo_path(scores_csv) if scores_csv is not None else repo_path(AGENTS_DIR) / "scores.csv"
-    scores = read_scores(path)
+    scores = read_scores(repo_path(scores_csv or AGENT_SCORES_CSV))
     parts = [
         "Our DQN agents (dueling double DQN with 3-step returns and Adam, 10 M frames, seed 0):",
         dqn_table(scores),
