@@ -396,8 +396,15 @@ def test_every_committed_pack_reads():
 def test_committed_units_are_reproduced_by_recomputing_them(method):
     """The committed study is what the code computes: the first sanity unit of the Breakout DQN agent
     (25 states, the full cascade, every similarity) recomputed from scratch gives the stored rows.
-    Bit for bit on the machine that ran the study; elsewhere the convolution kernels may round
-    differently, so the check is to 1e-6 (similarities lie in [-1, 1])."""
+
+    Bit for bit on the machine that ran the study. On another CPU the convolution kernels round
+    differently (~1e-7 in a map), and the rank measures turn that into steps: two near-equal pixels
+    swap ranks, or a pixel leaves the exact largest tie that ``spearman_untied`` removes. Measured on
+    an AMD EPYC against the units computed on an Intel Xeon, the largest row differences were
+    ssim 1e-6, spearman 2.5e-4, hog_pearson 2.1e-3 and spearman_untied 1.5e-2 (NS original), while
+    the means over the 25 states that the chapters report moved by at most 1.9e-3. The bounds
+    below leave about 3x margin; a change of method, target or normalisation moves rows by 0.1 or
+    more (similarities lie in [-1, 1])."""
     from saliency_lib.agents import load_agent
     from saliency_lib.experiments.units import compute_unit, spec_states
 
@@ -414,4 +421,11 @@ def test_committed_units_are_reproduced_by_recomputing_them(method):
     pd.testing.assert_frame_equal(got[cols].astype(str), want[cols].astype(str))
     a, b = got["value"].to_numpy(float), want["value"].to_numpy(float)
     assert np.array_equal(np.isnan(a), np.isnan(b))
-    assert np.nanmax(np.abs(a - b)) <= 1e-6
+    row_bound = {"ssim": 1e-5, "ssim_2d": 1e-5, "spearman": 1e-3, "hog_pearson": 1e-2, "spearman_untied": 5e-2}
+    diff = pd.Series(np.abs(a - b), index=got["measure"])
+    worst = diff.groupby(level=0).max()
+    assert set(worst.index) == set(row_bound), worst
+    assert (worst <= pd.Series(row_bound)[worst.index]).all(), worst
+    cell = ["measure", "level", "layer"]
+    means = got.assign(want=b).groupby(cell, dropna=False)[["value", "want"]].mean()
+    assert np.nanmax(np.abs(means["value"] - means["want"])) <= 5e-3, "the reported means moved"
