@@ -323,18 +323,25 @@ def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> st
                 continue
             ranks = "; ".join(f"#{r.ranks[0]} of {r.of} on {_where(r)}" for r in g.itertuples())
             out.append(f"{first} In that seed it ranks, by the mean over the states, {ranks}. {_tests(g)}")
-        elif not enough_states(n):
+        elif not enough_states(g["n"].max()):
             out.append(f"The {name} of {who}: {too_few(n)} on whether its rank holds across seeds "
                        f"({MIN_STATES} states per seed are needed).")
         else:
+            # a criterion where some method has too few finite states (a constant map gives NaN) is set
+            # aside by name; the others keep their verdicts
+            judged = g[g["verdict"].isin([HOLDS, DOES_NOT_HOLD])]
             holds = [f"{_where(r)} (#{r.ranks[0]} of {r.of})" for r in g.itertuples() if r.verdict == HOLDS]
             moves = [f"{_where(r)} (#{r.min_rank} to #{r.max_rank})" for r in g.itertuples() if r.verdict == DOES_NOT_HOLD]
+            few = [f"{_where(r)} (n={r.n})" for r in g.itertuples() if r.verdict == TOO_FEW]
             parts = []
             if holds:
                 parts.append(f"holds in every seed on {_and(holds)}")
             if moves:
                 parts.append(f"does not hold on {_and(moves)}")
-            out.append(f"The {name} of {who} (at least {n} states each): its rank by the mean " + "; it ".join(parts) + ".")
+            tail = (f" Too few states for a verdict on {_and(few)}: some method has fewer than {MIN_STATES} finite "
+                    "values in some seed." if few else "")
+            out.append(f"The {name} of {who} (at least {int(judged['n'].min())} states each): its rank by the mean "
+                       + "; it ".join(parts) + "." + tail)
     return "\n\n".join(out)
 
 

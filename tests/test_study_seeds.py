@@ -107,6 +107,23 @@ def test_too_few_states():
     assert ONE_SEED_TEXT in one and f"too few states (n={n})" in one and "ranks #" not in one
 
 
+def test_a_baselines_nan_states_set_aside_only_its_criterion():
+    """Grad-CAM is constant (NaN similarity) on 2 of seed 2's states, as on a3c-Breakout-double-s2:
+    the sanity criterion has too few states, the insertion and deletion verdicts stand."""
+    seed2 = _rows("double", 2, METHODS)
+    nan = (seed2["experiment"] == "sanity") & (seed2["method"] == "gradcam") & (seed2["state"] < 2) & (seed2["level"] == 6)
+    seed2.loc[nan, "value"] = np.nan
+    a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS), seed2).agreement
+    pol = a[a["method"] == "mask_policy"].set_index("criterion")
+    assert pol.loc["sanity", "verdict"] == "too few states" and pol.loc["sanity", "n"] == MIN_STATES - 2
+    assert (pol.drop(index="sanity")["verdict"] == cs.HOLDS).all()
+    text = cs.seed_sentence(a)
+    assert text.startswith("The policy mask of Mask-A3C (both masks) on Breakout, seeds 0, 1 and 2 (at least 50 states "
+                           "each): its rank by the mean holds in every seed on insertion AUC")
+    assert f"Too few states for a verdict on Spearman after full randomisation (n={MIN_STATES - 2})" in text
+    assert "(#1 of 6)" in text and "does not hold" not in text
+
+
 def test_v_is_never_ranked():
     rows = _rows("double", 0, METHODS)
     r = cs.seed_rankings(rows, n_resamples=200)
@@ -190,7 +207,9 @@ def test_section_on_the_committed_seed_packs():
     assert (r["n"] <= 50).all() and (r["n_eff"] <= r["n"]).all()
     if study.units_stored == study.units_planned:  # a sweep in progress has fewer states and criteria
         assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
-        assert set(r["substrate"].dropna()) == {"black", "random", "blur"} and (r["n"] == 50).all()
+        assert set(r["substrate"].dropna()) == {"black", "random", "blur"}
+        # every map of a mask is scored; a constant baseline map (Grad-CAM) gives NaN on a state or two
+        assert (r.loc[r["method"].isin(cs.MASKS), "n"] == 50).all() and (r["n"] >= 45).all()
     text = cs.seed_sentence(study.agreement)
     assert "Breakout" in text
     if (study.agreement.groupby("variant")["n_seeds"].max() == 1).any():
