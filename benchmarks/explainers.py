@@ -30,15 +30,14 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TQDM_DISABLE", "1")  # the lime package draws a progress bar per call
+import baselines  # (benchmarks/baselines.py: Captum and the lime package)
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent  # noqa: E402
-from saliency_lib.envs import make_env  # noqa: E402
-from saliency_lib.explainers import get_explainer  # noqa: E402
-from saliency_lib.states import collect_states  # noqa: E402
+from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent
+from saliency_lib.envs import make_env
+from saliency_lib.explainers import get_explainer
+from saliency_lib.states import collect_states
 
 CHUNKS = (64, 128, 256, 512)
 PERTURBATION_METHODS = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa", "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")
@@ -158,69 +157,32 @@ def ours(agent, x, name: str, repeats: int, precision: str = "fp32", with_floor:
     return out
 
 
-def captum_occlusion(agent, x, target: int, repeats: int) -> dict:
-    from captum.attr import Occlusion
-
-    occ = Occlusion(lambda inp: agent(inp)["q"])
-    res = {}
-    for ppe in CHUNKS:
-        def run(ppe=ppe):
-            with torch.no_grad():
-                occ.attribute(x, sliding_window_shapes=(4, 2, 2), strides=(4, 2, 2), baselines=0.0, target=target, perturbations_per_eval=ppe)
-        res[ppe] = timed(run, repeats)[0]
+def _best(make_run, settings, repeats: int) -> tuple[int, dict]:
+    """The setting with the lowest median wall time of ``make_run(setting)()``, and every setting's ms."""
+    res = {k: timed(make_run(k), repeats)[0] for k in settings}
     best = min(res, key=res.get)
-    return {"ms": 1e3 * res[best], "perturbations_per_eval": best, "ms_per_setting": {k: 1e3 * v for k, v in res.items()}}
+    return best, {k: 1e3 * v for k, v in res.items()}
 
 
-def _lime_similarity(original_input, perturbed_input, perturbed_interpretable_input, **kwargs):
-    """LIME's kernel on the binary interpretable sample (cosine distance to all-ones, width 0.25)."""
-    z = perturbed_interpretable_input.float()
-    d = 1.0 - torch.sqrt(z.sum() / z.numel())
-    return torch.sqrt(torch.exp(-(d**2) / 0.25**2))
+def captum_occlusion(agent, x, target: int, repeats: int) -> dict:
+    best, ms = _best(lambda ppe: baselines.captum_occlusion(agent, x, target, ppe), CHUNKS, repeats)
+    return {"ms": ms[best], "perturbations_per_eval": best, "ms_per_setting": ms}
 
 
 def captum_surrogates(agent, x, target: int, segments: torch.Tensor, n_samples: int, repeats: int) -> dict:
     """captum.attr.Lime (ridge, LIME kernel) and captum.attr.KernelShap with our SLIC segmentation as feature_mask."""
-    from captum._utils.models.linear_model import SkLearnRidge
-    from captum.attr import KernelShap, Lime
-
-    fmask = segments[:, None].expand(-1, 4, -1, -1).contiguous()
-    fwd = lambda inp: agent(inp)["q"]  # noqa: E731
-    methods = {
-        "Lime": Lime(fwd, interpretable_model=SkLearnRidge(alpha=1.0), similarity_func=_lime_similarity),
-        "KernelShap": KernelShap(fwd),
-    }
     out = {}
-    for name, m in methods.items():
-        res = {}
-        for ppe in CHUNKS:
-            def run(m=m, ppe=ppe):
-                with torch.no_grad():
-                    m.attribute(x, baselines=0.0, target=target, feature_mask=fmask, n_samples=n_samples, perturbations_per_eval=ppe)
-            res[ppe] = timed(run, repeats)[0]
-        best = min(res, key=res.get)
-        out[name] = {"ms": 1e3 * res[best], "perturbations_per_eval": best, "ms_per_setting": {k: 1e3 * v for k, v in res.items()}, "n_samples": n_samples}
+    for name in ("Lime", "KernelShap"):
+        best, ms = _best(lambda ppe, name=name: baselines.captum_surrogate(name, agent, x, target, segments, n_samples, ppe),
+                         CHUNKS, repeats)
+        out[name] = {"ms": ms[best], "perturbations_per_eval": best, "ms_per_setting": ms, "n_samples": n_samples}
     return out
 
 
 def lime_package(agent, x, target: int, segments: np.ndarray, n_samples: int, repeats: int) -> dict:
-    from lime.lime_image import LimeImageExplainer
-
-    img = x[0].permute(1, 2, 0).double().numpy()
-
-    def classifier(batch: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return agent(torch.as_tensor(batch, dtype=torch.float32).permute(0, 3, 1, 2))["q"].numpy()
-
-    res = {}
-    for bs in (10, 256):  # 10: the paper's setting
-        def run(bs=bs):
-            LimeImageExplainer(random_state=0).explain_instance(
-                img, classifier, labels=(target,), top_labels=None, hide_color=0, num_samples=n_samples,
-                batch_size=bs, segmentation_fn=lambda _: segments)
-        res[bs] = timed(run, repeats)[0]
-    best = min(res, key=res.get)
-    return {"ms": 1e3 * res[best], "batch_size": best, "ms_per_setting": {k: 1e3 * v for k, v in res.items()}, "n_samples": n_samples}
+    best, ms = _best(lambda bs: baselines.lime_package(agent, x, target, segments[None], n_samples, bs),
+                     baselines.LIME_BATCHES, repeats)
+    return {"ms": ms[best], "batch_size": best, "ms_per_setting": ms, "n_samples": n_samples}
 
 
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float:

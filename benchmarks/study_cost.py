@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+import baselines  # benchmarks/baselines.py: Captum and the lime package
 import numpy as np
 import torch
 
@@ -171,6 +172,53 @@ def methods(agent, x, repeats: int, map_states: torch.Tensor) -> dict:
         out[name] = row
         print(f"{name:18s} {row['ms']:8.1f} ms  naive {row['naive_ms']:8.1f}  floor {floor:8.1f}  x{row['speedup_vs_naive_floor']:.2f} vs floor"
               f"  max diff {row['max_abs_map_diff']:.1e}  rho {row['min_spearman']:.6f} (map {row['min_spearman_map']:.6f})", flush=True)
+    return out
+
+
+def comparisons(agent, x, tgt, repeats: int) -> dict:
+    """Captum's and the ``lime`` package's times beside ours: same agent, states, targets, clock and rounds.
+
+    Each baseline's best setting (``perturbations_per_eval`` or ``batch_size``) is chosen on the first
+    state (one timing per setting after a warm-up); then every round times our method and the baseline
+    at that setting on all states back to back, and ``ratio_vs_ours`` is the median of the rounds' ratios.
+    """
+    occ, slic = explainer("occlusion", agent), explainer("lime_slic", agent)
+    seg = slic.segment(x)
+    n = x.shape[0]
+    t = [int(a) for a in tgt]
+    pairs = {  # name: (our method, setting key, settings, make(setting, states, targets, segments))
+        "captum.attr.Occlusion vs occlusion": (
+            occ, "perturbations_per_eval", baselines.CAPTUM_CHUNKS, lambda k, xx, tt, sg: baselines.captum_occlusion(agent, xx, tt, k)),
+        "captum.attr.Lime vs lime_slic": (
+            slic, "perturbations_per_eval", baselines.CAPTUM_CHUNKS,
+            lambda k, xx, tt, sg: baselines.captum_surrogate("Lime", agent, xx, tt, sg, slic.n_samples, k)),
+        "captum.attr.KernelShap vs lime_slic": (
+            slic, "perturbations_per_eval", baselines.CAPTUM_CHUNKS,
+            lambda k, xx, tt, sg: baselines.captum_surrogate("KernelShap", agent, xx, tt, sg, slic.n_samples, k)),
+        "lime.lime_image vs lime_slic": (
+            slic, "batch_size", baselines.LIME_BATCHES,
+            lambda k, xx, tt, sg: baselines.lime_package(agent, xx, tt, sg.numpy(), slic.n_samples, k)),
+    }
+    out = {}
+    for name, (ours, key, settings, make) in pairs.items():
+        one = {}
+        for k in settings:
+            run = make(k, x[:1], t[:1], seg[:1])
+            run()  # warm-up
+            one[k] = 1e3 * clock(run)
+        best = min(one, key=one.get)
+        run = make(best, x, t, seg)
+        theirs, mine = [], []
+        for _ in range(repeats):
+            mine.append(clock(ours.attribute, x, target=torch.as_tensor(t)) / n)
+            theirs.append(clock(run) / n)
+        out[name] = {
+            "ms": 1e3 * statistics.median(theirs), "ours_ms": 1e3 * statistics.median(mine), key: best,
+            "ms_per_setting_first_state": one, "ratio_vs_ours": statistics.median(a / b for a, b in zip(theirs, mine)),
+            "ratio_rounds": [round(a / b, 3) for a, b in zip(theirs, mine)], "states": n,
+            **({"n_samples": slic.n_samples} if ours is slic else {}),
+        }
+        print(f"{name:38s} {out[name]['ms']:9.1f} ms  ours {out[name]['ours_ms']:8.1f} ms  x{out[name]['ratio_vs_ours']:.2f}", flush=True)
     return out
 
 
@@ -421,7 +469,7 @@ def main(argv=None) -> int:
     p.add_argument("--cascade-states", type=int, default=10,
                    help="states per call of the cascade and degradation parts (the study's DQN units pass 25; per-call "
                         "costs are amortised over this many)")
-    p.add_argument("--only", nargs="*", help="parts to run (methods cascade degradation projection)")
+    p.add_argument("--only", nargs="*", help="parts to run (methods comparisons cascade degradation projection)")
     args = p.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -433,7 +481,7 @@ def main(argv=None) -> int:
     ss = collect_states(agent, n_total * args.spacing, seed=0)
     states = ss.states[:: args.spacing][:n_total]
     actions = ss.actions[:: args.spacing][:n_total]
-    parts = set(args.only or ("methods", "cascade", "degradation", "projection"))
+    parts = set(args.only or ("methods", "comparisons", "cascade", "degradation", "projection"))
     res: dict = {"machine": start, "setting": {
         "agent": args.agent, "states": f"{n_total} Breakout states: every {args.spacing}th step of the fixed-start greedy game "
                                        "(saliency_lib.states.collect_states, seed 0)",
@@ -452,6 +500,8 @@ def main(argv=None) -> int:
     res["runs"] = {**res.get("runs", {}), **{part: start for part in parts}}
     if "methods" in parts:
         res["methods"] = methods(agent, states[: args.states], args.repeats, states[: args.map_states])
+    if "comparisons" in parts:
+        res["comparisons"] = comparisons(agent, states[: args.states], actions[: args.states], args.repeats)
     tgt = actions[: args.cascade_states]
     if "cascade" in parts:
         res["cascade"] = cascade(agent, states[: args.cascade_states], tgt, max(1, args.repeats - 1))

@@ -53,106 +53,58 @@ seed = 0  # seed of the game whose states the spot check times
 from IPython.display import Markdown
 
 from saliency_book.ch6_runtime import (
-
     RuntimeChapter,
-
     bf16_summary,
-
     bf16_table,
-
     comparison_summary,
-
     comparison_table,
-
     cost_summary,
-
     envs_summary,
-
     envs_table,
-
     explainer_table,
-
     hardware_note,
-
     load_benchmarks,
-
     machine_table,
-
     paper_summary,
-
     regenerate_commands,
-
     training_summary,
-
     training_table,
-
 )
 
 from saliency_book.ch6_spot import spot_check, spot_summary
 from saliency_book.ch6_scaleout import (
-
     before_after_summary,
-
     before_after_table,
-
     mask_a3c_local_summary,
-
     mask_a3c_local_table,
-
     executor_table,
-
     overhead_table,
-
     projection_assumptions,
-
     projection_table,
-
     provenance,
-
     scaleout_summary,
-
     shipped_table,
-
     study_before_after_table,
-
 )
 
 from saliency_book.ch6_figures import (
-
     before_after_figure,
-
     cost_figure,
-
     scaleout_figure,
-
     style_before_after,
-
     style_bf16,
-
     style_mask_a3c_local,
-
     style_comparisons,
-
     style_envs,
-
     style_executors,
-
     style_explainer_table,
-
     style_machine,
-
     style_overhead,
-
     style_projection,
-
     style_shipped,
-
     style_spot_check,
-
     style_study_before_after,
-
     style_training,
-
 )
 
 cfg = RuntimeChapter(game=game, profile=profile, benchmarks_dir=benchmarks_dir,
@@ -308,20 +260,20 @@ bf16_summary(precision)
 # `benchmarks/study_cost.py` measures both on the shipped Breakout DQN agent and real
 # states, in CPU time of one thread. The "before" is the naive floor, the "after" the
 # library's default path. Captum and the `lime` package stand beside them where they
-# implement the same method. The caption says which run each number comes from: Captum and
-# the `lime` package were not timed in the cost benchmark's run, so their times are set
-# beside ours as multiples of the naive floor of their own run.
+# implement the same method, timed in the same run on the same agent, states and targets
+# (each at its best batch setting), so every ratio in the table is one of a single run. The
+# caption says which run that is.
 
 # %%
 before_after = before_after_table(bench)
 runs = provenance(bench)
 caption = ("Per perturbation method: the naive floor (before) and the fast path (after), ms per map; floor ÷ fast is "
            "the speed-up; max map diff: the largest difference between fast and naive maps after min-max "
-           "normalisation. Captum and lime: ms per map in their own run, and ÷ our method's naive floor in that run. "
+           "normalisation. Captum and lime: ms per map in the run that timed them, and ÷ our method's naive floor in that run. "
            "NA: no equivalent.")
 style_before_after(before_after, caption, runs)
 
-# %% mystnb={"figure": {"caption": "Before and after, per perturbation method. Left: the naive floor (grey) and the fast path (blue), milliseconds per map on a log scale; Captum (orange triangles) and the lime package (green squares) in their own run. Right: every time as a multiple of the naive floor measured in the same run as it, so that runs on different networks and states can stand side by side; the dashed line is the floor.", "name": "fig-runtime-before-after"}}
+# %% mystnb={"figure": {"caption": "Before and after, per perturbation method. Left: the naive floor (grey) and the fast path (blue), milliseconds per map on a log scale; Captum (orange triangles) and the lime package (green squares). Right: every time as a multiple of our naive floor measured in the same run; the dashed line is the floor.", "name": "fig-runtime-before-after"}}
 before_after_figure(before_after, bench)
 
 # %% [markdown]

@@ -76,7 +76,8 @@ def provenance(b: Benchmarks) -> dict[str, str]:
     out = {}
     if b.study_cost is not None:
         r, s = _run_of(b.study_cost, "methods"), b.study_cost.get("setting", {})
-        out["ours"] = (f"study_cost.json, methods run of {r.get('date', '?')[:10]} at commit {r.get('commit') or '?'}: "
+        cpu = f" on {r['cpu']}" if r.get("cpu") else ""
+        out["ours"] = (f"study_cost.json, methods run of {r.get('date', '?')[:10]} at commit {r.get('commit') or '?'}{cpu}: "
                        f"{s.get('agent', '?')}, {s.get('states_per_call', '?')} real states per call, CPU time of one thread")
     if b.study_cost is not None and b.study_cost.get("comparisons"):
         out["captum"] = out["lime"] = "study_cost.json, the same run as the naive and fast times"
@@ -88,13 +89,14 @@ def provenance(b: Benchmarks) -> dict[str, str]:
     return out
 
 
-def _comparisons(b: Benchmarks) -> tuple[dict, dict]:
-    """The comparisons mapping and the methods mapping (for its floors) of the run that timed Captum and lime."""
+def _comparisons(b: Benchmarks) -> tuple[dict, dict, bool]:
+    """The comparisons mapping and the methods mapping (for its floors) of the run that timed Captum and lime,
+    and whether that run is the cost benchmark's own (so that their times divide by ours)."""
     if b.study_cost is not None and b.study_cost.get("comparisons"):
-        return b.study_cost["comparisons"], b.study_cost.get("methods", {})
+        return b.study_cost["comparisons"], b.study_cost.get("methods", {}), True
     if b.explainers is not None:
-        return b.explainers.get("comparisons", {}), b.explainers.get("methods", {})
-    return {}, {}
+        return b.explainers.get("comparisons", {}), b.explainers.get("methods", {}), False
+    return {}, {}, False
 
 
 def before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
@@ -104,15 +106,17 @@ def before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
     -------
     pandas.DataFrame or Note
         Columns ``method, label, forward_passes, incremental, naive_floor_ms, naive_ms, ms,
-        speedup, max_abs_map_diff, target, captum_ms, captum_x_floor, lime_ms, lime_x_floor``.
-        ``speedup`` is naive floor ÷ ms. Captum's and the lime package's ms are those of their
-        run (:func:`provenance`); their ``*_x_floor`` is that ms ÷ our method's naive floor in
-        the same run, the ratio that can be set beside ``ms / naive_floor_ms`` across runs.
-        NaN where there is no equivalent.
+        speedup, max_abs_map_diff, target, captum_ms, captum_x_floor, captum_x_ours, lime_ms, lime_x_floor,
+        lime_x_ours``. ``speedup`` is naive floor ÷ ms. Captum's and the lime package's ms are
+        those of their run (:func:`provenance`); their ``*_x_floor`` is that ms ÷ our method's
+        naive floor in the same run, the ratio that can be set beside ``ms / naive_floor_ms``
+        across runs. ``*_x_ours`` is the benchmark's own ``ratio_vs_ours`` (their time ÷ our
+        default path's, median of paired rounds), only where they were timed in the cost
+        benchmark's run. NaN where there is no equivalent.
     """
     if b.study_cost is None or not b.study_cost.get("methods"):
         return missing_benchmark("study_cost.json", b, "study_cost.py")
-    comps, their_methods = _comparisons(b)
+    comps, their_methods, same_run = _comparisons(b)
     rows = []
     for name, r in b.study_cost["methods"].items():
         floor_there = their_methods.get(name, {}).get("floor_ms", their_methods.get(name, {}).get("naive_floor_ms"))
@@ -120,18 +124,20 @@ def before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
         def other(key, floor_there=floor_there):
             c = comps.get(key or "")
             if not c:
-                return np.nan, np.nan
-            return float(c["ms"]), float(c["ms"]) / floor_there if floor_there else np.nan
+                return np.nan, np.nan, np.nan
+            ours = float(c["ratio_vs_ours"]) if same_run and "ratio_vs_ours" in c else np.nan
+            return float(c["ms"]), float(c["ms"]) / floor_there if floor_there else np.nan, ours
 
-        captum_ms, captum_x = other(CAPTUM_EQUIVALENT.get(name))
-        lime_ms, lime_x = other(LIME_PACKAGE_EQUIVALENT.get(name))
+        captum_ms, captum_x, captum_o = other(CAPTUM_EQUIVALENT.get(name))
+        lime_ms, lime_x, lime_o = other(LIME_PACKAGE_EQUIVALENT.get(name))
         rows.append({"method": name, "label": METHOD_LABELS.get(name, name), "forward_passes": int(r["forward_passes"]),
                      "incremental": bool(r.get("incremental", False)), "naive_floor_ms": float(r["naive_floor_ms"]),
                      "naive_ms": float(r.get("naive_ms", r["ms"])), "ms": float(r["ms"]),
                      "speedup": float(r["naive_floor_ms"]) / float(r["ms"]),
                      "max_abs_map_diff": r.get("max_abs_map_diff", np.nan),
                      "target": r.get("target_speedup_vs_naive_floor", np.nan),
-                     "captum_ms": captum_ms, "captum_x_floor": captum_x, "lime_ms": lime_ms, "lime_x_floor": lime_x})
+                     "captum_ms": captum_ms, "captum_x_floor": captum_x, "captum_x_ours": captum_o,
+                     "lime_ms": lime_ms, "lime_x_floor": lime_x, "lime_x_ours": lime_o})
     return pd.DataFrame(rows)
 
 
@@ -433,14 +439,15 @@ def before_after_summary(table: pd.DataFrame | Note, study: pd.DataFrame | Note)
         out.append(f"{join_words(full['label'].tolist())} {'has' if one else 'have'} no incremental path: "
                    f"{'it takes' if one else 'they take'} {span} times {'its' if one else 'their'} floor, and "
                    f"{'gains' if one else 'gain'} only in the cascade.")
-    cap = table.dropna(subset=["captum_x_floor"])
-    if not cap.empty:
-        out.append("In their own run, Captum took " + join_words(
-            [f"{r.captum_x_floor:.1f} times the floor for {r.label}" for r in cap.itertuples()]) + ".")
-    lp = table.dropna(subset=["lime_x_floor"])
-    if not lp.empty:
-        out.append("The lime package took " + join_words(
-            [f"{r.lime_x_floor:.1f} times the floor for {r.label}" for r in lp.itertuples()]) + ".")
+    for who, col in (("Captum", "captum"), ("the lime package", "lime")):
+        rows = table.dropna(subset=[f"{col}_x_floor"])
+        if rows.empty:
+            continue
+        same = rows[f"{col}_x_ours"].notna().all() if f"{col}_x_ours" in rows else False
+        parts = [f"{getattr(r, col + '_x_floor'):.1f} times the floor for {r.label}"
+                 + (f", {getattr(r, col + '_x_ours'):.1f} times as long as ours" if same else "")
+                 for r in rows.itertuples()]
+        out.append(f"{'In the same run' if same else 'In its own run'}, {who} took {join_words(parts)}.")
     if not isinstance(study, Note):
         out.append("For the whole study: " + join_words(
             [f"{r.what} {r.speedup:.2f} times as fast ({r.before:,.0f} → {r.after:,.0f} {r.unit})"

@@ -90,11 +90,13 @@ def test_before_after_table_sets_captum_and_lime_beside_the_floor_of_their_own_r
     assert math.isnan(t.loc["occlusion", "lime_ms"])
     runs = so.provenance(bench)
     assert "explainers.json, run of 2030-01-01 (another run" in runs["captum"]
-    assert "2030-02-03 at commit abc1234" in runs["ours"]
+    assert "2030-02-03 at commit abc1234 on Test CPU" in runs["ours"]
     text = so.before_after_summary(t.reset_index(), so.study_before_after_table(bench))
     assert "Occlusion runs 4.0 times as fast as its naive floor" in text and "at most 2.0e-06" in text
     assert "LIME (SLIC) has no incremental path: it takes 1.25 times its floor" in text
-    assert "Captum took 3.0 times the floor for Occlusion and 3.0 times the floor for LIME (SLIC)" in text
+    assert "In its own run, Captum took 3.0 times the floor for Occlusion and 3.0 times the floor for LIME (SLIC)" in text
+    assert "times as long as ours" not in text  # another run's time does not divide by ours
+    assert math.isnan(t.loc["occlusion", "captum_x_ours"])
     assert "3.00 times as fast (30 → 10 core hours)" in text
 
 
@@ -107,6 +109,24 @@ def test_same_run_comparisons_are_preferred(tmp_path):
     t = so.before_after_table(b).set_index("method")
     assert t.loc["occlusion", "captum_x_floor"] == pytest.approx(4.0)  # 800 ÷ study_cost's own floor 200
     assert so.provenance(b)["captum"].startswith("study_cost.json, the same run")
+    assert math.isnan(t.loc["occlusion", "captum_x_ours"])  # no paired ratio recorded: none invented
+
+
+def test_same_run_ratio_against_our_fast_path(tmp_path):
+    sc = _study_cost()
+    sc["comparisons"] = {"captum.attr.Occlusion vs occlusion": {"ms": 800.0, "ratio_vs_ours": 15.5},
+                         "lime.lime_image vs lime_slic": {"ms": 1600.0, "ratio_vs_ours": 3.9}}
+    (tmp_path / "study_cost.json").write_text(json.dumps(sc))
+    b = rt.load_benchmarks(tmp_path)
+    t = so.before_after_table(b).set_index("method")
+    # the benchmark's paired ratio, not ms ÷ ms (800 ÷ 50 = 16 would mix rounds)
+    assert t.loc["occlusion", "captum_x_ours"] == pytest.approx(15.5)
+    assert t.loc["lime_slic", "lime_x_ours"] == pytest.approx(3.9) and math.isnan(t.loc["lime_slic", "captum_x_ours"])
+    text = so.before_after_summary(t.reset_index(), so.study_before_after_table(b))
+    assert "In the same run, Captum took 4.0 times the floor for Occlusion, 15.5 times as long as ours." in text
+    assert "In the same run, the lime package took 5.0 times the floor for LIME (SLIC), 3.9 times as long as ours." in text
+    html = fg.style_before_after(t.reset_index(), "cap", so.provenance(b)).to_html()
+    assert "Captum ÷ fast" in html and "15.50×" in html
 
 
 def test_study_table_and_missing_files(bench, tmp_path):
