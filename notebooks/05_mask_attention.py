@@ -52,6 +52,7 @@ results_dir = "data/results"  # result cache, relative to the repository
 agents_dir = "data/agents"  # our shipped agents (A3C and Mask-A3C are looked up here)
 runs_dir = "runs"  # training runs in progress (their learning curves are shown too)
 seeds_profile = "full"  # profile of the seed sweep whose stored units the seed section reads (it computes none)
+study_profile = "full"  # profile of the study whose packed units the official agents' section reads (it computes none)
 
 # %% [markdown]
 # The parameters become the chapter's frozen configuration. The profile decides how long
@@ -62,8 +63,10 @@ from saliency_book.ch5_figures import (
     filmstrip_figure,
     our_filmstrips,
     series_figure,
+    style_mask_ranks,
     style_our_rankings,
     style_ranking,
+    style_study_ranking,
     style_summary,
 )
 from saliency_book.ch5_mask_attention import (
@@ -75,6 +78,7 @@ from saliency_book.ch5_mask_attention import (
 )
 from saliency_book.ch5_rankings import chapter_ranking, coarse_note, our_rankings, ranking_sentence
 from saliency_book.ch5_seeds import agreement_display, seed_display, seed_markdown, seed_rank_figure, seed_study
+from saliency_book.ch5_study import official_studies, study_markdown
 from saliency_book.ch5_scores import (
     a3c_curves_figure,
     a3c_score_table,
@@ -227,6 +231,46 @@ style_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, sub
 # map that finds the few pixels the output depends on most. The sanity check rewards a
 # map that changes when the weights change; a mask is computed by the weights, so we expect
 # it to pass, and the table shows whether it does.
+#
+# ### The official agents on the full study's states
+#
+# The tables above rest on the few states and the coarse parameters of the `profile`. The
+# study's `study_profile` explains each official agent of the three games that Huber et al.
+# and Itaya et al. share on 100 states spread over a whole greedy game, with every method at
+# the paper's parameters, the full cascade and insertion/deletion on the black, blur and random
+# substrates. This section reads its packed units and computes none; a game the study has
+# not finished shows a note instead. The ranks compare means over the states; the paired
+# tests resample moving blocks of consecutive states, because the states of one game are
+# correlated. A cell gives the mask's rank, then (↑k ↓j) the number of maps the tests find
+# significantly better and significantly worse than it.
+
+# %%
+studies = official_studies(study_profile, results_dir=cfg.results_dir)
+caption = ("The two masks of each official Mask-A3C agent among all maps of the full study: rank by the mean over "
+           "the states (#1 is the best map; insertion and deletion of π(a) per substrate, and the Spearman similarity "
+           "after full randomisation, where lower is better); ↑k ↓j: maps significantly better / worse (paired "
+           "moving-block bootstrap, Holm-corrected, α = 0.05). n / ESS: states and effective sample size.")
+style_mask_ranks(studies, caption)
+
+# %% [markdown]
+# The sentences below are generated from the table.
+
+# %%
+study_markdown(studies)
+
+# %% [markdown]
+# Every method on this chapter's game, as in the first table but on the full study's states:
+
+# %%
+caption = (f"Methods on the official Mask-A3C agent ({cfg.game}), full study: mean over states [95 % moving-block "
+           "bootstrap CI] and rank, per criterion and substrate. The masks are in bold.")
+style_study_ranking(studies.get(cfg.game), caption)
+
+# %% [markdown]
+# The official code holds no quantitative test of the maps: no insertion or deletion, no
+# comparison with gradient saliency (the reference notes on Itaya et al., §4.3, which leave
+# open whether the paper itself has one), and Huber et al. do not test mask attention. So
+# neither paper's released material has a number to set beside these ranks.
 #
 # ### Do the masks' ranks hold across seeds?
 #

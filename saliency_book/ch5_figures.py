@@ -19,10 +19,12 @@ from saliency_book.ch5_mask_attention import (
     pct,
 )
 from saliency_book.ch5_rankings import ranking_display
+from saliency_book.ch5_study import AgentStudy, mask_ranks_table, study_ranking_display
 from saliency_book.common import Note, figure_image
 from saliency_lib.games import mask_a3c_crop
 
-__all__ = ["filmstrip_figure", "series_figure", "our_filmstrips", "style_summary", "style_our_rankings", "style_ranking"]
+__all__ = ["filmstrip_figure", "series_figure", "our_filmstrips", "style_summary", "style_our_rankings", "style_ranking",
+           "style_mask_ranks", "style_study_ranking"]
 
 
 def style_summary(summary: pd.DataFrame, game: str, caption: str):
@@ -176,3 +178,29 @@ def style_ranking(ranking: pd.DataFrame, caption: str):
 
 def _norm(m: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return (m - lo) / (hi - lo) if hi > lo else np.zeros_like(m)
+
+
+def _bold_masks(t: pd.DataFrame, column: str):
+    from saliency_lib.explainers import METHOD_LABELS
+
+    masks = {METHOD_LABELS["mask_policy"], METHOD_LABELS["mask_value"]}
+    return t.style.apply(lambda row: ["font-weight: bold" if row[column] in masks else "" for _ in row], axis=1)
+
+
+def style_mask_ranks(studies: dict, caption: str):
+    """:func:`~saliency_book.ch5_study.mask_ranks_table` as a Styler, or a Note when no game's study is packed."""
+    t = mask_ranks_table(studies)
+    if t.empty:
+        notes = [s.text for s in studies.values() if isinstance(s, Note)]
+        return Note(" ".join(dict.fromkeys(notes)) or "No official agent's study is packed.", title="Study not finished")
+    return t.style.hide(axis="index").set_caption(caption)
+
+
+def style_study_ranking(study: AgentStudy | Note | None, caption: str):
+    """:func:`~saliency_book.ch5_study.study_ranking_display` with the two masks in bold (a Note passes through)."""
+    if study is None:
+        return Note("Itaya et al. released no official Mask-A3C agent for this game.", title="No official agent")
+    t = study_ranking_display(study)
+    if isinstance(t, Note):
+        return t
+    return _bold_masks(t, "method").hide(axis="index").set_caption(caption)

@@ -8,6 +8,8 @@ the sanity check of the official and our Mask-A3C agents); nothing here scores a
   the rankings of the official agent and of each of our shipped Mask-A3C agents.
 * :func:`method_ranking`, :func:`ranking_display`, :func:`ranking_sentence`: every method's mean
   rank over the criteria, its display and the sentence on it.
+* :func:`block_ranking`: the ranking of one agent on every criterion and substrate with the paired
+  moving-block bootstrap, for states of one trajectory (the seed sweep's and the full study's).
 * :func:`coarse_note`: the states and explainer parameters behind the Mask-A3C rows.
 
 Functions that need a missing input return a :class:`~saliency_book.common.Note`.
@@ -32,8 +34,8 @@ from saliency_book.common import Note
 from saliency_book.evidence import DEGENERATE_MEASURES
 from saliency_lib.experiments.catalog import official_available
 
-__all__ = ["Criterion", "CRITERIA", "criterion_rows", "official_table", "our_rankings", "chapter_ranking", "method_ranking",
-           "ranking_display", "ranking_sentence", "coarse_note"]
+__all__ = ["Criterion", "CRITERIA", "BLOCK_RANK_COLUMNS", "criterion_rows", "official_table", "our_rankings",
+           "chapter_ranking", "method_ranking", "block_ranking", "ranking_display", "ranking_sentence", "coarse_note"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,59 @@ def method_ranking(table: pd.DataFrame, *, substrate: str = "black", criteria=CR
         return pd.DataFrame(columns=["criterion", "label", "rank", "of", "method", "n", "mean", "std", "ci_low",
                                      "ci_high", "better_than", "worse_than", "layer"])
     return pd.concat(parts, ignore_index=True)
+
+
+BLOCK_RANK_COLUMNS = ("criterion", "label", "substrate", "rank", "of", "method", "n", "n_eff", "mean", "std",
+                      "ci_low", "ci_high", "better_than", "worse_than", "tied_with")
+"""The columns of :func:`block_ranking`."""
+
+
+def block_ranking(table: pd.DataFrame, *, criteria=CRITERIA, substrates=None, n_resamples: int = 2000,
+                  seed: int = 0) -> pd.DataFrame:
+    """Rank the methods of one agent on each criterion and substrate, for states of one trajectory.
+
+    Each ranking is :func:`saliency_lib.metrics.ranking_table` with the paired moving-block
+    bootstrap test: the states of one greedy game are correlated, so the CIs resample blocks of
+    consecutive states and ``n_eff`` gives the effective sample size.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Tidy rows of one agent.
+    criteria : tuple of Criterion
+        Default the chapter's; a criterion on a degenerate measure (V) raises ``ValueError``.
+    substrates : sequence of str, optional
+        Insertion/deletion substrates (default: those in ``table``); the sanity check has none.
+    n_resamples, seed
+        Of the block bootstrap.
+
+    Returns
+    -------
+    DataFrame
+        One row per (criterion, substrate, method), columns :data:`BLOCK_RANK_COLUMNS`
+        (``substrate`` NA for the sanity check; ``of``: methods ranked).
+    """
+    from saliency_lib.metrics import ranking_table
+
+    for c in criteria:
+        if c.measure.removesuffix("_auc") in DEGENERATE_MEASURES:
+            raise ValueError(f"criterion {c.key!r} ranks on {c.measure!r}, a degenerate measure: "
+                             f"{DEGENERATE_MEASURES[c.measure.removesuffix('_auc')]}")
+    if table["agent"].nunique() > 1:
+        raise ValueError(f"block_ranking needs the rows of one agent, got {sorted(table['agent'].unique())}")
+    if substrates is None:
+        substrates = sorted(s for s in table["substrate"].dropna().unique()) if "substrate" in table else []
+    parts = []
+    for c in criteria:
+        for sub in ([pd.NA] if c.experiment == "sanity" else substrates):
+            sel = criterion_rows(table, c, sub)
+            if sel.empty:
+                continue
+            r = ranking_table(sel, higher_is_better=c.higher_is_better, test="block", n_resamples=n_resamples, seed=seed)
+            parts.append(r.assign(criterion=c.key, label=c.label, substrate=sub, of=len(r)))
+    if not parts:
+        return pd.DataFrame(columns=list(BLOCK_RANK_COLUMNS))
+    return pd.concat(parts, ignore_index=True)[list(BLOCK_RANK_COLUMNS)].astype({"rank": int, "of": int, "n": int})
 
 
 def chapter_ranking(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:

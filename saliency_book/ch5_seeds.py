@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.ch5_mask_attention import VARIANT_LABELS, VARIANT_ORDER
-from saliency_book.ch5_rankings import CRITERIA, Criterion, criterion_rows
+from saliency_book.ch5_rankings import CRITERIA, Criterion, block_ranking
 from saliency_book.common import Note, figure_image
 from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR
@@ -121,9 +121,9 @@ def seed_rankings(rows: pd.DataFrame, *, criteria: tuple[Criterion, ...] = CRITE
                   n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Rank the methods of every agent (seed) on each criterion and substrate.
 
-    Each ranking is :func:`saliency_lib.metrics.ranking_table` with the paired moving-block
-    bootstrap test: the states of one greedy game are correlated, so the CIs resample blocks
-    of consecutive states and ``n_eff`` gives the effective sample size.
+    Each agent's ranking is :func:`~saliency_book.ch5_rankings.block_ranking`: the paired
+    moving-block bootstrap, because the states of one greedy game are correlated (``n_eff``
+    gives the effective sample size).
 
     Parameters
     ----------
@@ -145,24 +145,13 @@ def seed_rankings(rows: pd.DataFrame, *, criteria: tuple[Criterion, ...] = CRITE
         ``of``, ``method``, ``n``, ``n_eff``, ``mean``, ``std``, ``ci_low``, ``ci_high``,
         ``better_than``, ``worse_than``, ``tied_with``.
     """
-    from saliency_lib.metrics import ranking_table
-
     _check_criteria(criteria)
-    if substrates is None:
-        substrates = sorted(s for s in rows["substrate"].dropna().unique()) if "substrate" in rows else []
     parts = []
     for agent, table in rows.groupby("agent", sort=True):
         variant, s = _variant_seed(agent)
-        game = table["game"].iloc[0]
-        for c in criteria:
-            for sub in ([pd.NA] if c.experiment == "sanity" else substrates):
-                sel = criterion_rows(table, c, sub)
-                if sel.empty:
-                    continue
-                r = ranking_table(sel, higher_is_better=c.higher_is_better, test="block", n_resamples=n_resamples,
-                                  seed=seed)
-                parts.append(r.assign(game=game, variant=variant, seed=s, agent=agent, criterion=c.key, label=c.label,
-                                      substrate=sub, of=len(r)))
+        r = block_ranking(table, criteria=criteria, substrates=substrates, n_resamples=n_resamples, seed=seed)
+        if len(r):
+            parts.append(r.assign(game=table["game"].iloc[0], variant=variant, seed=s, agent=agent))
     if not parts:
         return pd.DataFrame(columns=_RANK_COLS)
     out = pd.concat(parts, ignore_index=True)[_RANK_COLS]

@@ -173,16 +173,16 @@ def stored_units(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments
 
 
 def stored_rows(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments: Sequence[str],
-                preset: str | None = "dqn", seed: int = 0, results_dir=RESULTS_DIR, packed_only: bool = False
-                ) -> pd.DataFrame:
+                preset: str | None = "dqn", agents: Sequence[str] | None = None, seed: int = 0, results_dir=RESULTS_DIR,
+                packed_only: bool = False) -> pd.DataFrame:
     """The study's stored rows of ``experiments`` for ``games``, computing nothing (:func:`stored_units`).
 
     A game the study has not reached has no rows.
     """
     from saliency_lib.experiments.store import load_units
 
-    units = stored_units(profile, games, experiments=experiments, preset=preset, seed=seed, results_dir=results_dir,
-                         packed_only=packed_only)
+    units = stored_units(profile, games, experiments=experiments, preset=preset, agents=agents, seed=seed,
+                         results_dir=results_dir, packed_only=packed_only)
     if not units:
         return pd.DataFrame(columns=["experiment", "agent", "game", "method", "substrate", "state", "level", "layer",
                                      "step", "measure", "value"])
