@@ -35,7 +35,7 @@ from saliency_book.evidence import DEGENERATE_MEASURES
 from saliency_lib.experiments.catalog import official_available
 
 __all__ = ["Criterion", "CRITERIA", "BLOCK_RANK_COLUMNS", "criterion_rows", "official_table", "our_rankings",
-           "chapter_ranking", "method_ranking", "block_ranking", "ranking_display", "ranking_sentence", "coarse_note"]
+           "chapter_ranking", "method_ranking", "check_criteria", "block_ranking", "ranking_display", "ranking_sentence", "coarse_note"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,15 @@ BLOCK_RANK_COLUMNS = ("criterion", "label", "substrate", "rank", "of", "method",
 """The columns of :func:`block_ranking`."""
 
 
+def check_criteria(criteria) -> None:
+    """Raise ``ValueError`` for a criterion that ranks on a degenerate measure (V;
+    :data:`saliency_book.evidence.DEGENERATE_MEASURES`)."""
+    for c in criteria:
+        if c.measure.removesuffix("_auc") in DEGENERATE_MEASURES:
+            raise ValueError(f"criterion {c.key!r} ranks on {c.measure!r}, a degenerate measure: "
+                             f"{DEGENERATE_MEASURES[c.measure.removesuffix('_auc')]}")
+
+
 def block_ranking(table: pd.DataFrame, *, criteria=CRITERIA, substrates=None, n_resamples: int = 2000,
                   seed: int = 0) -> pd.DataFrame:
     """Rank the methods of one agent on each criterion and substrate, for states of one trajectory.
@@ -166,10 +175,7 @@ def block_ranking(table: pd.DataFrame, *, criteria=CRITERIA, substrates=None, n_
     """
     from saliency_lib.metrics import ranking_table
 
-    for c in criteria:
-        if c.measure.removesuffix("_auc") in DEGENERATE_MEASURES:
-            raise ValueError(f"criterion {c.key!r} ranks on {c.measure!r}, a degenerate measure: "
-                             f"{DEGENERATE_MEASURES[c.measure.removesuffix('_auc')]}")
+    check_criteria(criteria)
     if table["agent"].nunique() > 1:
         raise ValueError(f"block_ranking needs the rows of one agent, got {sorted(table['agent'].unique())}")
     if substrates is None:

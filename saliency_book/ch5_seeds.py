@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.ch5_mask_attention import VARIANT_LABELS, VARIANT_ORDER
-from saliency_book.ch5_rankings import CRITERIA, Criterion, block_ranking
+from saliency_book.ch5_rankings import CRITERIA, Criterion, block_ranking, check_criteria
 from saliency_book.common import Note, figure_image
-from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, TOO_FEW, enough_states, too_few
+from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
 from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR
 
 __all__ = ["MASKS", "ONE_SEED", "HOLDS", "DOES_NOT_HOLD", "SEED_COMMAND", "seed_rows", "seed_rankings", "seed_sanity",
@@ -61,13 +61,6 @@ def _variant_seed(agent: str) -> tuple[str, int]:
     if m is None:
         raise ValueError(f"cannot read the variant and seed from the agent name {agent!r} (expected '...-<variant>-s<seed>')")
     return m["variant"], int(m["seed"])
-
-
-def _check_criteria(criteria) -> None:
-    for c in criteria:
-        if c.measure.removesuffix("_auc") in DEGENERATE_MEASURES:
-            raise ValueError(f"criterion {c.key!r} ranks on {c.measure!r}, a degenerate measure: "
-                             f"{DEGENERATE_MEASURES[c.measure.removesuffix('_auc')]}")
 
 
 def _plain(label: str) -> str:
@@ -145,7 +138,7 @@ def seed_rankings(rows: pd.DataFrame, *, criteria: tuple[Criterion, ...] = CRITE
         ``of``, ``method``, ``n``, ``n_eff``, ``mean``, ``std``, ``ci_low``, ``ci_high``,
         ``better_than``, ``worse_than``, ``tied_with``.
     """
-    _check_criteria(criteria)
+    check_criteria(criteria)
     parts = []
     for agent, table in rows.groupby("agent", sort=True):
         variant, s = _variant_seed(agent)
