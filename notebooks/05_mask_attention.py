@@ -219,7 +219,7 @@ ranking_sentence(ranking)
 
 # %% [markdown]
 # The same ranking for each of our own shipped Mask-A3C agents, on states of its own
-# greedy game:
+# greedy game (the `tiny` smoke profile ranks the first agent only):
 
 # %%
 ours_ranked = our_rankings(cfg)

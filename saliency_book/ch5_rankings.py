@@ -78,13 +78,17 @@ def our_rankings(cfg: MaskAttentionChapter) -> dict[str, pd.DataFrame] | Note:
 
     Each agent gets the study's sweep for an actor-critic agent in ``cfg.profile``
     (:func:`~saliency_lib.experiments.study.study_results`): its own greedy states, every method,
-    its masks, the sanity check and insertion/deletion. Stored units are reused.
+    its masks, the sanity check and insertion/deletion. Stored units are reused. The profile's
+    ``ranked_own_agents`` caps how many agents are ranked, in name order (the ``tiny`` smoke
+    profile ranks one).
     """
     from saliency_lib.experiments.study import study_results
 
     agents = mask_agents(cfg.game, cfg.agents_dir)
     if agents.empty:
         return not_trained_note(cfg.game, cfg.agents_dir, "The ranking above is therefore of the official agent only.")
+    cap = cfg.settings["ranked_own_agents"]
+    agents = agents.sort_values("agent", kind="stable").head(len(agents) if cap is None else cap)
     out = {}
     for _, r in agents.iterrows():
         spec = shown_path(r["path"])

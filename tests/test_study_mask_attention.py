@@ -268,8 +268,10 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
     from saliency_lib.experiments import study
 
     agents = tmp_path / "agents"
+    _save_ac(agents, "double", seed=1)  # the tiny profile ranks only the first in name order: seed 0
     _save_ac(agents, "double")
     _save_ac(agents, "none")  # no masks: not ranked here
+    assert PROFILES["tiny"].ranked_own_agents == 1 and PROFILES["quick"].ranked_own_agents is None
     monkeypatch.setattr(study, "STUDY_METHODS", ("gradient", "mask_policy", "mask_value"))  # the study's, smaller
     cfg = ma.MaskAttentionChapter(profile="tiny", results_dir=str(tmp_path / "r"), agents_dir=str(agents))
     ranked = rk.our_rankings(cfg)
@@ -279,6 +281,8 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
     assert {"ins_prob", "del_prob", "sanity"} <= set(r["criterion"]) and (r["n"] <= 2).all()
     stored = {p.parent.name for p in (tmp_path / "r" / "sweep").rglob("*.parquet")}
     assert stored == {"sanity", "degradation"}  # the study's units, so `saliency-study run` can store them ahead
+    swept = set(pd.concat([pd.read_parquet(p, columns=["agent"]) for p in (tmp_path / "r" / "sweep").rglob("*.parquet")])["agent"])
+    assert swept and all(a.endswith("a3c-Breakout-double-s0") for a in swept), swept  # seed 1 was not swept
     html = fg.style_our_rankings(ranked, "cap").data
     assert "Agent: our Mask-A3C (both masks) agent a3c-Breakout-double-s0." in html and "Policy mask" in html
     note = rk.our_rankings(ma.MaskAttentionChapter(profile="tiny", agents_dir=str(tmp_path / "none")))

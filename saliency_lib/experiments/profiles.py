@@ -85,6 +85,10 @@ class Profile:
     """Methods of chapter 6's run-time spot check (None: all)."""
     runtime_states: int
     """States each method is timed on in chapter 6's spot check."""
+    ranked_own_agents: int | None = None
+    """How many of our shipped masked Mask-A3C agents of the game chapter 5 ranks on the profile's
+    states, in name order (None: every one). Each costs a Mask-A3C sweep of every method; the
+    seed sweep of the stored study compares all seeds whatever this is."""
     actor_critic_agents: tuple[str, ...] = ()
     """Our shipped actor-critic agents that the sweep explains besides the DQN and official agents
     (in the plan of their own game)."""
@@ -130,7 +134,8 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
         "tiny", MappingProxyType({"dqn": SweepSize(2, 2, _CHEAP), "mask_a3c": SweepSize(2, 2, _CHEAP)}),
         example_params=_CHEAP, highlight_states=2, episodes=1, eval_max_steps=200, gif_steps=40, official_games="game",
         official_episodes=1, official_max_steps=200, train_frames=4_000, book_games="game", play_steps=40,
-        bootstrap_resamples=200, runtime_methods=("random", "gradient", "mask_policy"), runtime_states=1),
+        bootstrap_resamples=200, runtime_methods=("random", "gradient", "mask_policy"), runtime_states=1,
+        ranked_own_agents=1),
     "quick": Profile(
         "quick", MappingProxyType({"dqn": SweepSize(20, 5, _PAPER), "mask_a3c": SweepSize(5, 5, _COARSE)}),
         example_params=_PAPER, highlight_states=5, episodes=3, eval_max_steps=10_000, gif_steps=300,
