@@ -248,7 +248,8 @@ style_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, sub
 studies = official_studies(study_profile, results_dir=cfg.results_dir)
 caption = ("The two masks of each official Mask-A3C agent among all maps of the full study: rank by the mean over "
            "the states (#1 is the best map; insertion and deletion of π(a) per substrate, and the Spearman similarity "
-           "after full randomisation, where lower is better); ↑k ↓j: maps significantly better / worse (paired "
+           "after full randomisation, where lower is better); ↑k ↓j: k maps significantly better than the mask, j "
+           "significantly worse (paired "
            "moving-block bootstrap, Holm-corrected, α = 0.05). n / ESS: states and effective sample size.")
 style_mask_ranks(studies, caption)
 

@@ -135,9 +135,10 @@ def _where(r) -> str:
 def mask_ranks_table(studies: dict[str, AgentStudy | Note]) -> pd.DataFrame:
     """The masks' ranks: one row per (game, mask), one ``#rank of K`` cell per criterion and substrate.
 
-    Each cell adds how many methods the paired block-bootstrap tests (Holm, α = 0.05) put below
-    and above the mask (``↑k ↓j``); ``n / ESS`` is the states and the effective sample size of the
-    first insertion criterion. Games without a ranking are left out.
+    Each cell adds ``(↑k ↓j)``: the paired block-bootstrap tests (Holm, α = 0.05) find ``k`` maps
+    significantly better than the mask (above it) and ``j`` significantly worse (below it).
+    ``n / ESS`` is the states and the effective sample size of the first insertion criterion.
+    Games without a ranking are left out.
     """
     from saliency_lib.explainers import METHOD_LABELS
 
@@ -151,7 +152,7 @@ def mask_ranks_table(studies: dict[str, AgentStudy | Note]) -> pd.DataFrame:
                 continue
             row = {"game": GAME_LABELS.get(game, game), "mask": METHOD_LABELS.get(m, m)}
             for r in mine.itertuples():
-                row[_where(r)] = f"#{r.rank} of {r.of} (↑{_count(r.better_than)} ↓{_count(r.worse_than)})"
+                row[_where(r)] = f"#{r.rank} of {r.of} (↑{_count(r.worse_than)} ↓{_count(r.better_than)})"
             first = mine[mine["criterion"] != "sanity"].iloc[0] if (mine["criterion"] != "sanity").any() else mine.iloc[0]
             row["n / ESS"] = f"{first['n']} / {first['n_eff']:.0f}"
             rows.append(row)

@@ -81,7 +81,8 @@ def test_a_note_speaks_for_itself_and_the_table_leaves_it_out():
     assert cst.mask_study_sentence(note, "MsPacman") == f"Ms. Pac-Man: {note.text}"
     table = cst.mask_ranks_table({"MsPacman": note, "Breakout": cst.AgentStudy.of(_rows(), n_resamples=200)})
     assert list(table["game"]) == ["Breakout", "Breakout"] and list(table["mask"]) == ["Policy mask", "Value mask"]
-    assert table.loc[0, "insertion AUC, π(a), black"] == "#2 of 6 (↑4 ↓1)"
+    assert table.loc[0, "insertion AUC, π(a), black"] == "#2 of 6 (↑1 ↓4)"  # 1 map better (above), 4 worse
+    assert table.loc[1, "insertion AUC, π(a), black"] == "#5 of 6 (↑4 ↓1)"  # the value mask: only the random map below
     assert table.loc[0, "n / ESS"].startswith("100 / ")
 
 
