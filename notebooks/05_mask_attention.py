@@ -234,9 +234,10 @@ style_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, sub
 #
 # ### The official agents on the full study's states
 #
-# The tables above rest on the few states and the coarse parameters of the `profile`. The
-# study's `study_profile` explains each official agent of the three games that Huber et al.
-# and Itaya et al. share on 100 states spread over a whole greedy game, with every method at
+# The tables above rest on the states and explainer parameters of the `profile` (below
+# `full`: a few states and coarse parameters). The study's `study_profile` explains each
+# official agent of the three games that Huber et al. and Itaya et al. share on 100 states
+# spread over a whole greedy game (in the `full` profile), with every method at
 # the paper's parameters, the full cascade and insertion/deletion on the black, blur and random
 # substrates. This section reads its packed units and computes none; a game the study has
 # not finished shows a note instead. The ranks compare means over the states; the paired
