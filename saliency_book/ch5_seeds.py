@@ -299,12 +299,19 @@ def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> st
         game, n = g["game"].iloc[0], int(g["n"].min())
         who = f"{VARIANT_LABELS.get(variant, variant)} on {game}, {_seed_list(seeds)}"
         if len(seeds) < 2:
-            first = f"The {name} of {who} ({n} states): one seed so far: whether the ranks hold across seeds cannot be judged."
-            if not enough_states(n):
+            # as with several seeds, a criterion where some method has too few finite states (a
+            # constant map gives NaN) is set aside by name and the others keep their ranks
+            ok = g[g["n"].map(enough_states)]
+            first = (f"The {name} of {who} ({int(g['n'].max())} states): one seed so far: whether the ranks hold "
+                     "across seeds cannot be judged.")
+            if ok.empty:
                 out.append(f"{first} Within the seed, {too_few(n)}.")
                 continue
-            ranks = "; ".join(f"#{r.ranks[0]} of {r.of} on {_where(r)}" for r in g.itertuples())
-            out.append(f"{first} In that seed it ranks, by the mean over the states, {ranks}. {_tests(g)}")
+            ranks = "; ".join(f"#{r.ranks[0]} of {r.of} on {_where(r)}" for r in ok.itertuples())
+            few = [f"{_where(r)} (n={r.n})" for r in g.itertuples() if not enough_states(r.n)]
+            tail = (f" Too few states for a rank on {_and(few)}: some method has fewer than {MIN_STATES} finite "
+                    "values." if few else "")
+            out.append(f"{first} In that seed it ranks, by the mean over the states, {ranks}. {_tests(ok)}{tail}")
         elif not enough_states(g["n"].max()):
             out.append(f"The {name} of {who}: {too_few(n)} on whether its rank holds across seeds "
                        f"({MIN_STATES} states per seed are needed).")

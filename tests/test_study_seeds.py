@@ -96,6 +96,19 @@ def test_one_seed_cannot_be_judged():
     assert "holds" not in text.replace("whether the ranks hold", "")
 
 
+def test_one_seed_sets_aside_only_the_criterion_with_nan_states():
+    """As on a3c-Breakout-policy-s0: one constant map on one state leaves the sanity criterion 49
+    finite values; the one-seed paragraph still gives the ranks on the other criteria."""
+    rows = _rows("double", 0, METHODS)
+    nan = (rows["experiment"] == "sanity") & (rows["method"] == "gradcam") & (rows["state"] == 0) & (rows["level"] == 6)
+    rows.loc[nan, "value"] = np.nan
+    text = cs.seed_sentence(_study(rows).agreement)
+    assert text.startswith(f"The policy mask of Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}.")
+    assert "#1 of 6 on insertion AUC, π(a), black substrate" in text
+    assert f"Too few states for a rank on Spearman after full randomisation (n={MIN_STATES - 1})" in text
+    assert "for a verdict" not in text
+
+
 def test_too_few_states():
     n = MIN_STATES - 30
     study = _study(_rows("double", 0, METHODS, n=n), _rows("double", 1, METHODS, n=n))
