@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import Note, as_count
+from saliency_lib.agents.mask_a3c import VARIANT_NAMES, VARIANTS
 from saliency_lib.experiments.catalog import official_available, shipped_agents
 from saliency_lib.experiments.paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
 from saliency_lib.experiments.profiles import get_profile, profile_settings
@@ -46,9 +47,8 @@ __all__ = [
 BRANCHES = ("policy", "value")
 AC_ALGOS = ("a3c", "a3c-sync")
 """``algo`` of our actor-critic agents in ``meta.json`` (the trainer writes ``a3c-sync``)."""
-VARIANT_ORDER = ("none", "policy", "value", "double")
-VARIANT_LABELS = MappingProxyType({"none": "A3C (no mask)", "policy": "policy-mask A3C", "value": "value-mask A3C",
-                                   "double": "Mask-A3C (both masks)"})
+VARIANT_ORDER = VARIANTS
+VARIANT_LABELS = VARIANT_NAMES
 COLORS = {"policy": "#3b528b", "value": "#de7d2c", "iou": "#5ec962", "spearman": "#8c2981", "official": "#b0b0b0"}
 
 REFERENCE_MASK_STATS = MappingProxyType({

@@ -236,7 +236,7 @@ def insertion_finding(rows: pd.DataFrame, games: Sequence[str] = GAME_ORDER) -> 
 
 
 def mask_score_finding(scores_csv: str | os.PathLike | None = None) -> str:
-    """Chapter 5's generated verdicts on Mask-A3C (double) against A3C (none), greedy and sticky, over seeds."""
+    """Chapter 5's generated verdicts on Mask-A3C (both masks) against A3C (no mask), greedy and sticky, over seeds."""
     from saliency_lib.experiments.paths import AGENT_SCORES_CSV
     from saliency_lib.train.scores import compare_variants, read_scores
 

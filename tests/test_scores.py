@@ -75,7 +75,7 @@ def test_one_seed_per_variant_refuses_a_verdict():
     assert "No verdict" in c.sentence and not any(w in c.sentence for w in ("higher", "lower", "no detectable"))
     # one variant with 3 seeds is not enough either
     c = compare_variants(_table({"none": [1.0, 2.0, 3.0], "double": [9.0]}), protocol="sticky")
-    assert c.verdict is None and "Mask-A3C (double) has 1 seed" in c.reason
+    assert c.verdict is None and "Mask-A3C (both masks) has 1 seed" in c.reason
 
 
 def test_known_answers_against_scipy():
@@ -94,8 +94,8 @@ def test_known_answers_against_scipy():
 
 
 @pytest.mark.parametrize("double,verdict,words", [
-    ([400.0, 401.0, 402.0], "higher", "Mask-A3C (double) scores higher than A3C (none) on Breakout at 10 M frames, 3 seeds"),
-    ([100.0, 101.0, 102.0], "lower", "Mask-A3C (double) scores lower than A3C (none)"),
+    ([400.0, 401.0, 402.0], "higher", "Mask-A3C (both masks) scores higher than A3C (no mask) on Breakout at 10 M frames, 3 seeds"),
+    ([100.0, 101.0, 102.0], "lower", "Mask-A3C (both masks) scores lower than A3C (no mask)"),
     ([150.0, 350.0, 250.0], "no detectable difference", "no detectable difference at 10 M frames, 3 seeds"),
 ])
 def test_sentence_says_only_what_the_ci_supports(double, verdict, words):

@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["max_pool2", "MaskA3CConfig", "MaskA3CNet", "ConvLSTMCell", "VARIANTS"]
+__all__ = ["max_pool2", "MaskA3CConfig", "MaskA3CNet", "ConvLSTMCell", "VARIANTS", "VARIANT_NAMES"]
 
 VARIANTS = ("none", "policy", "value", "double")
+VARIANT_NAMES = MappingProxyType({"none": "A3C (no mask)", "policy": "policy-mask A3C", "value": "value-mask A3C",
+                                  "double": "Mask-A3C (both masks)"})
+"""What the book, the score tables and the generated sentences call each variant (Itaya et al.'s
+A3C, Policy Mask A3C, Value Mask A3C and Mask A3C), in the order of :data:`VARIANTS`."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import atomic_write
+from ..agents.mask_a3c import VARIANT_NAMES, VARIANTS
 
 __all__ = ["SCORES_COLUMNS", "PROTOCOL_NAMES", "read_scores", "update_scores", "scores_row", "evaluate_protocols",
            "VariantComparison", "compare_variants", "VARIANT_NAMES"]
@@ -138,9 +139,6 @@ def evaluate_protocols(agent, episodes: dict[str, int], *, seed: int = 0, progre
 
 # -- the seed-level comparison -------------------------------------------------------------------
 
-VARIANT_NAMES = {"none": "A3C (none)", "policy": "Mask-A3C (policy)", "value": "Mask-A3C (value)", "double": "Mask-A3C (double)"}
-
-
 @dataclass
 class VariantComparison:
     """Result of :func:`compare_variants`.
@@ -211,7 +209,7 @@ def _frames_text(frames: float) -> str:
 
 
 def compare_variants(scores: pd.DataFrame, *, protocol: str, game: str = "Breakout",
-                     variants: tuple[str, ...] = ("none", "policy", "value", "double"), baseline: str = "none", treatment: str = "double",
+                     variants: tuple[str, ...] = VARIANTS, baseline: str = "none", treatment: str = "double",
                      level: float = 0.95, labels: dict | None = None) -> VariantComparison:
     """Compare training variants over seeds: the mean of each variant and ``treatment − baseline``, with CIs over seeds.
 
