@@ -270,16 +270,27 @@ def _tests(g: pd.DataFrame) -> str:
     if not found:
         return f"{pre} separate it from no other method on any criterion."
     rest = len(g) - len({r.Index for r in g.itertuples() if r.better_than[0] or r.worse_than[0]})
-    tail = f"; on the other {rest} criteria they separate it from no method" if rest else ""
+    tail = (f"; on the other {rest} criteri{'on' if rest == 1 else 'a'} they separate it from no method"
+            if rest else "")
     return f"{pre} find it " + "; ".join(found) + tail + "."
 
 
-def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> str:
+def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy", within_seed: bool = True) -> str:
     """The generated sentence on whether ``method``'s rank holds across seeds, per variant.
 
     It names the game, the seeds and the states, and says only what :func:`rank_agreement`'s
     verdicts support: with one seed, that the question cannot be judged; below
     :data:`~saliency_book.evidence.MIN_STATES` states per seed, that there are too few states.
+
+    Parameters
+    ----------
+    agreement : DataFrame
+        :func:`rank_agreement`.
+    method : str
+        The mask whose rank is followed.
+    within_seed : bool
+        For a variant with one seed, also give the ranks and the paired tests within that seed
+        (the chapter does; the introduction's finding, which asks about seeds, does not).
 
     Returns
     -------
@@ -304,6 +315,9 @@ def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy") -> st
             ok = g[g["n"].map(enough_states)]
             first = (f"The {name} of {who} ({int(g['n'].max())} states): one seed so far: whether the ranks hold "
                      "across seeds cannot be judged.")
+            if not within_seed:
+                out.append(first)
+                continue
             if ok.empty:
                 out.append(f"{first} Within the seed, {too_few(n)}.")
                 continue

@@ -258,7 +258,9 @@ def mask_rank_finding(profile: str = "full", game: str = "Breakout", *, results_
     if isinstance(study, Note):
         return head + study.text
     methods = set(study.agreement["method"])
-    return head + " ".join(seed_sentence(study.agreement, method=m) for m in MASKS if m in methods)
+    # the question is about seeds: a variant with one seed gets no within-seed ranks here (chapter 5 has them)
+    paragraphs = [seed_sentence(study.agreement, method=m, within_seed=False) for m in MASKS if m in methods]
+    return head + " ".join(p for text in paragraphs for p in text.split("\n\n"))
 
 
 def official_mask_finding(profile: str = "full", games: Sequence[str] | None = None, *,

@@ -107,6 +107,8 @@ def test_one_seed_sets_aside_only_the_criterion_with_nan_states():
     assert "#1 of 6 on insertion AUC, π(a), black substrate" in text
     assert f"Too few states for a rank on Spearman after full randomisation (n={MIN_STATES - 1})" in text
     assert "for a verdict" not in text
+    brief = cs.seed_sentence(_study(rows).agreement, within_seed=False)
+    assert brief == f"The policy mask of Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}."
 
 
 def test_too_few_states():
