@@ -95,38 +95,53 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
         return Note(f"Our A3C and Mask-A3C agents for {game} are not trained yet: no run is shipped or in progress, "
                     "so there is no learning curve to show. The comparison fills in when they exist.",
                     kind="warning", title="A3C and Mask-A3C not trained yet")
-    fig = Figure(figsize=(8.0, 4.2), layout="constrained")
+    from matplotlib.lines import Line2D
+
+    fig = Figure(figsize=(9.6, 4.2), layout="constrained")
     ax = fig.subplots()
     top = 0.0
+    seeds: dict[str, list[str]] = {}  # variant -> its seeds, for one legend entry per variant
     for r in runs.itertuples():
         color = _VARIANT_COLORS.get(r.variant)
-        tag = f"{VARIANT_LABELS.get(r.variant, r.variant)}, seed {r.seed}" + ("" if r.shipped else " (in progress)")
         if not isinstance(r.logs, str):  # shipped without logs
             continue
+        seeds.setdefault(r.variant, []).append(f"{r.seed}" + ("" if r.shipped else " (in progress)"))
         tr = read_log(Path(r.logs) / "train_log.csv")
         ep = tr[tr["episode_score"].notna()] if "episode_score" in tr.columns else tr.iloc[:0]
         if len(ep):
-            ax.plot(ep["frames"] / 1e6, ep["episode_score"].rolling(window, min_periods=1).mean(), color=color, lw=1.4,
-                    ls="-" if r.shipped else "--", label=f"{tag}: training games (mean of {window})")
+            ax.plot(ep["frames"] / 1e6, ep["episode_score"].rolling(window, min_periods=1).mean(), color=color, lw=1.2,
+                    alpha=0.85, ls="-" if r.shipped else "--")
             top = max(top, float(ep["frames"].max()))
         ev = Path(r.logs) / "eval_log.csv"
         if ev.is_file():
             e = read_log(ev)
             if len(e):
-                ax.errorbar(e["frames"] / 1e6, e["eval_mean"], yerr=e["eval_std"], fmt="o", ms=3.5, capsize=2, color=color,
-                            label=f"{tag}: greedy evaluations")
+                ax.errorbar(e["frames"] / 1e6, e["eval_mean"], yerr=e["eval_std"], fmt="o", ms=3, capsize=1.5, lw=0.8,
+                            color=color, alpha=0.7)
                 top = max(top, float(e["frames"].max()))
+    # one entry per variant (its seeds named), and one for the markers: with several seeds a line each
+    # would make the legend longer than the plot
+    handles = [Line2D([], [], color=_VARIANT_COLORS.get(v), lw=1.6,
+                      label=f"{VARIANT_LABELS.get(v, v)}, seed{'s' if len(ss) > 1 else ''} {', '.join(ss)}")
+               for v in [v for v in VARIANT_ORDER if v in seeds] + [v for v in seeds if v not in VARIANT_ORDER]
+               for ss in [seeds[v]]]
+    handles.append(Line2D([], [], color="black", lw=1.2, label=f"lines: training games (mean of {window})"))
+    handles.append(Line2D([], [], color="black", marker="o", ms=3, ls="none", label="dots: greedy evaluations (mean ± sd)"))
+    if any(not r.shipped for r in runs.itertuples()):
+        handles.append(Line2D([], [], color="black", lw=1.2, ls="--", label="dashed: run in progress"))
     if top > 0 and official_available(game, logs=True):
         log = official_test_log(game)
         log = log[log["global_step"] * 4 <= 1.05 * top]
         if len(log):
             ax.plot(log["global_step"] * 4 / 1e6, log["score"].rolling(20, min_periods=1).mean(), color=COLORS["official"],
-                    lw=2, zorder=0, label="official Mask-A3C run: greedy test games (mean of 20)")
+                    lw=2, zorder=0)
+            handles.append(Line2D([], [], color=COLORS["official"], lw=2,
+                                  label="official Mask-A3C run: greedy test games (mean of 20)"))
     ax.set_xlabel("emulator frames (millions)")
     ax.set_ylabel("game score (raw, all lives)")
     ax.set_title(f"A3C and Mask-A3C on {game}: our runs", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    fig.legend(handles=handles, fontsize=7.5, loc="outside right upper", frameon=False)
     return figure_image(fig, dpi=dpi)
 
 
