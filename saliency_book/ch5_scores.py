@@ -20,7 +20,7 @@ from saliency_lib.experiments.catalog import official_available
 from saliency_lib.experiments.paths import AGENTS_DIR, RUNS_DIR, repo_path
 
 __all__ = ["actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores",
-           "seed_comparisons", "style_seed_comparison", "seed_sentences"]
+           "seed_comparisons", "greedy_comparison", "style_seed_comparison", "seed_sentences"]
 
 
 def actor_critic_runs(game: str, agents_dir: str | os.PathLike = AGENTS_DIR, runs_dir: str | os.PathLike | None = RUNS_DIR,
@@ -74,21 +74,31 @@ def _official_reference(game: str, frames: float, last: int = 20) -> dict | None
     if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
         return None
     log = official_test_log(game)
-    before = log[log["global_step"] * 4 <= frames]
+    before = log[log["frames"] <= frames]
     if before.empty:
         return None
     s = before["score"].tail(last)
     return {"mean": float(s.mean()), "std": float(s.std(ddof=0)), "games": int(len(s)), "frames": float(frames)}
 
 
-def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: int = 90):
+def a3c_curves_figure(runs: pd.DataFrame, game: str, *, comparison=None, window: int = 50, dpi: int = 90):
     """Learning curves of our A3C / Mask-A3C runs (one colour per variant), with the official run for reference.
 
     ``runs`` is :func:`actor_critic_runs`; without runs the result is a Note.
+
+    Left panel: every seed's training games (rolling mean of ``window``) and greedy
+    evaluations, with the official run's greedy test games over the same emulator frames.
+    Right panel, when the official log of ``game`` is available: the official run's whole
+    course on a log axis of emulator frames, with its milestones
+    (:func:`~saliency_lib.agents.official.official_milestones`, reference-itaya2021 §3.2)
+    marked at their frames (4 per global step), and, at our runs' frames, each variant's
+    greedy score as the mean over seeds with its t-interval over seeds (``comparison``, the
+    greedy :class:`~saliency_lib.train.scores.VariantComparison`; without it, the seeds'
+    means only).
     """
     from matplotlib.figure import Figure
 
-    from saliency_lib.agents.official import official_test_log
+    from saliency_lib.agents.official import OFFICIAL_GAMES, official_test_log
     from saliency_lib.train.common import read_log
 
     if runs.empty:
@@ -97,8 +107,10 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
                     kind="warning", title="A3C and Mask-A3C not trained yet")
     from matplotlib.lines import Line2D
 
-    fig = Figure(figsize=(9.6, 4.2), layout="constrained")
-    ax = fig.subplots()
+    official = official_test_log(game) if game in OFFICIAL_GAMES and official_available(game, logs=True) else None
+    fig = Figure(figsize=(11.5, 5.6) if official is not None else (9.6, 4.2), layout="constrained")
+    axes = fig.subplots(1, 2, width_ratios=[3, 2], sharey=True) if official is not None else [fig.subplots()]
+    ax = axes[0]
     top = 0.0
     seeds: dict[str, list[str]] = {}  # variant -> its seeds, for one legend entry per variant
     for r in runs.itertuples():
@@ -129,11 +141,10 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
     handles.append(Line2D([], [], color="black", marker="o", ms=3, ls="none", label="dots: greedy evaluations (mean ± sd)"))
     if any(not r.shipped for r in runs.itertuples()):
         handles.append(Line2D([], [], color="black", lw=1.2, ls="--", label="dashed: run in progress"))
-    if top > 0 and official_available(game, logs=True):
-        log = official_test_log(game)
-        log = log[log["global_step"] * 4 <= 1.05 * top]
-        if len(log):
-            ax.plot(log["global_step"] * 4 / 1e6, log["score"].rolling(20, min_periods=1).mean(), color=COLORS["official"],
+    if top > 0 and official is not None:
+        early = official[official["frames"] <= 1.05 * top]
+        if len(early):
+            ax.plot(early["frames"] / 1e6, early["score"].rolling(20, min_periods=1).mean(), color=COLORS["official"],
                     lw=2, zorder=0)
             handles.append(Line2D([], [], color=COLORS["official"], lw=2,
                                   label="official Mask-A3C run: greedy test games (mean of 20)"))
@@ -141,8 +152,73 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, window: int = 50, dpi: i
     ax.set_ylabel("game score (raw, all lives)")
     ax.set_title(f"A3C and Mask-A3C on {game}: our runs", fontsize=10)
     ax.grid(alpha=0.3)
-    fig.legend(handles=handles, fontsize=7.5, loc="outside right upper", frameon=False)
+    if official is None:
+        fig.legend(handles=handles, fontsize=7.5, loc="outside right upper", frameon=False)
+    else:
+        handles += _official_course(axes[1], official, game, runs, comparison, top)
+        fig.legend(handles=handles, fontsize=7.5, loc="outside lower center", ncols=2, frameon=False)
     return figure_image(fig, dpi=dpi)
+
+
+def _official_course(ax, official: pd.DataFrame, game: str, runs: pd.DataFrame, comparison, top: float) -> list:
+    """The official run's whole course with its milestones, and our variants at their frames (the right panel).
+
+    Returns the legend handles it adds.
+    """
+    from matplotlib.lines import Line2D
+
+    from saliency_lib.agents.official import FRAMES_PER_STEP, official_milestones
+
+    ms = official_milestones(game)
+    ax.plot(official["frames"], official["score"].rolling(20, min_periods=1).mean(), color=COLORS["official"], lw=1.5,
+            zorder=0)
+    ax.plot(ms["frames"], ms["mean"], ls="none", marker="D", ms=5, color="black", zorder=3)
+    for i, m in enumerate(ms.itertuples()):  # labels alternate below and above: the late milestones sit close
+        if np.isfinite(m.mean):
+            ax.annotate(f"{m.mean:,.0f}", (m.frames, m.mean), textcoords="offset points", xytext=(0, -11 if i % 2 else 6),
+                        ha="center", fontsize=6.5)
+    ours = _variant_points(runs, comparison)
+    if top > 0:
+        ax.axvline(top, color="black", lw=0.8, ls=":", zorder=1)
+    for i, p in enumerate(ours):
+        x = p["frames"] * 1.12 ** (i - (len(ours) - 1) / 2)  # side by side at the same frames (log axis)
+        yerr = None if not np.isfinite(p["ci_low"]) else [[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]]
+        ax.errorbar([x], [p["mean"]], yerr=yerr, fmt="s", ms=4, capsize=2, lw=1, color=_VARIANT_COLORS.get(p["variant"]),
+                    zorder=4)
+    ax.set_xscale("log")
+    ax.set_xlim(1e6, 1.3 * max(float(official["frames"].max()), float(ms["frames"].max())))
+    ax.set_xlabel("emulator frames (log scale)")
+    ax.set_title(f"The official run's whole course; ours at {_millions(top)} frames (dotted)", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    handles = [Line2D([], [], color="black", marker="D", ms=5, ls="none",
+                      label="official milestones: mean greedy test score, ±5 M global steps (reference §3.2), "
+                            f"at {FRAMES_PER_STEP} frames per global step")]
+    if ours:
+        what = "mean over seeds, t-interval over seeds" if comparison is not None else "mean over seeds"
+        handles.append(Line2D([], [], color="black", marker="s", ms=4, lw=1,
+                              label=f"squares: our variants' greedy scores ({what})"))
+    return handles
+
+
+def _millions(frames: float) -> str:
+    return f"{frames / 1e6:.3g} M" if frames > 0 else "their"
+
+
+def _variant_points(runs: pd.DataFrame, comparison) -> list[dict]:
+    """Per variant: frames, mean over seeds and its interval over seeds (NaN without a comparison or below 2 seeds)."""
+    done = runs[runs["shipped"] & runs["mean"].notna()] if len(runs) else runs
+    table = comparison.table.set_index("variant") if comparison is not None and hasattr(comparison, "table") else None
+    points = []
+    for v in [v for v in VARIANT_ORDER if v in set(done["variant"])]:
+        g = done[done["variant"] == v]
+        if table is not None and v in table.index:
+            r = table.loc[v]
+            points.append({"variant": v, "frames": float(r["frames"]), "mean": float(r["mean"]),
+                           "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"])})
+        else:
+            points.append({"variant": v, "frames": float(g["frames"].median()), "mean": float(g["mean"].mean()),
+                           "ci_low": float("nan"), "ci_high": float("nan")})
+    return points
 
 
 def _final_training_mean(logs) -> tuple[float, int]:
@@ -205,15 +281,6 @@ def style_a3c_scores(table: pd.DataFrame | Note, caption: str):
     return t.style.format(fmt, na_rep="–").hide(axis="index").set_caption(caption)
 
 
-def _official_budget(game: str) -> float | None:
-    """Emulator frames of the official run (4 × its last logged global step), if its log is available."""
-    from saliency_lib.agents.official import OFFICIAL_GAMES, official_test_log
-
-    if game not in OFFICIAL_GAMES or not official_available(game, logs=True):
-        return None
-    return 4.0 * float(official_test_log(game)["global_step"].max())
-
-
 _VARIANT_COLORS = {"none": "#555555", "policy": "#21918c", "value": "#de7d2c", "double": "#3b528b"}
 
 
@@ -246,6 +313,14 @@ def seed_comparisons(game: str, agents_dir: str | os.PathLike = AGENTS_DIR) -> d
         except ValueError as e:  # no agent of the game was evaluated under this protocol
             out[p] = Note(f"No {p} evaluation to compare: {e}.", title=f"No {p} scores")
     return out
+
+
+def greedy_comparison(comparisons):
+    """The greedy protocol's comparison out of :func:`seed_comparisons`, or None where there is none."""
+    if isinstance(comparisons, Note):
+        return None
+    c = comparisons.get("greedy")
+    return None if isinstance(c, Note) else c
 
 
 def style_seed_comparison(comparisons, caption: str):

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -224,6 +225,55 @@ def test_official_logged_levels_match_the_reference(official_available):
     assert round(official_logged_level("Breakout")["logged_mean"]) == 558
     assert round(official_logged_level("MsPacman")["logged_mean"]) == 4540
     assert round(official_logged_level("SpaceInvaders")["logged_mean"]) == 18734
+
+
+def test_official_milestones_match_the_reference(official_available):
+    """reference-itaya2021 §3.2's milestone table, every game and every point, to the unit."""
+    from saliency_lib.agents.official import MILESTONE_STEPS, official_milestones
+
+    reference = {  # 5M, 10M, 20M, 30M, 50M, 70M, 100M global steps
+        "BeamRider": [5467, 12036, 18252, 20198, 24519, 26272, 27813],
+        "Breakout": [178, 392, 436, 479, 489, 486, 553],
+        "FishingDerby": [-53, 0, 24, 27, 35, 30, 31],
+        "MsPacman": [976, 1544, 1651, 2129, 3735, 3100, 4392],
+        "Seaquest": [807, 1380, 1854, 1873, 2128, 2765, 4591],
+        "SpaceInvaders": [578, 759, 1497, 2835, 13088, 15324, 18959],
+    }
+    for game, want in reference.items():
+        m = official_milestones(game)
+        assert list(m["step"]) == list(MILESTONE_STEPS) and (m["frames"] == 4 * m["step"]).all()
+        assert [round(x) for x in m["mean"]] == want, game
+        assert (m["games"] > 0).all()
+
+
+def _synthetic_official_log(directory, game="Breakout", steps=(0, 5, 10, 15, 20), scores=(100, 1, 2, 3, 4)):
+    logs = directory / "logs"
+    logs.mkdir(parents=True)
+    rows = "\n".join(f"{s},00h 00m 00s,10,{r},0.0" for s, r in zip(steps, scores))
+    (logs / f"{game}NoFrameskip-v4_Mask-A3C-double+ConvLSTM_test.csv").write_text(
+        "global_step,time,episode length,reward_sum,reward_mean\n" + rows + "\n")
+    return directory
+
+
+def test_official_milestones_window_is_half_open_and_bad_inputs_are_refused(tmp_path):
+    from saliency_lib.agents.official import official_milestones, official_test_log
+
+    d = _synthetic_official_log(tmp_path / "off")
+    log = official_test_log("Breakout", d)
+    assert list(log["frames"]) == [0, 20, 40, 60, 80]  # 4 emulator frames per global step
+    m = official_milestones("Breakout", d, steps=(10, 5, 100), half_window=5)
+    # (5, 15]: the games at steps 10 and 15; (0, 10]: steps 5 and 10, the untrained game at step 0 left out
+    assert list(m["mean"][:2]) == [2.5, 1.5] and list(m["games"]) == [2, 2, 0]
+    assert np.isnan(m["mean"][2]) and list(m["frames"]) == [40, 20, 400]
+    for kwargs, match in [({"steps": ()}, "steps is empty"), ({"steps": (-1.0,)}, "positive and finite"),
+                          ({"steps": (float("nan"),)}, "positive and finite"), ({"half_window": 0}, "half_window"),
+                          ({"half_window": float("inf")}, "half_window")]:
+        with pytest.raises(ValueError, match=match):
+            official_milestones("Breakout", d, **kwargs)
+    with pytest.raises(ValueError, match="no official Mask-A3C log for 'Pong'"):
+        official_milestones("Pong", d)
+    with pytest.raises(FileNotFoundError, match="official test log"):
+        official_milestones("MsPacman", d)
 
 
 def test_fetch_official_copies_verifies_and_is_idempotent(tmp_path, official_available):

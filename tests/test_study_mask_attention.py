@@ -353,6 +353,54 @@ def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_
     assert isinstance(sc.a3c_curves_figure(r, "Breakout", dpi=40), Image)
 
 
+def test_curves_figure_marks_the_official_milestones_at_equal_frames(tmp_path, monkeypatch):
+    from IPython.display import Image
+    from matplotlib.container import ErrorbarContainer
+    from matplotlib.figure import Figure
+
+    from saliency_lib.agents.official import official_test_log
+    from saliency_lib.train.scores import SCORES_COLUMNS, compare_variants
+
+    # a synthetic official log: one test game per million global steps, scoring the step in millions,
+    # so the milestone at m million steps averages m-4 ... m+5: m + 0.5
+    logs = tmp_path / "official" / "logs"
+    logs.mkdir(parents=True)
+    lines = [f"{k * 1_000_000},00h 00m 00s,10,{float(k)},0.0" for k in range(0, 111)]
+    (logs / "BreakoutNoFrameskip-v4_Mask-A3C-double+ConvLSTM_test.csv").write_text(
+        "global_step,time,episode length,reward_sum,reward_mean\n" + "\n".join(lines) + "\n")
+    monkeypatch.setenv("MASK_A3C_OFFICIAL_DIR", str(tmp_path / "official"))
+    agents = tmp_path / "agents"
+    seeds = {"none": [300.0, 340.0, 320.0], "value": [200.0]}
+    for v, means in seeds.items():
+        for seed, m in enumerate(means):
+            _shipped(agents, v, seed, m, frames=10_000_000)
+    runs = sc.actor_critic_runs("Breakout", agents, None)
+    table = pd.DataFrame([{"agent": f"a3c-Breakout-{v}-s{seed}", "algo": "a3c-sync", "game": "Breakout", "variant": v,
+                           "seed": seed, "frames": 10_000_000, "protocol": "greedy", "mean": m}
+                          for v, means in seeds.items() for seed, m in enumerate(means)]).reindex(columns=SCORES_COLUMNS)
+    comparison = compare_variants(table, protocol="greedy")
+
+    ax = Figure().subplots()
+    handles = sc._official_course(ax, official_test_log("Breakout"), "Breakout", runs, comparison, 10_000_000)
+    diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
+    assert len(diamonds) == 1
+    x, y = diamonds[0].get_data()
+    assert list(x) == [4 * m * 1e6 for m in (5, 10, 20, 30, 50, 70, 100)]  # at equal frames: 4 per global step
+    assert list(y) == [m + 0.5 for m in (5, 10, 20, 30, 50, 70, 100)]
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    means = sorted(float(c.lines[0].get_ydata()[0]) for c in bars)
+    assert means == [200.0, 320.0]  # one square per variant: the mean over its seeds
+    none = comparison.table.set_index("variant").loc["none"]
+    with_ci = [c for c in bars if c.has_yerr]
+    assert len(with_ci) == 1  # the value variant has one seed: no interval
+    seg = with_ci[0].lines[2][0].get_segments()[0]
+    assert seg[0][1] == pytest.approx(none["ci_low"]) and seg[1][1] == pytest.approx(none["ci_high"])  # over seeds
+    assert any("milestones" in h.get_label() for h in handles) and any("t-interval" in h.get_label() for h in handles)
+    assert isinstance(sc.a3c_curves_figure(runs, "Breakout", comparison=comparison, dpi=40), Image)
+    assert sc.greedy_comparison({"greedy": comparison}) is comparison
+    assert sc.greedy_comparison(Note("none")) is None and sc.greedy_comparison({"greedy": Note("none")}) is None
+
+
 def test_a3c_comparison_says_when_nothing_is_trained(tmp_path):
     r = sc.actor_critic_runs("Breakout", tmp_path / "agents", tmp_path / "runs")
     assert r.empty

@@ -26,7 +26,7 @@ from .mask_a3c import MaskA3CConfig, MaskA3CNet
 
 __all__ = [
     "OFFICIAL_GAMES", "official_dir", "official_path", "load_official", "read_legacy_state_dict", "fetch_official",
-    "official_test_log", "official_logged_level",
+    "official_test_log", "official_logged_level", "official_milestones", "FRAMES_PER_STEP", "MILESTONE_STEPS",
 ]
 
 REPO = "machine-perception-robotics-group/Mask-Attention_A3C"
@@ -136,8 +136,21 @@ def fetch_official(dest: str | os.PathLike | None = None, src: str | os.PathLike
     return done
 
 
+FRAMES_PER_STEP = 4
+"""Emulator frames per official ``global_step``: the counter adds 1 per agent step of each worker,
+and an agent step repeats its action for 4 raw frames (reference-itaya2021 §2)."""
+
+MILESTONE_STEPS = (5e6, 10e6, 20e6, 30e6, 50e6, 70e6, 100e6)
+"""The global steps at which reference-itaya2021 §3.2 reads the official learning curves."""
+
+
 def official_test_log(game: str, directory: str | os.PathLike | None = None):
-    """The official greedy test log of ``game`` as a DataFrame (global_step, time, length, score, running mean)."""
+    """The official greedy test log of ``game`` as a DataFrame.
+
+    Columns ``global_step, time, length, score, running_mean`` as logged, and ``frames``
+    (emulator frames, ``FRAMES_PER_STEP × global_step``), the x-axis on which runs of other
+    trainers compare with it.
+    """
     import pandas as pd
 
     if game not in OFFICIAL_SHA256:
@@ -147,13 +160,65 @@ def official_test_log(game: str, directory: str | os.PathLike | None = None):
     if not path.is_file():
         raise FileNotFoundError(f"official test log {path} not found; run 'make fetch-official' with MASK_A3C_OFFICIAL_SRC set")
     df = pd.read_csv(path)
-    return df.rename(columns={"episode length": "length", "reward_sum": "score", "reward_mean": "running_mean"})
+    df = df.rename(columns={"episode length": "length", "reward_sum": "score", "reward_mean": "running_mean"})
+    return df.assign(frames=df["global_step"] * FRAMES_PER_STEP)
 
 
 def official_logged_level(game: str, directory: str | os.PathLike | None = None, last: int = 100) -> dict:
     """Mean, std (population) and median of the last ``last`` logged test games."""
     s = official_test_log(game, directory)["score"].tail(last)
     return {"game": game, "logged_mean": float(s.mean()), "logged_std": float(s.std(ddof=0)), "logged_median": float(s.median()), "logged_games": int(len(s))}
+
+
+def official_milestones(game: str, directory: str | os.PathLike | None = None, *,
+                        steps: tuple[float, ...] = MILESTONE_STEPS, half_window: float = 5e6):
+    """The official learning curve's milestones: the mean greedy test score around each of ``steps``.
+
+    A milestone at global step ``m`` is the mean score of the logged test games with
+    ``m − half_window < global_step ≤ m + half_window``. With the defaults this is how
+    reference-itaya2021 §3.2 reads the released logs (its table is reproduced to the unit
+    for all six games; the half-open window leaves out the untrained game logged at step 0).
+
+    Parameters
+    ----------
+    game : str
+        One of :data:`OFFICIAL_GAMES`.
+    directory : path, optional
+        The official directory (default :func:`official_dir`).
+    steps : tuple of float
+        Global steps (agent steps of all workers, not frames) of the milestones.
+    half_window : float
+        Half-width of the window, in global steps.
+
+    Returns
+    -------
+    DataFrame
+        One row per milestone: ``step, frames`` (``FRAMES_PER_STEP × step``), ``mean`` (NaN
+        when no test game falls in the window) and ``games`` (how many it averages).
+
+    Raises
+    ------
+    ValueError
+        An unknown game, no steps, a step that is not positive, or a half-window that is not positive.
+    FileNotFoundError
+        The log is not in ``directory``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if not steps:
+        raise ValueError("steps is empty: give the global steps of at least one milestone")
+    if not all(np.isfinite(m) and m > 0 for m in steps):
+        raise ValueError(f"milestone steps must be positive and finite, got {tuple(steps)}")
+    if not (np.isfinite(half_window) and half_window > 0):
+        raise ValueError(f"half_window must be positive and finite, got {half_window}")
+    log = official_test_log(game, directory)
+    rows = []
+    for m in steps:
+        w = log.loc[(log["global_step"] > m - half_window) & (log["global_step"] <= m + half_window), "score"]
+        rows.append({"step": float(m), "frames": float(m) * FRAMES_PER_STEP,
+                     "mean": float(w.mean()) if len(w) else float("nan"), "games": int(len(w))})
+    return pd.DataFrame(rows, columns=["step", "frames", "mean", "games"])
 
 
 def official_scores_table(results: dict, directory: str | os.PathLike | None = None):
