@@ -321,8 +321,9 @@ seed_markdown(seeds)
 # paper's four models on the same trainer and budget: A3C without a mask, a mask on the
 # policy branch only, on the value branch only, and on both (Mask-A3C). The comparison is
 # between A3C and Mask-A3C, the pair with several seeds each; the single-mask variants are
-# shown beside them. The grey line is the official Mask-A3C run over the same number of
-# frames.
+# shown beside them. Every variant trains with the learning rate that the pilot above chose
+# on Mask-A3C alone; if that choice favours a variant, it favours the masked one. The grey
+# line is the official Mask-A3C run over the same number of frames.
 #
 # The official run trained far longer than ours. The right panel follows it over its whole
 # course and marks the milestones at which the reference notes read its learning curve
