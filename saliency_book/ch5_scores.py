@@ -93,12 +93,12 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, comparison=None, window:
     (:func:`~saliency_lib.agents.official.official_milestones`, reference-itaya2021 §3.2)
     marked at their frames (4 per global step), and, at our runs' frames, each variant's
     greedy score as the mean over seeds with its t-interval over seeds (``comparison``, the
-    greedy :class:`~saliency_lib.train.scores.VariantComparison`; without it, the seeds'
-    means only).
+    greedy :class:`~saliency_lib.train.scores.VariantComparison`; without it, the panel has
+    the official run only).
     """
     from matplotlib.figure import Figure
 
-    from saliency_lib.agents.official import OFFICIAL_GAMES, official_test_log
+    from saliency_lib.agents.official import official_test_log
     from saliency_lib.train.common import read_log
 
     if runs.empty:
@@ -107,7 +107,7 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, comparison=None, window:
                     kind="warning", title="A3C and Mask-A3C not trained yet")
     from matplotlib.lines import Line2D
 
-    official = official_test_log(game) if game in OFFICIAL_GAMES and official_available(game, logs=True) else None
+    official = official_test_log(game) if official_available(game, logs=True) else None
     fig = Figure(figsize=(11.5, 5.6) if official is not None else (9.6, 4.2), layout="constrained")
     axes = fig.subplots(1, 2, width_ratios=[3, 2], sharey=True) if official is not None else [fig.subplots()]
     ax = axes[0]
@@ -155,15 +155,16 @@ def a3c_curves_figure(runs: pd.DataFrame, game: str, *, comparison=None, window:
     if official is None:
         fig.legend(handles=handles, fontsize=7.5, loc="outside right upper", frameon=False)
     else:
-        handles += _official_course(axes[1], official, game, runs, comparison, top)
+        handles += _official_course(axes[1], official, game, comparison, top)
         fig.legend(handles=handles, fontsize=7.5, loc="outside lower center", ncols=2, frameon=False)
     return figure_image(fig, dpi=dpi)
 
 
-def _official_course(ax, official: pd.DataFrame, game: str, runs: pd.DataFrame, comparison, top: float) -> list:
+def _official_course(ax, official: pd.DataFrame, game: str, comparison, top: float) -> list:
     """The official run's whole course with its milestones, and our variants at their frames (the right panel).
 
-    Returns the legend handles it adds.
+    Our variants are the rows of ``comparison``'s table (none without a comparison). Returns
+    the legend handles it adds.
     """
     from matplotlib.lines import Line2D
 
@@ -177,48 +178,26 @@ def _official_course(ax, official: pd.DataFrame, game: str, runs: pd.DataFrame, 
         if np.isfinite(m.mean):
             ax.annotate(f"{m.mean:,.0f}", (m.frames, m.mean), textcoords="offset points", xytext=(0, -11 if i % 2 else 6),
                         ha="center", fontsize=6.5)
-    ours = _variant_points(runs, comparison)
+    ours = comparison.table if comparison is not None else pd.DataFrame()
     if top > 0:
         ax.axvline(top, color="black", lw=0.8, ls=":", zorder=1)
-    for i, p in enumerate(ours):
-        x = p["frames"] * 1.12 ** (i - (len(ours) - 1) / 2)  # side by side at the same frames (log axis)
-        yerr = None if not np.isfinite(p["ci_low"]) else [[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]]
-        ax.errorbar([x], [p["mean"]], yerr=yerr, fmt="s", ms=4, capsize=2, lw=1, color=_VARIANT_COLORS.get(p["variant"]),
-                    zorder=4)
+    for i, p in enumerate(ours.itertuples()):
+        x = p.frames * 1.12 ** (i - (len(ours) - 1) / 2)  # side by side at the same frames (log axis)
+        yerr = None if not np.isfinite(p.ci_low) else [[p.mean - p.ci_low], [p.ci_high - p.mean]]
+        ax.errorbar([x], [p.mean], yerr=yerr, fmt="s", ms=4, capsize=2, lw=1, color=_VARIANT_COLORS.get(p.variant), zorder=4)
     ax.set_xscale("log")
     ax.set_xlim(1e6, 1.3 * max(float(official["frames"].max()), float(ms["frames"].max())))
     ax.set_xlabel("emulator frames (log scale)")
-    ax.set_title(f"The official run's whole course; ours at {_millions(top)} frames (dotted)", fontsize=10)
+    ax.set_title("The official run's whole course" + (f"; ours at {top / 1e6:.3g} M frames (dotted)" if top > 0 else ""),
+                 fontsize=10)
     ax.grid(alpha=0.3, which="both")
     handles = [Line2D([], [], color="black", marker="D", ms=5, ls="none",
                       label="official milestones: mean greedy test score, ±5 M global steps (reference §3.2), "
                             f"at {FRAMES_PER_STEP} frames per global step")]
-    if ours:
-        what = "mean over seeds, t-interval over seeds" if comparison is not None else "mean over seeds"
+    if len(ours):
         handles.append(Line2D([], [], color="black", marker="s", ms=4, lw=1,
-                              label=f"squares: our variants' greedy scores ({what})"))
+                              label="squares: our variants' greedy scores (mean over seeds, t-interval over seeds)"))
     return handles
-
-
-def _millions(frames: float) -> str:
-    return f"{frames / 1e6:.3g} M" if frames > 0 else "their"
-
-
-def _variant_points(runs: pd.DataFrame, comparison) -> list[dict]:
-    """Per variant: frames, mean over seeds and its interval over seeds (NaN without a comparison or below 2 seeds)."""
-    done = runs[runs["shipped"] & runs["mean"].notna()] if len(runs) else runs
-    table = comparison.table.set_index("variant") if comparison is not None and hasattr(comparison, "table") else None
-    points = []
-    for v in [v for v in VARIANT_ORDER if v in set(done["variant"])]:
-        g = done[done["variant"] == v]
-        if table is not None and v in table.index:
-            r = table.loc[v]
-            points.append({"variant": v, "frames": float(r["frames"]), "mean": float(r["mean"]),
-                           "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"])})
-        else:
-            points.append({"variant": v, "frames": float(g["frames"].median()), "mean": float(g["mean"].mean()),
-                           "ci_low": float("nan"), "ci_high": float("nan")})
-    return points
 
 
 def _final_training_mean(logs) -> tuple[float, int]:

@@ -381,7 +381,7 @@ def test_curves_figure_marks_the_official_milestones_at_equal_frames(tmp_path, m
     comparison = compare_variants(table, protocol="greedy")
 
     ax = Figure().subplots()
-    handles = sc._official_course(ax, official_test_log("Breakout"), "Breakout", runs, comparison, 10_000_000)
+    handles = sc._official_course(ax, official_test_log("Breakout"), "Breakout", comparison, 10_000_000)
     diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
     assert len(diamonds) == 1
     x, y = diamonds[0].get_data()

@@ -203,20 +203,20 @@ def official_milestones(game: str, directory: str | os.PathLike | None = None, *
     FileNotFoundError
         The log is not in ``directory``.
     """
-    import numpy as np
     import pandas as pd
+
+    from ..validation import check_float
 
     if not steps:
         raise ValueError("steps is empty: give the global steps of at least one milestone")
-    if not all(np.isfinite(m) and m > 0 for m in steps):
-        raise ValueError(f"milestone steps must be positive and finite, got {tuple(steps)}")
-    if not (np.isfinite(half_window) and half_window > 0):
-        raise ValueError(f"half_window must be positive and finite, got {half_window}")
+    steps = [check_float("steps", m, low=0, low_open=True, hint=" (milestone steps must be positive and finite)")
+             for m in steps]
+    half_window = check_float("half_window", half_window, low=0, low_open=True)
     log = official_test_log(game, directory)
     rows = []
     for m in steps:
         w = log.loc[(log["global_step"] > m - half_window) & (log["global_step"] <= m + half_window), "score"]
-        rows.append({"step": float(m), "frames": float(m) * FRAMES_PER_STEP,
+        rows.append({"step": m, "frames": m * FRAMES_PER_STEP,
                      "mean": float(w.mean()) if len(w) else float("nan"), "games": int(len(w))})
     return pd.DataFrame(rows, columns=["step", "frames", "mean", "games"])
 
