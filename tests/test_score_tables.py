@@ -33,8 +33,8 @@ def _scores() -> pd.DataFrame:
 
 def test_dqn_table_in_the_games_order_with_a_dash_for_a_missing_protocol():
     lines = st.dqn_table(_scores()).splitlines()
-    assert lines[2] == "| Breakout | 27.4 ± 4.5, 3/10 | 30.8 ± 11.5, 30/30 | 16.1 | 36.8 | 1.7 |"
-    assert lines[3] == "| MsPacman | 999 ± 386, 7/10 | – | 3.3 | 1657 | 307.3 |"
+    assert lines[2] == "| Breakout | 0 | 27.4 ± 4.5, 3/10 | 30.8 ± 11.5, 30/30 | 16.1 | 36.8 | 1.7 |"
+    assert lines[3] == "| MsPacman | 0 | 999 ± 386, 7/10 | – | 3.3 | 1657 | 307.3 |"
     assert len(lines) == 4
 
 
@@ -47,13 +47,16 @@ def test_actor_critic_table_orders_variants_then_seeds():
 
 def test_training_sentence_names_the_planned_runs_not_shipped():
     text = st.training_sentence(_scores())
-    assert text.startswith("3 of the 8 planned actor-critic runs are shipped")
+    shipped = sum(name in st.planned_runs() for name in set(_scores()["agent"]))
+    assert text.startswith(f"{shipped} of the {len(st.planned_runs())} planned runs are shipped")
     for name in ("a3c-Breakout-none-s2", "a3c-Breakout-double-s1", "a3c-Breakout-policy-s0", "a3c-Breakout-value-s0"):
         assert f"`{name}`" in text
     assert "a3c-Breakout-none-s1`" not in text
     everything = pd.DataFrame([_row(f"a3c-{g}-{v}-s{s}", "a3c-sync", g, v, s, "greedy", 10, 3, 1.0, 0.0)
                                for g, v, seeds in st.ACTOR_CRITIC_PLAN for s in seeds])
-    assert st.training_sentence(everything) == "All 8 planned actor-critic runs are shipped."
+    everything = pd.concat([everything, pd.DataFrame([_row(f"dqn-{g}-s{s}", "dqn", g, None, s, "greedy", 10, 3, 1.0, 0.0)
+                                                      for g, seeds in st.DQN_PLAN for s in seeds])])
+    assert st.training_sentence(everything) == f"All {len(st.planned_runs())} planned runs are shipped."
 
 
 def test_readme_carries_the_generated_score_tables():
@@ -61,19 +64,16 @@ def test_readme_carries_the_generated_score_tables():
     assert st.scores_block() in (ROOT / "README.md").read_text(), "README.md: run scripts/update_findings.py"
 
 
-def test_the_training_script_runs_exactly_the_planned_actor_critic_runs():
-    """scripts/train_agents.sh trains what the README says is planned: both queue layouts, every run once."""
+def test_the_training_script_runs_exactly_the_planned_runs():
+    """scripts/train_agents.sh trains what the README says is planned, every run once, with its seed."""
     script = (ROOT / "scripts" / "train_agents.sh").read_text()
-    planned = sorted((v, s) for g, v, seeds in st.ACTOR_CRITIC_PLAN for s in seeds)
-    assert {g for g, _, _ in st.ACTOR_CRITIC_PLAN} == {"Breakout"}  # the script's `ac` trains Breakout runs
-
-    def runs(*functions: str) -> list[tuple[str, int]]:
-        out = []
-        for f in functions:
-            body = re.search(rf"^{f}\(\) \{{(.*?)\}}", script, re.S | re.M)
-            assert body, f"no function {f} in scripts/train_agents.sh"
-            out += [(v, int(s)) for v, s in re.findall(r"\bac (\w+) (\d+)", body.group(1))]
-        return sorted(out)
-
-    assert runs("queue_a", "queue_b") == planned
-    assert runs("queue_one", "queue_a_round1", "queue_b_round1") == planned
+    plan = re.search(r"^PLAN=\$\(cat <<EOF\n(.*?)^EOF$", script, re.S | re.M)
+    assert plan, "no PLAN in scripts/train_agents.sh"
+    rows = [line.split() for line in plan.group(1).splitlines()]
+    names = [row[0] for row in rows]
+    assert sorted(names) == sorted(st.planned_runs()) and len(set(names)) == len(names)
+    for name, seed, algo, *args in rows:
+        assert name.endswith(f"-s{seed}") and name.startswith(algo)
+        assert args[args.index("--game") + 1] == name.split("-")[1]
+        if algo == "a3c":
+            assert args[args.index("--variant") + 1] == name.split("-")[2]
