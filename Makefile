@@ -76,7 +76,7 @@ book-assets: $(STAMP)
 pdf: book
 	$(VENV)/bin/jupyter-book build book --builder singlehtml --keep-going --quiet $(if $(or $(GAMES),$(filter full,$(PROFILE))),--toc book/_build/_toc.games.yml)
 	profile=$$(mktemp -d) && \
-	  "$$($(PY) -c 'from saliency_book.build.browser import ensure_chromium; print(ensure_chromium())')" \
+	  "$$($(PY) -c 'from saliency_book.builder.browser import ensure_chromium; print(ensure_chromium())')" \
 	  --headless --no-sandbox --disable-gpu --user-data-dir="$$profile" --no-pdf-header-footer \
 	  --virtual-time-budget=60000 --print-to-pdf=book/_build/book.pdf "file://$(CURDIR)/book/_build/singlehtml/intro.html" && \
 	  rm -rf "$$profile"

@@ -4,13 +4,13 @@ Run ``python benchmarks/scaleout.py --json data/benchmarks/scaleout.json`` (abou
 on the study's 2-core machine). Run it at normal priority: the sweep's workers must get the
 cores, not share them evenly with niced background jobs (the load average is recorded).
 
-Setting: a small real sweep (:class:`saliency_lib.experiments.units.SweepSpec`) of the shipped
+Setting: a small real sweep (:class:`saliency_lib.sweep._units.SweepSpec`) of the shipped
 ``data/agents/dqn-Breakout-s0`` agent: ``--states`` states of its fixed-start greedy game in
 units of ``--chunk`` states, both experiments (the sanity cascade; insertion and deletion on
 three substrates), ``--methods`` at the ``tiny`` profile's cheap parameters, so each unit takes
 about a second. Every configuration computes the same units in a fresh temporary results
 directory (only the state set is copied in, so nothing else is cached) through
-:func:`saliency_lib.experiments.executors.run_sweep`, and must give the local executor's table.
+:func:`saliency_lib.sweep._executors.run_sweep`, and must give the local executor's table.
 
 Measured:
 
@@ -49,10 +49,8 @@ import pandas as pd
 from study_cost import machine  # the environment record of the cost benchmark (benchmarks/ is the script's path)
 
 from saliency_book.ch6_scaleout import projection
-from saliency_lib.experiments.executors import run_sweep
-from saliency_lib.experiments.profiles import get_profile
-from saliency_lib.experiments.store import states_dir, store_unit
-from saliency_lib.experiments.units import SweepSpec, compute_unit, plan_units
+from saliency_lib.sweep import SweepSpec, compute_unit, plan_units, run_sweep, states_dir, store_unit
+from saliency_study.profiles import get_profile
 
 AGENT = "data/agents/dqn-Breakout-s0"
 METHODS = ("occlusion", "ns_black", "sarfa", "rise", "lime_slic", "gradient", "gradcam", "integrated_gradients")
@@ -340,7 +338,7 @@ def main(argv=None) -> int:
         "Ray workers here; the agent and the state set reach each worker once through the object store.",
         "The driver stores every unit itself (unpickle and write): its total time, rows × the measured time per row, "
         "bounds the wall time from below when the workers are faster than it.",
-        "The study runs one sweep per agent (saliency_lib.experiments.study.study_results), each paying the measured "
+        "The study runs one sweep per agent (saliency_study.study.study_results), each paying the measured "
         "start-up; within a sweep list scheduling leaves at most the largest unit running alone at the end (the upper "
         "bound adds it once per sweep).",
         "Core hours are study_cost.json's projection.core_hours_after: its CPU-time measurements on one thread, the "

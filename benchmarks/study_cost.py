@@ -53,15 +53,15 @@ import numpy as np
 import torch
 
 from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, load_agent
-from saliency_lib.experiments.catalog import ABLATION_METHODS, STUDY_METHODS
-from saliency_lib.experiments.units import SANITY_SIMILARITIES
 from saliency_lib.explainers import get_explainer
-from saliency_lib.explainers._cascade import staged_forward
+from saliency_lib.inference import staged_forward
 from saliency_lib.metrics import Deletion, Insertion, RandomisationTest
 from saliency_lib.metrics import insertion_deletion as degradation_module
 from saliency_lib.metrics.insertion_deletion import random_saliency
 from saliency_lib.states import collect_states
+from saliency_lib.sweep import SANITY_SIMILARITIES
 from saliency_lib.versions import cpu_model
+from saliency_study.catalog import ABLATION_METHODS, STUDY_METHODS
 
 LOCAL = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa")
 PERTURBATION = (*LOCAL, "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")

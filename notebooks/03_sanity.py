@@ -25,7 +25,7 @@
 #
 # This chapter repeats the test for every method of the study, on the study's DQN agent
 # and on the official Mask-A3C agent of {cite:t}`itaya2021visual`. The similarities come
-# from the study's sweep (`saliency_lib.experiments.study`); `saliency_book.ch3_sanity`
+# from the study's sweep (`saliency_study.study`); `saliency_book.ch3_sanity`
 # summarises, plots and judges them. The cells below only call it.
 
 # %% [markdown]
@@ -77,7 +77,7 @@ cfg
 # length chosen from the measured autocorrelation; `saliency_lib.metrics.dependence`), and
 # every table gives the **effective sample size** (ESS) beside the number of states: how
 # many independent states the trajectory is worth. No verdict is printed from fewer than
-# 50 states (`saliency_book.evidence.MIN_STATES`); below that a row says "too few states".
+# 50 states (`saliency_study.evidence.MIN_STATES`); below that a row says "too few states".
 #
 # ## The test
 #
@@ -254,7 +254,7 @@ from saliency_book.ch3_paper import (
     style_per_game,
     style_pooled,
 )
-from saliency_book.paper import GAME_ORDER
+from saliency_study.paper import GAME_ORDER
 
 rows = sanity_rows(cfg)
 games_table = per_game(rows, seed=cfg.seed)

@@ -26,7 +26,7 @@
 #
 # This chapter repeats their insertion benchmark, adds deletion and a third substrate, puts
 # the paper's numbers beside ours and asks which of the paper's findings hold. The numbers
-# come from the study's sweep (`saliency_lib.experiments.study`); `saliency_book.ch4_degradation`
+# come from the study's sweep (`saliency_study.study`); `saliency_book.ch4_degradation`
 # tabulates, plots, ranks and compares them. The cells below only call it.
 
 # %% [markdown]
@@ -98,7 +98,7 @@ cfg
 # consecutive states (the moving-block bootstrap, `saliency_lib.metrics.dependence`), the
 # tables give the effective sample size (ESS) beside the number of states, and no verdict
 # or significant difference is printed from fewer than 50 states
-# (`saliency_book.evidence.MIN_STATES`).
+# (`saliency_study.evidence.MIN_STATES`).
 #
 # ## The metric
 #
@@ -453,7 +453,7 @@ random_map_precedent(summary, cfg.game)
 from IPython.display import display
 
 from saliency_book.ch4_paper import insertion_aucs, per_game, per_game_sentence, pooled, style_per_game, style_pooled
-from saliency_book.paper import GAME_ORDER
+from saliency_study.paper import GAME_ORDER
 
 aucs = insertion_aucs(cfg)
 games_table = per_game(aucs, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)

@@ -28,7 +28,9 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import Note, figure_image, here, score_table
-from saliency_lib.experiments.catalog import (
+from saliency_lib.games import EPISODE_STEP_CAP, game_info, published_scores
+from saliency_study.cache import cached_file, cached_json
+from saliency_study.catalog import (
     official_available,
     record_study_agent,
     recorded_study_agent,
@@ -37,10 +39,8 @@ from saliency_lib.experiments.catalog import (
     study_agent,
     train_study_agent,
 )
-from saliency_lib.experiments.paths import AGENTS_DIR, OFFICIAL_SCORES_CSV, RESULTS_DIR, RUNS_DIR, repo_path
-from saliency_lib.experiments.profiles import profile_settings
-from saliency_lib.experiments.store import cached_file, cached_json
-from saliency_lib.games import game_info, published_scores
+from saliency_study.paths import AGENTS_DIR, OFFICIAL_SCORES_CSV, RESULTS_DIR, RUNS_DIR, repo_path
+from saliency_study.profiles import profile_settings
 
 __all__ = [
     "AgentsChapter", "AgentChoice", "shipped_agents", "study_agent", "record_study_agent", "train_study_agent",
@@ -73,7 +73,7 @@ class AgentsChapter:
     frames: int | None = None
     """Frames to train for when ``train``; None: the profile's ``train_frames``."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_lib.experiments.profiles`)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_study.profiles`)."""
     seed: int = 0
     """Seed of evaluations, GIFs and training."""
     device: str = "cpu"
@@ -156,7 +156,7 @@ def choose_agent(cfg: AgentsChapter) -> AgentChoice:
         return AgentChoice(cfg.game, cfg.agent, "given as the `agent` parameter", _describe(cfg.agent))
     if cfg.train:
         spec = train_study_agent(cfg.game, cfg.settings["train_frames"], seed=cfg.seed, results_dir=cfg.results_dir,
-                                 eval_max_steps=cfg.settings["eval_max_steps"] or 10_000)
+                                 eval_max_steps=cfg.settings["eval_max_steps"] or EPISODE_STEP_CAP)
         return AgentChoice(cfg.game, spec, "trained in this chapter and recorded for the study", _describe(spec))
     spec = study_agent(cfg.game, results_dir=cfg.results_dir, agents_dir=cfg.agents_dir)
     if spec is None:
@@ -308,7 +308,7 @@ def find_logs(spec: str | None, game: str, *, algo: str = "dqn", seed: int = 0) 
 
 def learning_curves(cfg: AgentsChapter, choice: AgentChoice):
     """Learning curve of the chapter's agent (or of the run in progress for the game) as an image, or a Note."""
-    from saliency_lib.viz import plot_learning_curves
+    from saliency_book.learning_curves import plot_learning_curves
 
     logs = find_logs(choice.spec, cfg.game, seed=cfg.seed)
     if logs is None:
@@ -412,8 +412,8 @@ def style_official(table: pd.DataFrame, caption: str):
 
 
 def _official_figure(game: str, *, window: int, ax=None):
+    from saliency_book.learning_curves import plot_official_curve
     from saliency_lib.agents.official import official_logged_level, official_test_log
-    from saliency_lib.viz import plot_official_curve
 
     return plot_official_curve(official_test_log(game), game=game, level=official_logged_level(game)["logged_mean"],
                                window=window, ax=ax)

@@ -11,7 +11,7 @@
   row names the docstring that documents it (``homes``) with a phrase of that docstring,
   which ``tests/test_ch1_deviations.py`` checks, so the table cannot outlive the code it
   describes. Rows that depend on the execution profile (explained states, explainer
-  parameters) are generated from :mod:`saliency_lib.experiments.profiles`.
+  parameters) are generated from :mod:`saliency_study.profiles`.
 
 :func:`training_table`, :func:`matching_sentence` and :func:`methods_table` build what
 the notebook shows; :func:`style_deviations` formats a table.
@@ -30,10 +30,10 @@ from typing import Any
 import pandas as pd
 
 from saliency_book.common import describe_params
-from saliency_lib.experiments.catalog import shipped_agents
-from saliency_lib.experiments.paths import AGENTS_DIR, repo_path
-from saliency_lib.experiments.profiles import sweep_sizes
 from saliency_lib.explainers import method_label
+from saliency_study.catalog import shipped_agents
+from saliency_study.paths import AGENTS_DIR, repo_path
+from saliency_study.profiles import sweep_sizes
 
 __all__ = ["Setting", "Paper", "TRAINING", "MethodDeviation", "METHODS", "agent_metas", "compare_training",
            "training_table", "matching_sentence", "methods_table", "style_deviations"]
@@ -345,12 +345,12 @@ METHODS: tuple[MethodDeviation, ...] = (
         "Explained states", "changed", "997 states per game: steps 4–1000 of their agent's fixed-start game (§2.1)",
         _states, "The profile sets how many. The trajectories are those of the explained agents, not of the "
         "paper's, so no state is one of the paper's.",
-        (("saliency_lib.experiments.profiles", "997 states of the fixed-start trajectory"),
-         ("saliency_lib.experiments.profiles.PROFILES", None))),
+        (("saliency_study.profiles", "997 states of the fixed-start trajectory"),
+         ("saliency_study.profiles.PROFILES", None))),
     MethodDeviation(
         "Explainer parameters", "changed", "the final parameters, the same for all games (§3)", _params,
         "A Mask-A3C forward pass (80×80 convolutions and a ConvLSTM) costs many DQN passes here.",
-        (("saliency_lib.experiments.profiles.PROFILES", None),)),
+        (("saliency_study.profiles.PROFILES", None),)),
     MethodDeviation(
         "RISE masks", "changed", "drawn from NumPy's global RNG, once per explainer (§3.4)",
         "drawn from a `torch.Generator` seeded by `seed`; same distribution, other draws; still reused for every state",
@@ -365,7 +365,7 @@ METHODS: tuple[MethodDeviation, ...] = (
         "LIME-SLIC segmentation", "changed", "scikit-image 0.17 (§1.1, pinned libraries)",
         "scikit-image ≥ 0.19, whose SLIC implementation changed",
         "0.17 does not install on current Python. Superpixels may differ slightly (not verified).",
-        (("saliency_lib.explainers.lime.LimeSLIC", "Later releases changed SLIC's implementation"),)),
+        (("saliency_lib.explainers.lime.Lime", "Later releases changed SLIC's implementation"),)),
     MethodDeviation(
         "Resizing coarse maps and masks", "changed",
         "cv2 bilinear (Occlusion), PIL bilinear (NS, SARFA), scikit-image order 1 (RISE) (§3, §9)",

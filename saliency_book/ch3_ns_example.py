@@ -15,8 +15,8 @@ import pandas as pd
 
 from saliency_book.ch3_sanity import NS_METHODS, SanityChapter, model_at, sweep_specs
 from saliency_book.common import ExplainedAgent, Note, load
-from saliency_lib.experiments.store import cached_file
 from saliency_lib.results import config_hash
+from saliency_study.cache import cached_file
 
 __all__ = ["NSExample", "ns_example"]
 
@@ -62,10 +62,10 @@ def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | No
     """
     import torch
 
-    from saliency_lib.experiments.units import spec_states
     from saliency_lib.explainers import get_explainer
     from saliency_lib.metrics import ConstantMapWarning
     from saliency_lib.metrics.similarity import spearman
+    from saliency_lib.sweep import spec_states
 
     if isinstance(table, Note):
         return table

@@ -2,7 +2,7 @@
 
 Huber et al.'s DQN agents and ours randomise the same five layer groups in the same order
 (output, fc, conv3, conv2, conv1), so their ``rand_layer`` equals our level and the
-similarities compare level by level (:data:`saliency_book.paper.LEVEL_LAYERS`). The
+similarities compare level by level (:data:`saliency_study.paper.LEVEL_LAYERS`). The
 Mask-A3C agents have other layers and are not compared.
 
 * :func:`sanity_rows`: the stored sanity rows of the study's DQN agents on every game
@@ -23,8 +23,9 @@ import pandas as pd
 
 from saliency_book.ch3_sanity import CONFIDENCE, MEASURE_LABELS, SanityChapter
 from saliency_book.common import ExplainedAgent, Note, join_words
-from saliency_book.evidence import MIN_STATES, enough_states, too_few
-from saliency_book.paper import (
+from saliency_lib.explainers import method_label
+from saliency_study.evidence import MIN_STATES, enough_states, too_few
+from saliency_study.paper import (
     GAME_LABELS,
     GAME_ORDER,
     LEVEL_LAYERS,
@@ -37,7 +38,6 @@ from saliency_book.paper import (
     style_comparison,
     verdict_counts,
 )
-from saliency_lib.explainers import method_label
 
 __all__ = ["LEVELS", "KEYS", "sanity_rows", "per_game", "pooled", "style_per_game", "style_pooled",
            "per_game_sentence", "study_means", "precedent_sentence"]
@@ -53,7 +53,7 @@ def sanity_rows(cfg: SanityChapter, games: Sequence[str] = GAME_ORDER, *,
     """The stored sanity rows (levels 1–5, ``measures``) of the study's DQN agents on ``games``.
 
     Read from the packs (the committed units) of ``cfg.study_profile`` through
-    :func:`saliency_book.paper.stored_rows`: nothing is computed, a run in progress does not
+    :func:`saliency_study.paper.stored_rows`: nothing is computed, a run in progress does not
     change the chapter, and a game the study has not run has no rows. Columns ``agent, game,
     method, level, layer, measure, state, value``.
     """
@@ -71,7 +71,7 @@ def _paper(measure: str, levels: Sequence[int]) -> pd.DataFrame:
 
 def per_game(rows: pd.DataFrame, *, measure: str = "spearman", levels: Sequence[int] = LEVELS,
              confidence: float = CONFIDENCE, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """:func:`~saliency_book.paper.compare_per_game` of one similarity measure at ``levels``, every game.
+    """:func:`~saliency_study.paper.compare_per_game` of one similarity measure at ``levels``, every game.
 
     The paper's value is its mean over the ≈ 135 states of each game that the extract holds.
     Rows: game (the paper's order), method, level.
@@ -85,7 +85,7 @@ def per_game(rows: pd.DataFrame, *, measure: str = "spearman", levels: Sequence[
 
 def pooled(rows: pd.DataFrame, *, measure: str = "spearman", levels: Sequence[int] = LEVELS, n_resamples: int = 2000,
            seed: int = 0) -> pd.DataFrame:
-    """:func:`~saliency_book.paper.compare_pooled` over the games we have run, 99 % CI (the paper's figures)."""
+    """:func:`~saliency_study.paper.compare_pooled` over the games we have run, 99 % CI (the paper's figures)."""
     ours = rows[(rows["measure"] == measure) & rows["level"].isin(list(levels))]
     return compare_pooled(ours, _paper(measure, levels), KEYS, confidence=0.99, n_resamples=n_resamples,
                           seed=seed).sort_values(["level", "method"], kind="stable").reset_index(drop=True)
@@ -144,7 +144,7 @@ def per_game_sentence(table: pd.DataFrame):
 def study_means(rows: pd.DataFrame, agent: str, game: str, *, level: int = 5) -> pd.DataFrame | None:
     """Per method, the mean Spearman similarity of ``agent``'s maps on ``game`` at ``level`` over the stored
     study's states (:func:`sanity_rows`), as columns ``agent, method, spearman, n``; ``None`` when some
-    method has fewer than :data:`~saliency_book.evidence.MIN_STATES` states (or none is stored)."""
+    method has fewer than :data:`~saliency_study.evidence.MIN_STATES` states (or none is stored)."""
     r = rows[(rows["agent"] == agent) & (rows["game"] == game) & (rows["measure"] == "spearman") & (rows["level"] == level)]
     if r.empty:
         return None

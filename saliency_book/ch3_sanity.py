@@ -1,14 +1,14 @@
 """Chapter 3 (Sanity checks): cascading parameter randomisation of the study's agents.
 
 The chapter's notebook (``notebooks/03_sanity.py``) only calls these functions. The
-similarities come from the study's sweep (:mod:`saliency_lib.experiments.study`, experiment
+similarities come from the study's sweep (:mod:`saliency_study.study`, experiment
 ``"sanity"``); this module summarises, plots and judges them.
 
 * :class:`SanityChapter`: the chapter's frozen configuration.
 * :func:`chapter_results`: a :class:`SanityResults` with everything below for the
   chapter's two agents (the study's DQN agent and the official Mask-A3C agent).
 * :func:`sanity_results`: the sanity rows of the study's table for one agent (the
-  same units as :func:`~saliency_lib.experiments.study.study_results`, without the
+  same units as :func:`~saliency_study.study.study_results`, without the
   insertion and deletion units).
 * :func:`layer_summary`, :func:`reference_summary`: mean and bootstrap CI per
   (agent, method, level, measure), and of the random-map reference rows.
@@ -23,7 +23,7 @@ similarities come from the study's sweep (:mod:`saliency_lib.experiments.study`,
 
 Every CI is a moving-block bootstrap over the states in trajectory order
 (:func:`saliency_lib.metrics.summarise`), reported with the effective sample size, and no
-verdict is printed from fewer than :data:`~saliency_book.evidence.MIN_STATES` states.
+verdict is printed from fewer than :data:`~saliency_study.evidence.MIN_STATES` states.
 
 A missing agent gives a :class:`~saliency_book.common.Note` instead of an exception.
 """
@@ -46,11 +46,11 @@ from saliency_book.common import (
     load,
     method_names,
 )
-from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
-from saliency_lib.experiments.paths import RESULTS_DIR
-from saliency_lib.experiments.profiles import profile_settings
 from saliency_lib.explainers import method_label
 from saliency_lib.games import game_info
+from saliency_study.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
+from saliency_study.paths import RESULTS_DIR
+from saliency_study.profiles import profile_settings
 
 __all__ = [
     "model_at", "MEASURES", "MEASURE_LABELS", "NS_METHODS", "THRESHOLD", "CONFIDENCE", "MIN_STATES",
@@ -109,7 +109,7 @@ class SanityChapter:
     agent: str | None = None
     """Agent spec; None: the study's DQN agent. An ``official:<Game>`` spec replaces the Mask-A3C agent instead."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full`` (sizes: :class:`~saliency_lib.experiments.profiles.Profile`)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (sizes: :class:`~saliency_study.profiles.Profile`)."""
     seed: int = 0
     """Seed of the sweep (re-initialisation, random reference maps) and of the bootstrap."""
     device: str = "cpu"
@@ -126,7 +126,7 @@ class SanityChapter:
     """The profile's settings (validates the profile name)."""
 
     def __post_init__(self):
-        from saliency_lib.experiments.executors import EXECUTORS
+        from saliency_lib.sweep import EXECUTORS
 
         game_info(self.game)
         if self.agent in ("", "None"):
@@ -142,7 +142,7 @@ class SanityChapter:
         profile_settings(self.study_profile)  # validates the name
 
     def _repr_markdown_(self) -> str:
-        from saliency_lib.experiments.profiles import get_profile
+        from saliency_study.profiles import get_profile
 
         params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "settings")
         sizes = "; ".join(f"{'DQN' if kind == 'dqn' else 'Mask-A3C'} agents: {n} states"
@@ -156,9 +156,9 @@ def sweep_specs(cfg: SanityChapter, spec: str, methods: Sequence[str] | None = N
     """The study's sweep specs of agent ``spec`` in ``cfg.profile``, reduced to the sanity experiment.
 
     The units (and so the stored results) are those of
-    :func:`~saliency_lib.experiments.study.study_results`; ``methods`` keeps a subset.
+    :func:`~saliency_study.study.study_results`; ``methods`` keeps a subset.
     """
-    from saliency_lib.experiments.study import profile_specs
+    from saliency_study.study import profile_specs
 
     out = []
     for s in profile_specs(cfg.profile, cfg.game, agents=[spec], seed=cfg.seed, results_dir=cfg.results_dir):
@@ -177,7 +177,7 @@ def sanity_results(cfg: SanityChapter, who: ExplainedAgent, *, methods: Sequence
         Tidy rows (:mod:`saliency_lib.results` schema) of ``experiment == "sanity"``;
         the agent's Note when it is missing.
     """
-    from saliency_lib.experiments.executors import run_sweep
+    from saliency_lib.sweep import run_sweep
 
     if not who:
         return who.note()
@@ -307,7 +307,7 @@ def verdict(ci_low: float, ci_high: float, threshold: float = THRESHOLD, *, n: i
     """``"passes"`` if the whole CI lies below ``threshold``, ``"fails"`` if it lies at or above it,
     ``"undecided"`` if it straddles it; ``"no data"`` without a CI (fewer than two finite values)
     and ``"too few states"`` when ``n`` (finite values behind the CI) is below ``min_states``
-    (:data:`~saliency_book.evidence.MIN_STATES`)."""
+    (:data:`~saliency_study.evidence.MIN_STATES`)."""
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
         return "no data"
     if n is not None and n < min_states:
@@ -416,7 +416,7 @@ def sweep_note(cfg: SanityChapter, agents: Sequence[ExplainedAgent]):
     from IPython.display import Markdown
 
     from saliency_book.common import describe_params
-    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_study.profiles import sweep_sizes
 
     lines = []
     for who in agents:
@@ -457,7 +457,7 @@ def ns_summary(summaries: dict[str, pd.DataFrame | Note], *, profile: str = "qui
     """Markdown sentences on NS original against NS chosen after randomising the output layer(s), per agent.
 
     Whether Huber et al.'s finding is reproduced is only judged on at least
-    :data:`~saliency_book.evidence.MIN_STATES` states.
+    :data:`~saliency_study.evidence.MIN_STATES` states.
     """
     from IPython.display import Markdown
 

@@ -42,18 +42,18 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import ExplainedAgent, Note, load, method_names
-from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
-from saliency_lib.experiments.store import cached_table
 from saliency_lib.explainers import method_label
 from saliency_lib.metrics.similarity import largest_tie, spearman_untied
 from saliency_lib.results import config_hash
+from saliency_study.cache import cached_table
+from saliency_study.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
 
 __all__ = ["tie_floor", "tied_blocks", "tied_block_test", "style_tied_block_test", "tied_block_summary",
            "style_tied_blocks", "tied_block_sentence", "study_tied_tables", "study_tied_block_tests",
            "study_tied_block_sentence", "CARRIED", "NOT_CARRIED"]
 
 N_STATES = 5
-"""States per method: the first of the sweep's states. Below :data:`~saliency_book.evidence.MIN_STATES`,
+"""States per method: the first of the sweep's states. Below :data:`~saliency_study.evidence.MIN_STATES`,
 so the test of the black-screen claim says "too few states" until a run asks for more
 (``tied_blocks(..., n_states=...)``, e.g. every state of the full profile's sweep)."""
 CARRIED = "carried by the block"
@@ -118,10 +118,10 @@ def tied_blocks(cfg, who: ExplainedAgent, methods: Sequence[str] | None = None, 
     import torch
 
     from saliency_book.ch3_sanity import model_at, sweep_specs
-    from saliency_lib.experiments.units import applicable, spec_states
     from saliency_lib.explainers import get_explainer
     from saliency_lib.metrics import ConstantMapWarning
     from saliency_lib.metrics.similarity import spearman
+    from saliency_lib.sweep import applicable, spec_states
 
     if not who:
         return who.note()
@@ -180,7 +180,7 @@ def tied_block_test(table: pd.DataFrame | Note, *, threshold: float = 0.5, confi
     3. the paired difference (all pixels − outside) is positive: its CI lies above 0
        (:func:`~saliency_lib.metrics.dependence.paired_block_test`).
 
-    Below :data:`~saliency_book.evidence.MIN_STATES` states the verdict is "too few states".
+    Below :data:`~saliency_study.evidence.MIN_STATES` states the verdict is "too few states".
 
     Returns
     -------
@@ -266,7 +266,7 @@ def tied_block_sentence(summary: pd.DataFrame | Note, title: str, *, test: pd.Da
     The shares and means of ``summary`` are described for every method with a shared block of
     at least ``min_shared``. That the block *carries* a method's failure is said only where
     ``test`` (:func:`tied_block_test`) finds it, with the states and game behind it; below
-    :data:`~saliency_book.evidence.MIN_STATES` states the sentence says that they are too few,
+    :data:`~saliency_study.evidence.MIN_STATES` states the sentence says that they are too few,
     and without a test it claims nothing.
     """
     from IPython.display import Markdown
@@ -371,7 +371,7 @@ def study_tied_block_sentence(tests: pd.DataFrame | Note, *, threshold: float = 
 
     Formatted from :func:`study_tied_block_tests` only: "carried by the block" is said of a
     method only where the pre-stated test finds it; a game below
-    :data:`~saliency_book.evidence.MIN_STATES` states gets "too few states".
+    :data:`~saliency_study.evidence.MIN_STATES` states gets "too few states".
     """
     from IPython.display import Markdown
 

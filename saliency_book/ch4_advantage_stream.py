@@ -62,9 +62,8 @@ def stream_results(cfg: DegradationChapter, results: pd.DataFrame | Note, *, pro
     The sweep has the chapter's profile sizes for DQN agents, so its states and explainer
     parameters are those of the full-Q rows it is compared with. Stored units are reused.
     """
-    from saliency_lib.experiments.executors import run_sweep
-    from saliency_lib.experiments.profiles import sweep_sizes
-    from saliency_lib.experiments.units import SweepSpec
+    from saliency_lib.sweep import SweepSpec, run_sweep
+    from saliency_study.profiles import sweep_sizes
 
     spec = stream_spec(results)
     if isinstance(spec, Note):
@@ -88,7 +87,7 @@ def clean_outputs(cfg: DegradationChapter, stream: pd.DataFrame | Note) -> pd.Da
     import torch
 
     from saliency_lib.agents import load_agent
-    from saliency_lib.experiments.units import study_states
+    from saliency_lib.sweep import study_states
 
     if isinstance(stream, Note):
         return stream

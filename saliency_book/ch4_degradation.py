@@ -1,7 +1,7 @@
 """Chapter 4 (Input degradation): insertion and deletion curves, AUC tables beside Huber et al.'s, rankings.
 
 The chapter's notebook (``notebooks/04_degradation.py``) only calls these functions.
-Every number comes from the study's result table (:func:`saliency_lib.experiments.study.study_results`
+Every number comes from the study's result table (:func:`saliency_study.study.study_results`
 units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a map.
 
 * :class:`DegradationChapter`: the chapter's frozen configuration.
@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import Note
-from saliency_book.evidence import DEGENERATE_MEASURES
-from saliency_lib.experiments.paths import RESULTS_DIR
 from saliency_lib.games import game_info
+from saliency_study.evidence import DEGENERATE_MEASURES
+from saliency_study.paths import RESULTS_DIR
 
 __all__ = [
     "DegradationChapter", "PAPER_AUC", "PAPER_GAMES", "PAPER_METHODS", "PAPER_SUBSTRATES", "MEASURE_ROLE",
@@ -82,7 +82,7 @@ paper's own definitions; ``value`` and ``prob`` (actor-critic agents) are analog
 
 
 def _paper_auc() -> pd.DataFrame:
-    from saliency_book.paper import paper_insertion
+    from saliency_study.paper import paper_insertion
 
     p = paper_insertion("main")
     p = p[p["method"].isin(PAPER_METHODS)].assign(experiment="insertion")
@@ -97,7 +97,7 @@ PAPER_AUC: pd.DataFrame = _paper_auc()
 """Huber et al.'s insertion AUCs: mean ± std over 997 states per game, substrate, measure and method.
 
 Source: the main rows of ``data/reference/huber2021/insertion_mean_aucs.csv``, read through
-:func:`saliency_book.paper.paper_insertion`: the official result files
+:func:`saliency_study.paper.paper_insertion`: the official result files
 ``applications/atari/insertion_metric/results/<game>_mean_AUCS.csv`` (commit c534007d) of
 belimmer/PerturbationSaliencyEvaluation, the paper's tables (reference notes §6.1). AUC = the plain mean of the 85 step values (our ``<measure>_auc``). Every cell of those
 tables is present, so the table has no NA. Columns: ``game`` (our name, :data:`PAPER_GAMES`),
@@ -190,9 +190,9 @@ class DegradationChapter:
     """Atari game of the chapter."""
     agent: str | None = None
     """Agent spec, or several separated by commas; None: the study's agents of the game
-    (:func:`~saliency_lib.experiments.catalog.study_agents`)."""
+    (:func:`~saliency_study.catalog.study_agents`)."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the sweep (:class:`~saliency_lib.experiments.profiles.Profile`)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the sweep (:class:`~saliency_study.profiles.Profile`)."""
     seed: int = 0
     """Seed of the sweep (random substrate, random maps)."""
     device: str = "cpu"
@@ -209,8 +209,8 @@ class DegradationChapter:
     """Profile of the stored study that the per-game comparisons with the paper read (they compute nothing)."""
 
     def __post_init__(self):
-        from saliency_lib.experiments.executors import EXECUTORS
-        from saliency_lib.experiments.profiles import PROFILE_NAMES
+        from saliency_lib.sweep import EXECUTORS
+        from saliency_study.profiles import PROFILE_NAMES
 
         game_info(self.game)
         if self.agent in ("", "None"):
@@ -226,13 +226,13 @@ class DegradationChapter:
 
     @property
     def n_resamples(self) -> int:
-        """Bootstrap resamples of the CIs and bands (:attr:`~saliency_lib.experiments.profiles.Profile.bootstrap_resamples`)."""
-        from saliency_lib.experiments.profiles import get_profile
+        """Bootstrap resamples of the CIs and bands (:attr:`~saliency_study.profiles.Profile.bootstrap_resamples`)."""
+        from saliency_study.profiles import get_profile
 
         return get_profile(self.profile).bootstrap_resamples
 
     def _repr_markdown_(self) -> str:
-        from saliency_lib.experiments.profiles import get_profile
+        from saliency_study.profiles import get_profile
 
         params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self))
         sizes = "; ".join(f"{kind}: {n} states" for kind, (n, _, _) in get_profile(self.profile).sweep.items())
@@ -244,7 +244,7 @@ class DegradationChapter:
 
 def chapter_agents(cfg: DegradationChapter) -> list[str]:
     """The agents of the chapter: ``cfg.agent``, or the study's agents of the game (DQN first)."""
-    from saliency_lib.experiments.catalog import study_agents
+    from saliency_study.catalog import study_agents
 
     if cfg.agent:
         return [a.strip() for a in cfg.agent.split(",") if a.strip()]
@@ -254,13 +254,13 @@ def chapter_agents(cfg: DegradationChapter) -> list[str]:
 def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> pd.DataFrame | Note:
     """The study's insertion and deletion rows of the chapter's agents.
 
-    The sweeps are the study's (:func:`~saliency_lib.experiments.study.profile_specs`) restricted to
+    The sweeps are the study's (:func:`~saliency_study.study.profile_specs`) restricted to
     the experiments ``insertion`` and ``deletion``: their units, and so their stored files, are
-    those of :func:`~saliency_lib.experiments.study.study_results`, so the chapter reads what a study
+    those of :func:`~saliency_study.study.study_results`, so the chapter reads what a study
     run stored and computes only what is missing, without the sanity checks.
     """
-    from saliency_lib.experiments.executors import run_sweep
-    from saliency_lib.experiments.study import profile_specs
+    from saliency_lib.sweep import run_sweep
+    from saliency_study.study import profile_specs
 
     agents = chapter_agents(cfg)
     if not agents:
@@ -280,7 +280,7 @@ def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
     from IPython.display import Markdown
 
     from saliency_book.common import describe_params
-    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_study.profiles import sweep_sizes
 
     if isinstance(results, Note):
         return results
@@ -356,7 +356,7 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
 
     Rows: the paper's games (its numbers), then one row per agent of ``summary`` (ours, on the
     measure whose :data:`PAPER_ANALOGUE` is ``paper_measure``; a measure of
-    :data:`~saliency_book.evidence.DEGENERATE_MEASURES` has no row). Columns: the paper's methods in
+    :data:`~saliency_study.evidence.DEGENERATE_MEASURES` has no row). Columns: the paper's methods in
     its order, then our other methods (NA in the paper's rows). Cells: ``mean±std`` strings;
     ``attrs["best"]`` maps each row to its best non-random method (bold in the paper).
     """
@@ -392,7 +392,7 @@ def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
 
     Cells ``mean±std``; ``attrs["best"]`` maps each row label to the best non-random method
     (insertion: highest, deletion: lowest AUC), None for a measure of
-    :data:`~saliency_book.evidence.DEGENERATE_MEASURES` (labelled "not ranked"). A Note when there
+    :data:`~saliency_study.evidence.DEGENERATE_MEASURES` (labelled "not ranked"). A Note when there
     is no such agent.
     """
     agent = pick_agent(summary, preset)

@@ -125,7 +125,7 @@ def _curve_lines(results: pd.DataFrame, agent: str, experiment: str, measures: l
 
     From every state's curve where ``results`` holds them (:func:`curve_bands`); otherwise from
     the study store's mean curves of the rows' units, found by their keys (``config_hash``) under
-    ``results.attrs["results_dir"]`` (:func:`saliency_lib.experiments.store.mean_curves`).
+    ``results.attrs["results_dir"]`` (:func:`saliency_study.cache.mean_curves`).
     """
     cols = ["measure", "substrate", "method", "step", "x", "mean", "low", "high"]
     mine = results[(results["agent"] == agent) & (results["experiment"] == experiment)]
@@ -141,8 +141,8 @@ def _curve_lines(results: pd.DataFrame, agent: str, experiment: str, measures: l
                 out.append(pd.DataFrame({"measure": meas, "substrate": sub, "method": m, "step": steps,
                                          "x": steps / max(steps.max(), 1.0), "mean": mean, "low": lo, "high": hi}))
         return (pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=cols)), "block-bootstrap band"
-    from saliency_lib.experiments.paths import RESULTS_DIR
-    from saliency_lib.experiments.store import mean_curves
+    from saliency_lib.sweep import mean_curves
+    from saliency_study.paths import RESULTS_DIR
 
     try:  # the store keeps each curve's mean over the states, not every state's curve
         c = mean_curves(list(mine["config_hash"].dropna().unique()), confidence=confidence,
@@ -223,7 +223,7 @@ def style_rankings(ranks: pd.DataFrame, preset: str, experiment: str, caption: s
 
     Cell: rank and mean AUC. Bold: in the top group (no method significantly better). Green:
     significantly better than the random map; red: significantly worse (Holm-corrected paired
-    block-bootstrap tests, none below :data:`~saliency_book.evidence.MIN_STATES` states). Rows
+    block-bootstrap tests, none below :data:`~saliency_study.evidence.MIN_STATES` states). Rows
     are ordered by the mean rank over the columns.
     """
     agent = pick_agent(ranks, preset)
@@ -387,10 +387,10 @@ def degradation_figure(cfg: DegradationChapter, agent: str | None, *, method: st
     import torch
 
     from saliency_lib.agents import load_agent
-    from saliency_lib.experiments.profiles import get_profile, sweep_sizes
-    from saliency_lib.experiments.store import cached_file
-    from saliency_lib.experiments.units import SUBSTRATES, study_states
     from saliency_lib.explainers import get_explainer
+    from saliency_lib.sweep import SUBSTRATES, study_states
+    from saliency_study.cache import cached_file
+    from saliency_study.profiles import get_profile, sweep_sizes
 
     ag = load_agent(agent, device=cfg.device)
     n, _, params = sweep_sizes(cfg.profile, ag.preset)

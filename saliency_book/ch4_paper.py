@@ -10,7 +10,7 @@
 * :func:`mean_curve_table`, :func:`measure_degeneracy`, :func:`style_degeneracy`,
   :func:`degeneracy_sentence`: whether a measure's substrate moves it, read off the stored
   mean curves; the check behind
-  :data:`saliency_book.evidence.DEGENERATE_MEASURES`.
+  :data:`saliency_study.evidence.DEGENERATE_MEASURES`.
 * :func:`random_map_precedent`: where our random map comes first, whether the paper's table
   for the game already has it first.
 """
@@ -32,8 +32,8 @@ from saliency_book.ch4_degradation import (
 )
 from saliency_book.ch4_rankings import rank_agreement, side_by_side
 from saliency_book.common import Note, join_words
-from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
-from saliency_book.paper import (
+from saliency_study.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
+from saliency_study.paper import (
     GAME_LABELS,
     GAME_ORDER,
     NOT_RUN,
@@ -75,7 +75,7 @@ def insertion_aucs(cfg: DegradationChapter, games=GAME_ORDER) -> pd.DataFrame:
 def stored_agreement(rows: pd.DataFrame, game: str) -> pd.DataFrame | Note:
     """:func:`~saliency_book.ch4_rankings.rank_agreement` of the study's stored insertion ``rows`` on ``game``.
 
-    ``rows``: per-state rows of the study's DQN agents (:func:`saliency_book.paper.stored_rows`,
+    ``rows``: per-state rows of the study's DQN agents (:func:`saliency_study.paper.stored_rows`,
     any games and experiments); the means of every state they hold of ``game``, whatever their
     number (the agreement's ``n`` column says it). A Note when they hold no insertion row of
     the game.
@@ -89,7 +89,7 @@ def stored_agreement(rows: pd.DataFrame, game: str) -> pd.DataFrame | Note:
 
 def study_agreement(cfg: DegradationChapter, game: str) -> pd.DataFrame | Note:
     """:func:`stored_agreement` of the packs of ``cfg.study_profile`` (computing nothing); a Note below
-    :data:`~saliency_book.evidence.MIN_STATES` states of a common method."""
+    :data:`~saliency_study.evidence.MIN_STATES` states of a common method."""
     rows = stored_rows(cfg.study_profile, [game], experiments=("insertion", "deletion"), preset="dqn", seed=cfg.seed,
                        results_dir=cfg.results_dir, packed_only=True)
     agreement = stored_agreement(rows, game)
@@ -104,7 +104,7 @@ def _paper() -> pd.DataFrame:
 
 
 def per_game(aucs: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """:func:`~saliency_book.paper.compare_per_game` of the insertion AUCs: every game and setting of the paper.
+    """:func:`~saliency_study.paper.compare_per_game` of the insertion AUCs: every game and setting of the paper.
 
     Rows in the paper's order (game, substrate, measure, method); ``verdict`` is
     ``"not yet run"`` where the study has no states of the game yet.
@@ -116,7 +116,7 @@ def per_game(aucs: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int =
 
 
 def pooled(aucs: pd.DataFrame, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """:func:`~saliency_book.paper.compare_pooled` of the insertion AUCs over the games we have run (99 % CI)."""
+    """:func:`~saliency_study.paper.compare_pooled` of the insertion AUCs over the games we have run (99 % CI)."""
     return compare_pooled(aucs, _paper(), KEYS, confidence=0.99, n_resamples=n_resamples, seed=seed)
 
 
@@ -177,7 +177,7 @@ def mean_curve_table(cfg: DegradationChapter, results: pd.DataFrame | Note) -> p
     """Mean insertion/deletion curves (over the states) of the chapter's agents: :data:`CURVE_COLUMNS`.
 
     From the per-state curve rows of ``results`` where it holds them; otherwise from the store's
-    pooled mean curves (:func:`saliency_lib.experiments.store.mean_curves`) of the chapter's
+    pooled mean curves (:func:`saliency_study.cache.mean_curves`) of the chapter's
     stored units. Raw outputs (``q[0]``, ``logits[1]``) are left out. Computes nothing.
     """
     if isinstance(results, Note):
@@ -187,10 +187,10 @@ def mean_curve_table(cfg: DegradationChapter, results: pd.DataFrame | Note) -> p
         t = rows.groupby(list(CURVE_COLUMNS[:-1]), observed=True)["value"].mean().rename("mean").reset_index()
     else:
         try:
-            from saliency_lib.experiments.store import mean_curves
+            from saliency_lib.sweep import mean_curves
         except ImportError:
             return Note("The results hold no curves, and the store keeps no mean curves.", title="No curves")
-        from saliency_book.paper import stored_units
+        from saliency_study.paper import stored_units
 
         units = stored_units(cfg.profile, [cfg.game], experiments=("insertion", "deletion"), preset=None,
                              agents=list(dict.fromkeys(results["agent"])), seed=cfg.seed, results_dir=cfg.results_dir)

@@ -5,8 +5,8 @@ The rows come from :func:`saliency_book.ch4_degradation.degradation_results` and
 
 * :func:`rankings`, :func:`ranking_detail`, :func:`significance_summary`: rankings with Holm-corrected
   paired block-bootstrap tests (:func:`saliency_lib.metrics.ranking_table`) per setting, on at
-  least :data:`~saliency_book.evidence.MIN_STATES` states and never on a measure of
-  :data:`~saliency_book.evidence.DEGENERATE_MEASURES`.
+  least :data:`~saliency_study.evidence.MIN_STATES` states and never on a measure of
+  :data:`~saliency_study.evidence.DEGENERATE_MEASURES`.
 * :func:`side_by_side`, :func:`rank_agreement`, :func:`comparison_summary`: the paper's numbers
   beside ours for one game, the rank correlations between the two, and the sentence on them.
 * :func:`factors_summary`, :func:`paper_factors_summary`: Huber et al.'s two factors (measure and
@@ -38,8 +38,8 @@ from saliency_book.ch4_degradation import (
     short_label,
 )
 from saliency_book.common import Note, fmt2, join_words
-from saliency_book.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
-from saliency_book.paper import GAME_LABELS
+from saliency_study.evidence import DEGENERATE_MEASURES, MIN_STATES, enough_states, too_few
+from saliency_study.paper import GAME_LABELS
 
 __all__ = ["rankings", "vs_random", "ranking_detail", "significance_summary", "side_by_side", "rank_agreement",
            "comparison_summary", "factors_summary", "paper_factors_summary"]
@@ -54,8 +54,8 @@ def rankings(results: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 
 
     Insertion AUCs rank higher-is-better, deletion AUCs lower-is-better. The paired tests are
     block-bootstrap tests in the order of the states, and a setting with fewer than
-    :data:`~saliency_book.evidence.MIN_STATES` states gets no significant difference. Measures
-    of :data:`~saliency_book.evidence.DEGENERATE_MEASURES` are not ranked. Returns the ranking
+    :data:`~saliency_study.evidence.MIN_STATES` states gets no significant difference. Measures
+    of :data:`~saliency_study.evidence.DEGENERATE_MEASURES` are not ranked. Returns the ranking
     tables stacked, with the setting columns ``agent, experiment, substrate, measure`` in front.
     """
     from saliency_lib.metrics import ranking_table
@@ -123,7 +123,7 @@ def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertio
 def significance_summary(ranks: pd.DataFrame, *, alpha: float = 0.05):
     """How many pairwise differences are significant per agent, with the states and their effective number (Markdown).
 
-    Below :data:`~saliency_book.evidence.MIN_STATES` states it gives the means' order only and
+    Below :data:`~saliency_study.evidence.MIN_STATES` states it gives the means' order only and
     says that the states are too few for a verdict.
     """
     from IPython.display import Markdown

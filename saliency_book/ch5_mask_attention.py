@@ -31,11 +31,11 @@ import pandas as pd
 
 from saliency_book.common import Note, as_count
 from saliency_lib.agents.mask_a3c import VARIANT_NAMES, VARIANTS
-from saliency_lib.experiments.catalog import official_available, shipped_agents
-from saliency_lib.experiments.paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
-from saliency_lib.experiments.profiles import get_profile, profile_settings
-from saliency_lib.experiments.store import cached_file
 from saliency_lib.games import game_info
+from saliency_study.cache import cached_file
+from saliency_study.catalog import official_available, shipped_agents
+from saliency_study.paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, RUNS_DIR, repo_path
+from saliency_study.profiles import get_profile, profile_settings
 
 __all__ = [
     "BRANCHES", "AC_ALGOS", "VARIANT_LABELS", "REFERENCE_MASK_STATS", "PAPER_CLAIM",
@@ -76,7 +76,7 @@ class MaskAttentionChapter:
     game: str = "Breakout"
     """Atari game; the official agent exists for Breakout, MsPacman, SpaceInvaders, Seaquest, BeamRider, FishingDerby."""
     steps: int | None = None
-    """Agent steps of the played game segment; None: :attr:`~saliency_lib.experiments.profiles.Profile.play_steps`."""
+    """Agent steps of the played game segment; None: :attr:`~saliency_study.profiles.Profile.play_steps`."""
     filmstrip: int = 6
     """Frames shown in a filmstrip, evenly spaced over the segment."""
     top: float = 0.1
@@ -90,7 +90,7 @@ class MaskAttentionChapter:
     device: str = "cpu"
     """Torch device of the agents."""
     executor: str = "local"
-    """Executor of the study's sweep (:func:`saliency_lib.experiments.study.study_results`)."""
+    """Executor of the study's sweep (:func:`saliency_study.study.study_results`)."""
     results_dir: str = RESULTS_DIR
     """Cache of results (relative paths are under the repository root)."""
     agents_dir: str = AGENTS_DIR
@@ -101,8 +101,8 @@ class MaskAttentionChapter:
     """The profile's settings."""
 
     def __post_init__(self):
-        from saliency_lib.experiments.executors import EXECUTORS
         from saliency_lib.metrics import SUBSTRATES
+        from saliency_lib.sweep import EXECUTORS
 
         game_info(self.game)
         object.__setattr__(self, "steps", as_count(self.steps, "steps"))

@@ -1,6 +1,6 @@
 """Chapter 5: the masks next to the perturbation methods in the study's result table.
 
-The rows come from :func:`saliency_lib.experiments.study.study_results` (insertion, deletion and
+The rows come from :func:`saliency_study.study.study_results` (insertion, deletion and
 the sanity check of the official and our Mask-A3C agents); nothing here scores a map.
 
 * :class:`Criterion`, :data:`CRITERIA`: the ranking's columns.
@@ -31,8 +31,8 @@ from saliency_book.ch5_mask_attention import (
     shown_path,
 )
 from saliency_book.common import Note
-from saliency_book.evidence import DEGENERATE_MEASURES
-from saliency_lib.experiments.catalog import official_available
+from saliency_study.catalog import official_available
+from saliency_study.evidence import DEGENERATE_MEASURES
 
 __all__ = ["Criterion", "CRITERIA", "BLOCK_RANK_COLUMNS", "criterion_rows", "official_table", "our_rankings",
            "chapter_ranking", "method_ranking", "check_criteria", "block_ranking", "ranking_display", "ranking_sentence", "coarse_note"]
@@ -60,12 +60,12 @@ CRITERIA = tuple(c for c in (
 deletion: it destroys it fast (low AUC); sanity check: a map that depends on the
 weights changes when all layers are re-drawn (low similarity to the original map). The
 state value V is left out: it is degenerate under insertion and deletion
-(:data:`saliency_book.evidence.DEGENERATE_MEASURES`, measured in chapter 4)."""
+(:data:`saliency_study.evidence.DEGENERATE_MEASURES`, measured in chapter 4)."""
 
 
 def official_table(cfg: MaskAttentionChapter) -> pd.DataFrame | Note:
-    """The study's result table (:func:`~saliency_lib.experiments.study.study_results`) of the official agent."""
-    from saliency_lib.experiments.study import study_results
+    """The study's result table (:func:`~saliency_study.study.study_results`) of the official agent."""
+    from saliency_study.study import study_results
 
     if not official_available(cfg.game):
         return official_missing(cfg.game)
@@ -77,12 +77,12 @@ def our_rankings(cfg: MaskAttentionChapter) -> dict[str, pd.DataFrame] | Note:
     """:func:`method_ranking` of each of our shipped Mask-A3C agents of the game (label → ranking).
 
     Each agent gets the study's sweep for an actor-critic agent in ``cfg.profile``
-    (:func:`~saliency_lib.experiments.study.study_results`): its own greedy states, every method,
+    (:func:`~saliency_study.study.study_results`): its own greedy states, every method,
     its masks, the sanity check and insertion/deletion. Stored units are reused. The profile's
     ``ranked_own_agents`` caps how many agents are ranked, in name order (the ``tiny`` smoke
     profile ranks one).
     """
-    from saliency_lib.experiments.study import study_results
+    from saliency_study.study import study_results
 
     agents = mask_agents(cfg.game, cfg.agents_dir)
     if agents.empty:
@@ -145,7 +145,7 @@ BLOCK_RANK_COLUMNS = ("criterion", "label", "substrate", "rank", "of", "method",
 
 def check_criteria(criteria) -> None:
     """Raise ``ValueError`` for a criterion that ranks on a degenerate measure (V;
-    :data:`saliency_book.evidence.DEGENERATE_MEASURES`)."""
+    :data:`saliency_study.evidence.DEGENERATE_MEASURES`)."""
     for c in criteria:
         if c.measure.removesuffix("_auc") in DEGENERATE_MEASURES:
             raise ValueError(f"criterion {c.key!r} ranks on {c.measure!r}, a degenerate measure: "
@@ -281,7 +281,7 @@ def coarse_note(profile: str):
     from IPython.display import Markdown
 
     from saliency_book.common import describe_params
-    from saliency_lib.experiments.profiles import sweep_sizes
+    from saliency_study.profiles import sweep_sizes
 
     n, _, params = sweep_sizes(profile, "mask_a3c")
     text = f"In the `{profile}` profile the study explains the first {n} states of the official agent's greedy game"

@@ -16,8 +16,8 @@ import pandas as pd
 
 from saliency_book.ch5_mask_attention import AC_ALGOS, COLORS, VARIANT_LABELS, VARIANT_ORDER, variant
 from saliency_book.common import Note, figure_image
-from saliency_lib.experiments.catalog import official_available
-from saliency_lib.experiments.paths import AGENTS_DIR, RUNS_DIR, repo_path
+from saliency_study.catalog import official_available
+from saliency_study.paths import AGENTS_DIR, RUNS_DIR, repo_path
 
 __all__ = ["actor_critic_runs", "a3c_curves_figure", "a3c_score_table", "style_a3c_scores",
            "seed_comparisons", "greedy_comparison", "style_seed_comparison", "seed_sentences"]
@@ -272,14 +272,15 @@ FINAL_FRACTION = 0.1
 
 
 def seed_comparisons(game: str, agents_dir: str | os.PathLike = AGENTS_DIR) -> dict:
-    """The variants compared over seeds under each evaluation protocol (:func:`saliency_lib.train.scores.compare_variants`).
+    """The variants compared over seeds under each evaluation protocol (:func:`saliency_study.variants.compare_variants`).
 
     Returns ``{protocol: VariantComparison}`` for ``greedy`` (the papers' protocol) and
     ``sticky`` (sticky actions, games that differ), read from ``<agents_dir>/scores.csv``;
     a protocol under which no agent of ``game`` was evaluated maps to a Note, and a
     missing table gives a Note instead of the dict.
     """
-    from saliency_lib.train.scores import PROTOCOL_NAMES, compare_variants, read_scores
+    from saliency_lib.train.scores import PROTOCOL_NAMES, read_scores
+    from saliency_study.variants import compare_variants
 
     path = repo_path(agents_dir) / "scores.csv"
     if not path.is_file():

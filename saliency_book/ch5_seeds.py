@@ -1,7 +1,7 @@
 """Chapter 5 (Mask attention): do the masks' ranks hold across seeds? (issue 15, part 4)
 
 The study's seed sweep (``saliency-study run --profile full --seeds``,
-:func:`saliency_lib.experiments.study.seed_specs`) explains every shipped masked Mask-A3C
+:func:`saliency_study.study.seed_specs`) explains every shipped masked Mask-A3C
 agent of a game: its masks and the gradient baselines on states spread over one greedy
 game, with the sanity cascade and insertion/deletion on every substrate. This module reads
 the stored units, computing nothing (a Mask-A3C state costs minutes), and asks whether the
@@ -19,7 +19,7 @@ masks rank where they rank in every seed.
   :func:`seed_display`, :func:`agreement_display`, :func:`seed_markdown`, :func:`seed_rank_figure`:
   what the notebook shows.
 
-The state value V is never ranked (:data:`saliency_book.evidence.DEGENERATE_MEASURES`).
+The state value V is never ranked (:data:`saliency_study.evidence.DEGENERATE_MEASURES`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import pandas as pd
 from saliency_book.ch5_mask_attention import VARIANT_LABELS, VARIANT_ORDER
 from saliency_book.ch5_rankings import CRITERIA, Criterion, block_ranking, check_criteria
 from saliency_book.common import Note, figure_image
-from saliency_book.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
-from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR
+from saliency_study.evidence import MIN_STATES, TOO_FEW, enough_states, too_few
+from saliency_study.paths import AGENTS_DIR, RESULTS_DIR
 
 __all__ = ["MASKS", "ONE_SEED", "HOLDS", "DOES_NOT_HOLD", "SEED_COMMAND", "seed_rows", "seed_rankings", "seed_sanity",
            "kendall_w", "rank_agreement", "seed_sentence", "SeedStudy", "seed_study", "seed_display", "agreement_display",
@@ -78,7 +78,7 @@ def seed_rows(profile: str = "full", game: str = "Breakout", *, results_dir: str
     Parameters
     ----------
     profile, game : str
-        The sweep of :func:`~saliency_lib.experiments.study.seed_specs`.
+        The sweep of :func:`~saliency_study.study.seed_specs`.
     results_dir, agents_dir : path
         The result store and the shipped agents.
 
@@ -88,9 +88,8 @@ def seed_rows(profile: str = "full", game: str = "Breakout", *, results_dir: str
         The tidy rows of every stored unit (``attrs``: ``units_stored``, ``units_planned``); a Note
         when no masked agent is shipped or none of the planned units is packed (it names the command).
     """
-    from saliency_lib.experiments.store import load_units, packed_keys
-    from saliency_lib.experiments.study import seed_specs
-    from saliency_lib.experiments.units import plan_units
+    from saliency_lib.sweep import load_units, packed_keys, plan_units
+    from saliency_study.study import seed_specs
 
     specs = seed_specs(profile, game, agents_dir=agents_dir)
     if not specs:
@@ -214,7 +213,7 @@ def rank_agreement(ranking: pd.DataFrame, *, methods=MASKS) -> pd.DataFrame:
         the methods a paired block-bootstrap test separates it from), ``of``, ``min_rank``,
         ``max_rank``, ``rank_range``, ``n`` (fewest states of any method in any seed),
         ``kendall_w`` (over the methods every seed ranked; NaN with one seed) and ``verdict``:
-        ``"one seed"``, ``"too few states"`` (n < :data:`~saliency_book.evidence.MIN_STATES`),
+        ``"one seed"``, ``"too few states"`` (n < :data:`~saliency_study.evidence.MIN_STATES`),
         ``"holds"`` (the same rank in every seed) or ``"does not hold"``.
     """
     cols = ["game", "variant", "criterion", "label", "substrate", "method", "seeds", "n_seeds", "ranks", "better_than",
@@ -280,7 +279,7 @@ def seed_sentence(agreement: pd.DataFrame, *, method: str = "mask_policy", withi
 
     It names the game, the seeds and the states, and says only what :func:`rank_agreement`'s
     verdicts support: with one seed, that the question cannot be judged; below
-    :data:`~saliency_book.evidence.MIN_STATES` states per seed, that there are too few states.
+    :data:`~saliency_study.evidence.MIN_STATES` states per seed, that there are too few states.
 
     Parameters
     ----------

@@ -16,7 +16,7 @@ bootstrap (:func:`~saliency_book.ch5_rankings.block_ranking`).
 * :func:`study_markdown`: those sentences, one paragraph per game, for the notebook.
 * :func:`study_ranking_display`: one game's full ranking as a compact table.
 
-The state value V is never ranked (:data:`saliency_book.evidence.DEGENERATE_MEASURES`).
+The state value V is never ranked (:data:`saliency_study.evidence.DEGENERATE_MEASURES`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import pandas as pd
 
 from saliency_book.ch5_rankings import block_ranking
 from saliency_book.common import Note
-from saliency_book.evidence import MIN_STATES, enough_states, too_few
-from saliency_book.paper import GAME_LABELS, GAME_ORDER, NOT_RUN
 from saliency_lib.agents.official import OFFICIAL_GAMES
-from saliency_lib.experiments.paths import RESULTS_DIR
+from saliency_study.evidence import MIN_STATES, enough_states, too_few
+from saliency_study.paper import GAME_LABELS, GAME_ORDER, NOT_RUN
+from saliency_study.paths import RESULTS_DIR
 
 __all__ = ["STUDY_GAMES", "EXPERIMENTS", "STUDY_COMMAND", "agent_study_rows", "AgentStudy", "official_studies",
            "mask_ranks_table", "mask_study_sentence", "study_markdown", "study_ranking_display"]
@@ -48,8 +48,8 @@ _MASKS = ("mask_policy", "mask_value")
 
 
 def _plan(profile: str, game: str, agent: str, results_dir) -> list:
-    from saliency_lib.experiments.study import profile_specs
-    from saliency_lib.experiments.units import plan_units
+    from saliency_lib.sweep import plan_units
+    from saliency_study.study import profile_specs
 
     specs = profile_specs(profile, game, agents=[agent], results_dir=results_dir)
     return [u for s in specs for u in plan_units(dataclasses.replace(s, experiments=EXPERIMENTS),
@@ -63,7 +63,7 @@ def agent_study_rows(profile: str, game: str, agent: str | None = None, *,
     Parameters
     ----------
     profile, game : str
-        The study (:func:`~saliency_lib.experiments.study.profile_specs`).
+        The study (:func:`~saliency_study.study.profile_specs`).
     agent : str, optional
         Default the official agent of ``game`` (``official:<game>``).
     results_dir : path
@@ -77,8 +77,8 @@ def agent_study_rows(profile: str, game: str, agent: str | None = None, *,
         for the agent (it says how far it got and names the command). Loose units of a run in
         progress are left out, so the chapter shows what a clean clone shows.
     """
-    from saliency_lib.experiments.catalog import official_available
-    from saliency_lib.experiments.store import load_units, packed_keys
+    from saliency_lib.sweep import load_units, packed_keys
+    from saliency_study.catalog import official_available
 
     agent = agent or f"official:{game}"
     if agent.startswith("official:") and not official_available(game):
@@ -178,7 +178,7 @@ def mask_study_sentence(study: AgentStudy | Note, game: str) -> str:
     moving-block bootstrap tests (Holm-corrected, α = 0.05) find significantly better and worse.
 
     It names the game, the states and the effective sample size; a criterion with fewer than
-    :data:`~saliency_book.evidence.MIN_STATES` states gives no rank; a Note gives its own text.
+    :data:`~saliency_study.evidence.MIN_STATES` states gives no rank; a Note gives its own text.
     """
     from saliency_lib.explainers import METHOD_LABELS
 

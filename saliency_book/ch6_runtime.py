@@ -37,11 +37,11 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.common import Note, join_words
-from saliency_lib.experiments.catalog import rel_path
-from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
-from saliency_lib.experiments.profiles import get_profile, profile_settings
 from saliency_lib.explainers import BF16_DEFAULTS, METHOD_LABELS
 from saliency_lib.games import game_info
+from saliency_study.catalog import rel_path
+from saliency_study.paths import RESULTS_DIR, repo_path
+from saliency_study.profiles import get_profile, profile_settings
 
 __all__ = [
     "RuntimeChapter", "Benchmarks", "BENCHMARKS_DIR", "PAPER_SECONDS", "PAPER_SOURCE", "CAPTUM_EQUIVALENT",
@@ -96,7 +96,7 @@ class RuntimeChapter:
     game: str = "Breakout"
     """Game of the spot check on the study's agents (the benchmarks use their own fixed setting)."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the spot check (:attr:`~saliency_lib.experiments.profiles.Profile.runtime_methods`, ``runtime_states``)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the spot check (:attr:`~saliency_study.profiles.Profile.runtime_methods`, ``runtime_states``)."""
     benchmarks_dir: str = BENCHMARKS_DIR
     """Directory of ``explainers.json``, ``training.json`` and ``envs.json``."""
     results_dir: str = RESULTS_DIR

@@ -34,9 +34,9 @@ import pandas as pd
 
 from saliency_book.ch6_runtime import CAPTUM_EQUIVALENT, Benchmarks, missing_benchmark
 from saliency_book.common import Note, join_words
-from saliency_lib.experiments.catalog import ABLATION_METHODS, STUDY_METHODS
-from saliency_lib.experiments.profiles import get_profile
 from saliency_lib.explainers import METHOD_LABELS
+from saliency_study.catalog import ABLATION_METHODS, STUDY_METHODS
+from saliency_study.profiles import get_profile
 
 __all__ = [
     "LIME_PACKAGE_EQUIVALENT", "CLUSTER_CORES", "MACHINE_CORES", "MASK_A3C_AGENTS", "TARGETS",

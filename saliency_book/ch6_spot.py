@@ -21,11 +21,11 @@ import pandas as pd
 
 from saliency_book.ch6_runtime import Benchmarks, RuntimeChapter
 from saliency_book.common import Note
-from saliency_lib.experiments.catalog import official_available, study_agent
-from saliency_lib.experiments.paths import repo_path
-from saliency_lib.experiments.store import cached_json
 from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.versions import cpu_model
+from saliency_study.cache import cached_json
+from saliency_study.catalog import official_available, study_agent
+from saliency_study.paths import repo_path
 
 __all__ = ["spot_check", "spot_summary"]
 

@@ -21,10 +21,10 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from saliency_lib.experiments.catalog import official_available, shipped_agents, study_agent
-from saliency_lib.experiments.paths import AGENTS_DIR, RESULTS_DIR, repo_path
 from saliency_lib.explainers import METHOD_LABELS
-from saliency_lib.games import published_scores
+from saliency_lib.games import BENCHMARK_STATES, published_scores
+from saliency_study.catalog import official_available, shipped_agents, study_agent
+from saliency_study.paths import AGENTS_DIR, RESULTS_DIR, repo_path
 
 __all__ = [
     "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "HIGHLIGHTS_PARAMS", "BENCHMARK_STEPS",
@@ -165,7 +165,7 @@ HIGHLIGHTS_PARAMS = MappingProxyType({"budget": 5, "context_length": 10, "minimu
 """HIGHLIGHTS-DIV of Huber et al. (reference §2.2): 5 states per game, context 10, gap 10, 3rd percentile."""
 
 
-BENCHMARK_STEPS = 997
+BENCHMARK_STEPS = BENCHMARK_STATES
 """Length of Huber et al.'s benchmark trajectory (reference §2.1), the longest trajectory a chapter plays."""
 
 
@@ -303,7 +303,7 @@ def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):
     A warning that names each differing package (recorded versions → running version), and
     how many units predate the recording of versions; a one-line note when all agree.
     """
-    from saliency_lib.experiments.study import study_versions
+    from saliency_study.study import study_versions
 
     games = [games] if isinstance(games, str) else list(games)
     v = study_versions(profile, games, agents=agents, results_dir=results_dir)

@@ -4,7 +4,7 @@ Every sentence here comes from committed results, the packs of the ``full`` prof
 the shipped agents' scores (nothing is computed but statistics of stored rows), and names the
 states, games or seeds it rests on. A
 game the study has not reached is "not yet run"; fewer than
-:data:`~saliency_book.evidence.MIN_STATES` states give "too few states", never a verdict.
+:data:`~saliency_study.evidence.MIN_STATES` states give "too few states", never a verdict.
 ``scripts/update_findings.py`` writes :func:`findings_block` between the markers
 :data:`START` and :data:`END` of ``book/intro.md`` and ``README.md``;
 ``tests/test_docs_claims.py`` checks that the committed text is what the committed results give.
@@ -17,7 +17,7 @@ game the study has not reached is "not yet run"; fewer than
 * :func:`insertion_finding`: per game, how far our order of the methods' mean insertion AUCs
   agrees with the paper's, in its four settings (chapter 4's rank agreement).
 * :func:`mask_score_finding`: Itaya et al.'s score claim, chapter 5's verdict over the shipped
-  seeds (:func:`saliency_lib.train.scores.compare_variants`) under both evaluation protocols.
+  seeds (:func:`saliency_study.variants.compare_variants`) under both evaluation protocols.
 * :func:`mask_rank_finding`: whether the masks keep their rank across the seeds of our Mask-A3C
   agents (chapter 5's seed sweep).
 * :func:`official_mask_finding`: where the official Mask-A3C agents' masks rank among every method
@@ -42,9 +42,9 @@ import pandas as pd
 
 from saliency_book.ch3_sanity import THRESHOLD
 from saliency_book.common import Note, method_names
-from saliency_book.evidence import MIN_STATES, enough_states, too_few
-from saliency_book.paper import GAME_LABELS, GAME_ORDER, NOT_RUN, stored_rows
-from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
+from saliency_study.evidence import MIN_STATES, enough_states, too_few
+from saliency_study.paper import GAME_LABELS, GAME_ORDER, NOT_RUN, stored_rows
+from saliency_study.paths import RESULTS_DIR, repo_path
 
 __all__ = ["START", "END", "THRESHOLD", "loose_unit_files", "study_sanity_rows", "study_insertion_rows", "ns_finding",
            "sanity_finding", "black_screen_finding", "insertion_finding", "mask_score_finding", "mask_rank_finding",
@@ -204,7 +204,7 @@ def study_insertion_rows(profile: str = "full", games: Sequence[str] = GAME_ORDE
 def insertion_finding(rows: pd.DataFrame, games: Sequence[str] = GAME_ORDER) -> str:
     """Per game, Spearman ρ between the paper's order of the methods' mean insertion AUCs and ours, in the
     paper's settings (black and random substrate × Q-ratio and advantage), over the states every common
-    method has; below :data:`~saliency_book.evidence.MIN_STATES` states, "too few states"."""
+    method has; below :data:`~saliency_study.evidence.MIN_STATES` states, "too few states"."""
     from saliency_book.ch4_degradation import PAPER_AUC, PAPER_METHODS
     from saliency_book.ch4_paper import stored_agreement
 
@@ -237,8 +237,9 @@ def insertion_finding(rows: pd.DataFrame, games: Sequence[str] = GAME_ORDER) -> 
 
 def mask_score_finding(scores_csv: str | os.PathLike | None = None) -> str:
     """Chapter 5's generated verdicts on Mask-A3C (both masks) against A3C (no mask), greedy and sticky, over seeds."""
-    from saliency_lib.experiments.paths import AGENT_SCORES_CSV
-    from saliency_lib.train.scores import compare_variants, read_scores
+    from saliency_lib.train.scores import read_scores
+    from saliency_study.paths import AGENT_SCORES_CSV
+    from saliency_study.variants import compare_variants
 
     scores = read_scores(repo_path(scores_csv or AGENT_SCORES_CSV))
     greedy, sticky = (compare_variants(scores, protocol=p).sentence for p in ("greedy", "sticky"))
@@ -289,7 +290,7 @@ def value_measure_finding(profile: str = "full", game: str = "Breakout", *, resu
     best insertion and the worst deletion AUC; the state value V is why no chapter ranks maps on it."""
     from saliency_book.ch4_paper import CURVE_COLUMNS, measure_degeneracy, summary_curves
     from saliency_book.ch5_seeds import seed_rows
-    from saliency_lib.experiments.store import mean_curves
+    from saliency_lib.sweep import mean_curves
 
     head = ("**Can insertion and deletion of the state value V rank maps?** (chapter 4's pre-stated rule: a measure "
             "is degenerate where the random map has the best insertion and the worst deletion AUC; our Mask-A3C "

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from saliency_book.common import BENCHMARK_STEPS, as_count, as_methods
-from saliency_lib.experiments.paths import RESULTS_DIR
-from saliency_lib.experiments.profiles import get_profile, profile_settings
-from saliency_lib.experiments.store import cached_file
 from saliency_lib.games import game_info, mask_a3c_crop
 from saliency_lib.results import config_hash
+from saliency_study.cache import cached_file
+from saliency_study.paths import RESULTS_DIR
+from saliency_study.profiles import get_profile, profile_settings
 
 from .common import HIGHLIGHTS_PARAMS, METHODS, TARGET_FREE
 
@@ -213,7 +213,7 @@ class ExampleMapsConfig:
     n_states: int | None = None
     """HIGHLIGHTS-DIV states per agent; None: the profile's ``n_states``, at most Huber et al.'s budget of 5."""
     profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_lib.experiments.profiles`)."""
+    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_study.profiles`)."""
     seed: int = 0
     """Seed of the greedy trajectory (and offset of the random maps' seeds)."""
     device: str = "cpu"
@@ -250,7 +250,7 @@ class ExampleMapsConfig:
 
     @property
     def explainer_params(self) -> dict:
-        """Method parameters of the profile's example maps (:attr:`~saliency_lib.experiments.profiles.Profile.example_params`)."""
+        """Method parameters of the profile's example maps (:attr:`~saliency_study.profiles.Profile.example_params`)."""
         return {k: dict(v) for k, v in get_profile(self.profile).example_params.items()}
 
     def _repr_markdown_(self) -> str:

@@ -21,9 +21,9 @@ import textwrap
 import pandas as pd
 
 from saliency_book.ch5_mask_attention import AC_ALGOS, VARIANT_LABELS, VARIANT_ORDER
-from saliency_lib.experiments.paths import AGENT_SCORES_CSV, repo_path
 from saliency_lib.games import GAMES, HUBER_GAMES
 from saliency_lib.train.scores import read_scores
+from saliency_study.paths import AGENT_SCORES_CSV, repo_path
 
 __all__ = ["START", "END", "DQN_PLAN", "ACTOR_CRITIC_PLAN", "planned_runs", "dqn_table", "actor_critic_table", "training_sentence", "scores_block"]
 

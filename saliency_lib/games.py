@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "GameInfo", "GAMES", "HUBER_GAMES", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop",
+    "GameInfo", "GAMES", "HUBER_GAMES", "BENCHMARK_STATES", "EPISODE_STEP_CAP", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop",
     "HUMAN", "DQN_NATURE", "DQN_10M_NEC", "DQN_10M_DOPAMINE", "DQN_10M_SOURCE", "published_scores",
 ]
 
@@ -92,7 +92,13 @@ GAMES: dict[str, GameInfo] = {
 }
 
 HUBER_GAMES: tuple[str, ...] = ("Breakout", "MsPacman", "SpaceInvaders", "Frostbite")
-"""The four games of Huber et al.'s benchmark, in their order."""
+"""The four games of Huber et al.'s benchmark: the one game order of every table and figure."""
+
+BENCHMARK_STATES = 997
+"""States per game of Huber et al.'s benchmark: steps 4–1000 of the agent's fixed-start game."""
+
+EPISODE_STEP_CAP = 10_000
+"""Agent steps at which an evaluation game is cut off (both papers' evaluations end far earlier)."""
 
 # Itaya et al. crop table (official config.json): crop1, crop2, dimension2.
 MASK_A3C_CROPS: dict[str, tuple[int, int, int]] = {

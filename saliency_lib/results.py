@@ -38,7 +38,7 @@ The key columns (:data:`KEY`) must be unique; :func:`validate_table` checks it.
 Storage
 -------
 :func:`write_table` writes atomically (temporary file, ``fsync``, ``os.replace``).
-The study stores one file per unit of work through :mod:`saliency_lib.experiments.store`.
+The study stores one file per unit of work through :mod:`saliency_study.cache`.
 """
 
 from __future__ import annotations

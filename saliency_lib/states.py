@@ -47,6 +47,7 @@ import torch
 
 from ._io import atomic_write
 from .agents.base import Agent
+from .games import BENCHMARK_STATES, EPISODE_STEP_CAP
 
 __all__ = ["StateSet", "collect_states", "spread_indices", "collect_spread_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
 
@@ -209,7 +210,7 @@ def _check_n(n, name: str = "n") -> None:
 
 
 @torch.no_grad()
-def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = False, progress: bool = False) -> StateSet:
+def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, frames: bool = False, progress: bool = False) -> StateSet:
     """Play the greedy agent and record ``n`` consecutive states.
 
     Parameters
@@ -270,7 +271,7 @@ def spread_indices(length: int, n: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int = 10_000, frames: bool = False,
+def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int = EPISODE_STEP_CAP, frames: bool = False,
                           progress: bool = False) -> StateSet:
     """``n`` states evenly spaced over one whole greedy game from the start (see the module notes).
 

@@ -1,14 +1,7 @@
-"""The result store: sweep units and cached results under ``data/results/``.
+"""The study's result cache: what a chapter computes besides the sweep's units, under ``data/results/``.
 
-**Units.** Each finished unit of the sweep (:mod:`.units`) is stored under
-``<results_dir>/sweep/``, first as one atomic loose file, later packed with the other units
-of its agent; the states it explains are cached under ``<results_dir>/sweep/states/``.
-Their layout and format are :mod:`.unitstore`'s; its functions are re-exported here, so every
-command (``saliency-study run``, ``compact``, ``sanity``, ``insertion``) and every chapter
-reads and writes units through this module.
-
-**Cached results.** Everything else a chapter computes (evaluations, figures, timing)
-is cached by configuration hash.
+The sweep's units have their own store (:mod:`saliency_lib.sweep`, under ``<results_dir>/sweep/``);
+everything else a chapter computes (evaluations, figures, timing) is cached here by configuration hash.
 
 A cached result lives in ``<results_dir>/<name>-<hash>/`` where ``hash`` is
 :func:`saliency_lib.results.config_hash` of everything that determines it (agent
@@ -32,29 +25,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._io import atomic_write
-from ..results import canonical_json, config_hash
-from ..versions import environment_versions
-from .paths import repo_path
-from .unitstore import (
-    compact,
-    load_units,
-    mean_curves,
-    pack_path,
-    packed_keys,
-    read_stored,
-    states_dir,
-    store_unit,
-    stored_bytes,
-    stored_keys,
-    stored_versions,
-    unit_path,
-    unit_versions,
-)
+from saliency_lib._io import atomic_write
+from saliency_lib.results import canonical_json, config_hash
+from saliency_lib.versions import environment_versions
 
-__all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA", "states_dir", "unit_path",
-           "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves", "unit_versions", "stored_versions",
-           "stored_bytes", "compact"]
+from .paths import repo_path
+
+__all__ = ["cache_dir", "cached_table", "cached_json", "cached_file", "LOCAL", "MEDIA"]
 
 LOCAL = "_local"
 """Machine-local, uncommitted part of a results directory."""

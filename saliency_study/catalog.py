@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._io import atomic_write
-from ..games import game_info
+from saliency_lib._io import atomic_write
+from saliency_lib.games import EPISODE_STEP_CAP, game_info
+
+from .cache import LOCAL
 from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, repo_path
-from .store import LOCAL
 
 __all__ = [
     "STUDY_METHODS", "ABLATION_METHODS", "SEED_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
@@ -122,7 +123,7 @@ def study_agent(game: str, *, results_dir: str | os.PathLike = RESULTS_DIR, agen
 
 
 def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str | os.PathLike = RESULTS_DIR,
-                      out: str | os.PathLike | None = None, eval_max_steps: int = 10_000, progress: bool = False) -> str:
+                      out: str | os.PathLike | None = None, eval_max_steps: int = EPISODE_STEP_CAP, progress: bool = False) -> str:
     """Train a DQN agent with :func:`saliency_lib.train.train_dqn` and record it for the study.
 
     The run goes to ``out`` (default ``<results_dir>/_local/runs/study-dqn-<game>-s<seed>-<frames>``,
@@ -131,7 +132,7 @@ def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str
     interval down with ``frames``; every other hyper-parameter is
     :class:`~saliency_lib.train.DQNArgs`' default.
     """
-    from ..train import DQNArgs, train_dqn
+    from saliency_lib.train import DQNArgs, train_dqn
 
     out = repo_path(out) if out else repo_path(results_dir) / LOCAL / "runs" / f"study-dqn-{game}-s{seed}-{frames}"
     defaults = DQNArgs()
@@ -153,7 +154,7 @@ def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str
 
 def official_available(game: str | None = None, *, logs: bool = False) -> bool:
     """Whether the official checkpoint (or, with ``logs``, the test log) of ``game`` is present."""
-    from ..agents.official import OFFICIAL_GAMES, official_dir, official_path
+    from saliency_lib.agents.official import OFFICIAL_GAMES, official_dir, official_path
 
     games = [game] if game else list(OFFICIAL_GAMES)
     try:
@@ -186,7 +187,7 @@ ABLATION_METHODS = ("occlusion_gray", "sarfa_blur")
 
 def study_agents(game: str, *, results_dir=RESULTS_DIR) -> list[str]:
     """The agents the study explains for ``game``: our DQN agent (if any) and the official Mask-A3C one."""
-    from ..agents.official import OFFICIAL_GAMES
+    from saliency_lib.agents.official import OFFICIAL_GAMES
 
     agents = [a for a in [study_agent(game, results_dir=results_dir)] if a]
     if game in OFFICIAL_GAMES and official_available(game):

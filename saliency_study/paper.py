@@ -24,8 +24,9 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from saliency_book.evidence import TOO_FEW, enough_states
-from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
+from saliency_lib.games import BENCHMARK_STATES, HUBER_GAMES
+from saliency_study.evidence import TOO_FEW, enough_states
+from saliency_study.paths import RESULTS_DIR, repo_path
 
 __all__ = [
     "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "pooled_game_labels", "LEVEL_LAYERS", "paper_sanity", "paper_insertion", "stored_units", "stored_rows",
@@ -38,8 +39,8 @@ REFERENCE_DIR = "data/reference/huber2021"
 GAMES = MappingProxyType({"pacman": "MsPacman", "breakout": "Breakout", "frostbite": "Frostbite",
                           "spaceInvaders": "SpaceInvaders"})
 """The extract's game label → our game name, in the row order of the paper's tables."""
-GAME_ORDER = tuple(GAMES.values())
-"""Our names of the paper's four games, in its order."""
+GAME_ORDER = HUBER_GAMES
+"""Our names of the paper's four games, in the study's one order (:data:`saliency_lib.games.HUBER_GAMES`)."""
 GAME_LABELS = MappingProxyType({"MsPacman": "Ms. Pac-Man", "Breakout": "Breakout", "Frostbite": "Frostbite",
                                 "SpaceInvaders": "Space Invaders"})
 
@@ -120,7 +121,7 @@ def paper_insertion(variant: str = "main") -> pd.DataFrame:
     return pd.DataFrame({
         "game": t["game"].map(GAMES), "method": t["method"].map(lambda m: _INSERTION_METHODS.get(m, m)),
         "substrate": t["substrate"], "measure": t["measure"].map(_INSERTION_MEASURES),
-        "mean": t["auc"].astype(float), "std": t["auc_std"].astype(float), "n": 997,
+        "mean": t["auc"].astype(float), "std": t["auc_std"].astype(float), "n": BENCHMARK_STATES,
         "differs_from_main": t["variant_differs_from_main"].astype(bool)}).reset_index(drop=True)
 
 
@@ -134,14 +135,14 @@ def _preset(spec: str) -> str:
 def _stored(units: list, results_dir, packed_only: bool = False) -> list:
     """The units of ``units`` that the store holds (loose or packed; ``packed_only``: packed)."""
     if packed_only:
-        from saliency_lib.experiments.store import packed_keys
+        from saliency_lib.sweep import packed_keys
 
         keys = packed_keys(units, results_dir=results_dir)
         return [u for u in units if u.key in keys]
     try:
-        from saliency_lib.experiments.store import stored_keys
+        from saliency_lib.sweep import stored_keys
     except ImportError:  # a store that keeps every unit as one loose file
-        from saliency_lib.experiments.store import unit_path
+        from saliency_lib.sweep import unit_path
 
         return [u for u in units if unit_path(u, results_dir).exists()]
     keys = stored_keys(units, results_dir=results_dir)
@@ -153,13 +154,13 @@ def stored_units(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments
                  results_dir=RESULTS_DIR, packed_only: bool = False) -> list:
     """The study's units of ``experiments`` for ``games`` that are stored, computing nothing.
 
-    The units are those the study plans (:func:`~saliency_lib.experiments.study.profile_specs`,
+    The units are those the study plans (:func:`~saliency_study.study.profile_specs`,
     ``agents`` or the study's agents of each game); ``preset`` keeps the agents of one kind
     (``"dqn"``: the agents whose measures are the paper's; None: every agent). ``packed_only``
     keeps the packed units, the ones a commit holds (a run in progress also leaves loose ones).
     """
-    from saliency_lib.experiments.study import profile_specs
-    from saliency_lib.experiments.units import plan_units
+    from saliency_lib.sweep import plan_units
+    from saliency_study.study import profile_specs
 
     out = []
     for game in games:
@@ -179,7 +180,7 @@ def stored_rows(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments:
 
     A game the study has not reached has no rows.
     """
-    from saliency_lib.experiments.store import load_units
+    from saliency_lib.sweep import load_units
 
     units = stored_units(profile, games, experiments=experiments, preset=preset, agents=agents, seed=seed,
                          results_dir=results_dir, packed_only=packed_only)
@@ -194,7 +195,7 @@ def paper_verdict(paper: float, ci_low: float, ci_high: float, n: int) -> str:
     """The pre-stated verdict of one comparison with the paper.
 
     * ``"not yet run"``: no state of ours;
-    * ``"too few states"``: fewer than :data:`~saliency_book.evidence.MIN_STATES` states;
+    * ``"too few states"``: fewer than :data:`~saliency_study.evidence.MIN_STATES` states;
     * ``"consistent"``: the paper's value lies inside our confidence interval;
     * ``"differs"``: it lies outside.
 
@@ -265,7 +266,7 @@ def compare_pooled(ours: pd.DataFrame, paper: pd.DataFrame, keys: Sequence[str],
     Only settings the paper has. Ours: :func:`~saliency_lib.metrics.dependence.pooled_block_ci` (every state counts once, as
     in Huber et al.'s pooled figures; blocks resampled within each game). The paper's: the mean
     over the same games, each weighted by the states behind its value, so that both sides
-    pool the same games. A verdict needs :data:`~saliency_book.evidence.MIN_STATES` pooled states.
+    pool the same games. A verdict needs :data:`~saliency_study.evidence.MIN_STATES` pooled states.
 
     Returns
     -------

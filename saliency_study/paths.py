@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "repo_path", "AGENTS_DIR", "RESULTS_DIR", "RUNS_DIR", "OFFICIAL_SCORES_CSV", "AGENT_SCORES_CSV"]
+__all__ = ["REPO_ROOT", "repo_path", "AGENTS_DIR", "RESULTS_DIR", "RUNS_DIR", "OFFICIAL_SCORES_CSV", "AGENT_SCORES_CSV",
+           "OFFICIAL_DIR"]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 AGENTS_DIR = "data/agents"
 """Shipped agents, one checkpoint directory per agent: ``<algo>-<game>[-<variant>]-s<seed>``."""
 AGENT_SCORES_CSV = "data/agents/scores.csv"
@@ -24,9 +25,15 @@ RUNS_DIR = "runs"
 """Training runs in progress (git-ignored)."""
 OFFICIAL_SCORES_CSV = "data/official_scores.csv"
 """Re-evaluation of the official Mask-A3C checkpoints (``saliency-study official-scores``)."""
+OFFICIAL_DIR = "data/external/mask_a3c_official"
+"""The study's copy of the official Mask-A3C checkpoints (``make fetch-official``; never committed).
+Importing the study makes it the library's default (``$MASK_A3C_OFFICIAL_DIR``) unless that is set."""
 
 
 def repo_path(path: str | os.PathLike) -> Path:
     """``path`` if absolute, else ``path`` under the repository root (``~`` expanded)."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else REPO_ROOT / p
+
+
+os.environ.setdefault("MASK_A3C_OFFICIAL_DIR", str(repo_path(OFFICIAL_DIR)))

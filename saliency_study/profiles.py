@@ -18,7 +18,7 @@ explain ``n_states`` states spread evenly over one whole greedy game (``"spread"
 100 states see the whole game rather than its opening. The selection is part of the state
 set's configuration, so the cached states and the unit keys of the two never mix.
 
-The sweep (:mod:`saliency_lib.experiments.study`) reads :attr:`Profile.sweep`; a chapter's
+The sweep (:mod:`saliency_study.study`) reads :attr:`Profile.sweep`; a chapter's
 ``parameters`` cell takes ``profile`` and optional overrides, and the chapter's frozen
 config reads the rest through :func:`get_profile` or :func:`profile_settings`, so the book,
 papermill on the command line, ``saliency-study run`` and the tests all go through here.
@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
+
+from saliency_lib.games import BENCHMARK_STATES, EPISODE_STEP_CAP
 
 __all__ = ["SweepSize", "Profile", "PROFILES", "PROFILE_NAMES", "get_profile", "profile_settings", "sweep_sizes"]
 
@@ -95,7 +97,7 @@ class Profile:
     actor_critic_states: int | None = None
     """States of each of :attr:`actor_critic_agents` (None: the ``mask_a3c`` sweep size)."""
     state_selection: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    """How each agent kind's sweep picks its states (:data:`~saliency_lib.experiments.units.STATE_SELECTIONS`):
+    """How each agent kind's sweep picks its states (:data:`~saliency_lib.sweep._units.STATE_SELECTIONS`):
     ``"first"`` (kinds not named here) or ``"spread"``; see the module notes."""
 
     def selection(self, kind: str) -> str:
@@ -104,7 +106,7 @@ class Profile:
 
     def episode_cap(self) -> int:
         """Agent-step cap of the game a ``"spread"`` selection spreads its states over."""
-        return self.eval_max_steps or 10_000
+        return self.eval_max_steps or EPISODE_STEP_CAP
 
     def sweep_size(self, kind: str) -> SweepSize:
         """The sweep sizes of an agent kind; kinds other than ``mask_a3c`` get the DQN sizes."""
@@ -138,15 +140,15 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
         ranked_own_agents=1),
     "quick": Profile(
         "quick", MappingProxyType({"dqn": SweepSize(20, 5, _PAPER), "mask_a3c": SweepSize(5, 5, _COARSE)}),
-        example_params=_PAPER, highlight_states=5, episodes=3, eval_max_steps=10_000, gif_steps=300,
-        official_games="all", official_episodes=1, official_max_steps=10_000, train_frames=500_000, book_games="game",
+        example_params=_PAPER, highlight_states=5, episodes=3, eval_max_steps=EPISODE_STEP_CAP, gif_steps=300,
+        official_games="all", official_episodes=1, official_max_steps=EPISODE_STEP_CAP, train_frames=500_000, book_games="game",
         play_steps=400, bootstrap_resamples=2000, runtime_methods=None, runtime_states=1),
     "full": Profile(
         # Huber et al.'s 997 states per game for the DQN agents; 100 per Mask-A3C agent, whose forward
         # pass costs ~17x a DQN pass (the paper-scale issue sizes it so).
-        "full", MappingProxyType({"dqn": SweepSize(997, 25, _PAPER), "mask_a3c": SweepSize(100, 10, _PAPER)}),
-        example_params=_PAPER, highlight_states=5, episodes=10, eval_max_steps=10_000, gif_steps=1_500,
-        official_games="all", official_episodes=10, official_max_steps=10_000, train_frames=10_000_000,
+        "full", MappingProxyType({"dqn": SweepSize(BENCHMARK_STATES, 25, _PAPER), "mask_a3c": SweepSize(100, 10, _PAPER)}),
+        example_params=_PAPER, highlight_states=5, episodes=10, eval_max_steps=EPISODE_STEP_CAP, gif_steps=1_500,
+        official_games="all", official_episodes=10, official_max_steps=EPISODE_STEP_CAP, train_frames=10_000_000,
         book_games="all", play_steps=1500, bootstrap_resamples=2000, runtime_methods=None, runtime_states=3,
         # the Mask-A3C agents' 100 states span a whole greedy game, not its launch (issue 18)
         state_selection=MappingProxyType({"mask_a3c": "spread"}),

@@ -15,10 +15,10 @@ import os
 import shutil
 from pathlib import Path
 
-from .._io import atomic_write
-from ..agents import load_agent, save_agent
-from .common import read_log
-from .scores import SCORES_COLUMNS, evaluate_protocols, scores_row, update_scores  # noqa: F401 (SCORES_COLUMNS: its old home)
+from saliency_lib._io import atomic_write
+from saliency_lib.agents import load_agent, save_agent
+from saliency_lib.train.common import read_log
+from saliency_lib.train.scores import evaluate_protocols, scores_row, update_scores
 
 __all__ = ["plot_learning_curve", "ship_agent", "update_scores"]
 
@@ -70,7 +70,7 @@ def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes:
     agent = load_agent(run_dir / "agent")
     csv = Path(scores_csv) if scores_csv else dest.parent / "scores.csv"
     if published is None and agent.meta.get("algo") == "dqn":
-        from ..games import DQN_10M_NEC, DQN_10M_SOURCE
+        from saliency_lib.games import DQN_10M_NEC, DQN_10M_SOURCE
 
         published, published_source = DQN_10M_NEC.get(agent.game), DQN_10M_SOURCE if agent.game in DQN_10M_NEC else ""
     rows = {}

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from saliency_lib.sweep import SweepSpec, compact, plan_units, run_sweep, stored_bytes, stored_keys, stored_versions
+
 from .catalog import ABLATION_METHODS, SEED_METHODS, STUDY_METHODS, shipped_agents, study_agents
-from .executors import run_sweep
-from .paths import RESULTS_DIR
+from .paths import RESULTS_DIR, repo_path
 from .profiles import get_profile
-from .store import compact, stored_bytes, stored_keys, stored_versions
-from .units import SweepSpec, plan_units
 
 __all__ = ["profile_specs", "seed_specs", "study_units", "study_results", "study_status", "study_versions", "study_compact"]
 
@@ -20,7 +19,8 @@ __all__ = ["profile_specs", "seed_specs", "study_units", "study_results", "study
 def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = None, seed: int = 0,
                   results_dir=RESULTS_DIR) -> list[SweepSpec]:
     """The sweeps of one game in ``profile``: one spec per agent (sizes differ by agent kind)."""
-    from ..agents import load_agent
+    results_dir = repo_path(results_dir)
+    from saliency_lib.agents import load_agent
 
     prof = get_profile(profile)
     if agents is None:
@@ -66,6 +66,7 @@ def study_results(profile: str, games: str | Sequence[str], *, executor: str = "
     This is what ``saliency-study run`` and the book's build run, and what the chapters read;
     all three plan the same units, so a chapter after a run finds everything stored.
     """
+    results_dir = repo_path(results_dir)
     games = [games] if isinstance(games, str) else list(games)
     tables = [run_sweep(spec, executor=executor, results_dir=results_dir, progress=progress, **kw).table
               for g in games for spec in profile_specs(profile, g, agents=agents, seed=seed, results_dir=results_dir)]
@@ -80,6 +81,7 @@ def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | 
     "units_total", "bytes"}...], "units_done", "units_total", "bytes"}``; ``bytes`` is the size
     on disk of the agent's stored units: its loose unit files and its packs (:mod:`.unitstore`).
     """
+    results_dir = repo_path(results_dir)
     if specs is None:
         specs = [sp for game in games for sp in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir)]
     rows = []
@@ -96,6 +98,7 @@ def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | 
 def study_units(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
                 results_dir=RESULTS_DIR) -> list:
     """Every unit of ``profile`` for ``games``, planned without collecting any state."""
+    results_dir = repo_path(results_dir)
     return [u for game in games
             for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir)
             for u in plan_units(spec, results_dir=results_dir, states=False)[0]]
@@ -104,6 +107,7 @@ def study_units(profile: str, games: Sequence[str], *, agents: Sequence[str] | N
 def study_versions(profile: str, games: Sequence[str], *, agents: Sequence[str] | None = None, seed: int = 0,
                    results_dir=RESULTS_DIR) -> dict:
     """Which package versions made the stored units of ``profile`` (:func:`~.store.stored_versions`), computing nothing."""
+    results_dir = repo_path(results_dir)
     units = study_units(profile, games, agents=agents, seed=seed, results_dir=results_dir)
     return stored_versions(units, results_dir=results_dir)
 
@@ -112,5 +116,6 @@ def study_compact(profile: str, games: Sequence[str], *, agents: Sequence[str] |
                   results_dir=RESULTS_DIR) -> dict:
     """Pack the loose units of ``profile`` for ``games`` into one file per agent and experiment
     (:func:`~.store.compact`), computing nothing."""
+    results_dir = repo_path(results_dir)
     return compact(study_units(profile, games, agents=agents, seed=seed, results_dir=results_dir),
                    results_dir=results_dir)

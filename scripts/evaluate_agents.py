@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             published = None if pub is None or str(pub["published"]) in ("", "nan") else float(pub["published"])
             source = "" if pub is None or str(pub["published_source"]) in ("", "nan") else str(pub["published_source"])
             if published is None and agent.meta.get("algo") == "dqn":
-                from saliency_lib.experiments.catalog import DQN_10M_NEC, DQN_10M_SOURCE
+                from saliency_study.catalog import DQN_10M_NEC, DQN_10M_SOURCE
 
                 published, source = DQN_10M_NEC.get(agent.game), DQN_10M_SOURCE if agent.game in DQN_10M_NEC else ""
             update_scores(csv, scores_row(d.name, agent.meta, agent.game, r, published=published, published_source=source))

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import saliency_study.paths  # noqa: E402,F401  (the study's copy of the official checkpoints is the default)
+
 sys.path.insert(0, str(Path(__file__).parent))  # toy_models
 torch.set_num_threads(1)
 

@@ -18,15 +18,15 @@ import nbformat
 import pandas as pd
 import pytest
 
-import saliency_book.build.builder as bk
-import saliency_book.build.offline as offline
-import saliency_book.build.pages as pages
+import saliency_book.builder.builder as bk
+import saliency_book.builder.offline as offline
+import saliency_book.builder.pages as pages
 from saliency_book.ch1_agents import AgentsChapter
 from saliency_book.common import score_table
-from saliency_lib.experiments.catalog import record_study_agent, study_agent
-from saliency_lib.experiments.paths import REPO_ROOT
-from saliency_lib.experiments.profiles import PROFILES, profile_settings
-from saliency_lib.experiments.store import cached_json, cached_table
+from saliency_study.cache import cached_json, cached_table
+from saliency_study.catalog import record_study_agent, study_agent
+from saliency_study.paths import REPO_ROOT
+from saliency_study.profiles import PROFILES, profile_settings
 
 SCREENSHOTS = REPO_ROOT / "book" / "_build" / "screenshots"
 
@@ -309,7 +309,7 @@ def test_papermill_reruns_a_chapter_with_other_parameters(tiny_book, tmp_path):
 
 @pytest.fixture(scope="module")
 def chromium():
-    from saliency_book.build.browser import ChromiumMissing, ensure_chromium
+    from saliency_book.builder.browser import ChromiumMissing, ensure_chromium
 
     try:
         return ensure_chromium(install=True)  # apt-get install when missing and root
@@ -319,8 +319,8 @@ def chromium():
 
 @pytest.mark.slow
 def test_every_page_renders_in_chromium(tiny_book, chromium):
-    from saliency_book.build.browser import check_book, expected_outputs
-    from saliency_lib.experiments.catalog import official_available
+    from saliency_book.builder.browser import check_book, expected_outputs
+    from saliency_study.catalog import official_available
 
     b, d = tiny_book
     shots = {"intro.html": "landing.png", "chapters/01_agents.html": "full:chapter-01_agents.png"}
@@ -349,7 +349,7 @@ def test_every_page_renders_in_chromium(tiny_book, chromium):
 
 def test_chapter_fingerprint_follows_the_sweep_table():
     """A chapter is re-executed when the sweep step's result table changes, not otherwise."""
-    from saliency_book.build.builder import _inputs_fingerprint, _table_digest
+    from saliency_book.builder.builder import _inputs_fingerprint, _table_digest
 
     t = pd.DataFrame({"agent": ["a", "a"], "method": ["occlusion", "rise"], "value": [0.5, 0.25]})
     same = _table_digest([t.copy()])
@@ -364,7 +364,7 @@ def test_chapter_fingerprint_follows_the_sweep_table():
 def test_chapter_fingerprint_follows_the_packs_and_the_books_helpers(tmp_path):
     """Committing a compacted game (a new pack) or changing a chapter's helper module re-executes the chapters;
     loose units of a run in progress do not."""
-    from saliency_book.build.builder import _inputs_fingerprint
+    from saliency_book.builder.builder import _inputs_fingerprint
 
     res = tmp_path / "results"
     (res / "sweep" / "packs" / "sanity").mkdir(parents=True)

@@ -12,7 +12,7 @@ from toy_models import PatchQNet, as_agent, random_states
 from saliency_lib.agents import ActorCriticAgent, DQNConfig, DQNNet, MaskA3CConfig, MaskA3CNet, QAgent
 from saliency_lib.agents.mask_a3c import max_pool2
 from saliency_lib.explainers import RISE, Occlusion, get_explainer
-from saliency_lib.explainers._cascade import StagedForward, staged_forward, staged_support
+from saliency_lib.inference import StagedForward, staged_forward, staged_support
 from saliency_lib.metrics import RandomisationTest
 from saliency_lib.metrics.randomisation import randomised_models
 

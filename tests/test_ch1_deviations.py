@@ -18,7 +18,7 @@ from saliency_book.ch1_deviations import (
     style_deviations,
     training_table,
 )
-from saliency_lib.experiments.profiles import PROFILE_NAMES, sweep_sizes
+from saliency_study.profiles import PROFILE_NAMES, sweep_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ROOT / "data" / "agents"

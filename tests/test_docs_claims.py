@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from saliency_lib.train.scores import compare_variants, read_scores
+from saliency_lib.train.scores import read_scores
+from saliency_study.variants import compare_variants
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +30,7 @@ def test_intro_and_readme_carry_the_findings_of_the_committed_full_study(officia
 
 def test_intro_quotes_the_dqn_agents_scores_of_scores_csv():
     """The introduction's hand-written sentence on our DQN agents' greedy scores matches data/agents/scores.csv."""
-    from saliency_book.paper import GAME_LABELS
+    from saliency_study.paper import GAME_LABELS
 
     greedy = read_scores(ROOT / "data" / "agents" / "scores.csv", protocol="greedy")
     dqn = greedy[greedy["algo"] == "dqn"].set_index("game")

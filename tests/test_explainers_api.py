@@ -21,9 +21,6 @@ from saliency_lib.explainers import (
     GradCAM,
     Gradient,
     Lime,
-    LimeFelzenszwalb,
-    LimeQuickshift,
-    LimeSLIC,
     MaskAttention,
     NoiseSensitivity,
     Occlusion,
@@ -136,8 +133,9 @@ def test_registry_names_and_presets(agent):
                                "integrated_gradients", "gradcam", "random"}
     assert get_explainer("ns_black", agent).perturbation == "black"
     assert get_explainer("noise_sensitivity", agent, variant="black").method_name == "ns_black"
-    assert isinstance(get_explainer("lime_felzenszwalb", agent), LimeFelzenszwalb)
-    for cls in (Occlusion, NoiseSensitivity, SARFA, RISE, LimeSLIC, LimeQuickshift, MaskAttention, Gradient, GradCAM, RandomMap):
+    assert isinstance(get_explainer("lime_felzenszwalb", agent), Lime)
+    assert get_explainer("lime_felzenszwalb", agent).method_name == "lime_felzenszwalb"
+    for cls in (Occlusion, NoiseSensitivity, SARFA, RISE, Lime, MaskAttention, Gradient, GradCAM, RandomMap):
         assert cls.__name__ in ex.__all__ and cls.__doc__ and "Parameters" in cls.__doc__
 
 
@@ -170,12 +168,12 @@ def test_no_global_rng_use(agent, states):
     b = RISE(agent, n_masks=80).attribute(states).maps
     assert torch.equal(a, b)
     state = torch.get_rng_state()
-    LimeSLIC(agent, n_samples=60).attribute(states)
+    Lime(agent, n_samples=60).attribute(states)
     assert torch.equal(state, torch.get_rng_state())
 
 
 def test_lime_map_of_a_state_does_not_depend_on_the_batch(agent, states):
-    exp = LimeSLIC(agent, n_samples=150)
+    exp = Lime(agent, n_samples=150)
     torch.testing.assert_close(exp.attribute(states).maps[1:], exp.attribute(states[1:]).maps, rtol=1e-5, atol=1e-6)
 
 
@@ -214,7 +212,7 @@ def test_precision_bf16_runs(agent, states):
 def test_bf16_only_where_validated(agent):
     """The offer follows data/benchmarks/bf16_decision.json (tests/test_bf16_decision.py checks it against the file)."""
     RISE(agent, n_masks=10, precision="bf16")
-    LimeSLIC(agent, precision="bf16")
+    Lime(agent, precision="bf16")
     for make in (lambda: NoiseSensitivity(agent, precision="bf16"), lambda: SARFA(agent, precision="bf16"),
                  lambda: NoiseSensitivity(agent, variant="black", precision="bf16"),
                  lambda: Occlusion(agent, precision="bf16"),
@@ -303,13 +301,17 @@ BAD_PARAMS = [
     (RISE, {"seed": -1}, "seed must be an integer >= 0"),
     (RISE, {"masks": torch.rand(5, 80, 80)}, r"masks must be a tensor of shape \(n_masks, 84, 84\)"),
     (RISE, {"masks": torch.rand(5, 84, 84), "n_masks": 6}, "n_masks=6 disagrees with the 5 masks given"),
-    (LimeSLIC, {"n_samples": 1}, "n_samples must be an integer >= 2"),
-    (LimeSLIC, {"n_segments": 0}, "n_segments must be an integer >= 1"),
-    (LimeSLIC, {"kernel_width": 0.0}, "kernel_width must be a real number"),
-    (LimeSLIC, {"alpha": 0.0}, "alpha must be a real number"),
-    (LimeQuickshift, {"ratio": 2.0}, r"ratio must be a real number in \[0.0, 1.0\]"),
-    (LimeFelzenszwalb, {"min_size": -1}, "min_size must be an integer >= 0"),
-    (Lime, {"segmentation": "slic"}, "segmentation must be a callable"),
+    (Lime, {"n_samples": 1}, "n_samples must be an integer >= 2"),
+    (Lime, {"n_segments": 0}, "n_segments must be an integer >= 1"),
+    (Lime, {"kernel_width": 0.0}, "kernel_width must be a real number"),
+    (Lime, {"alpha": 0.0}, "alpha must be a real number"),
+    (Lime, {"segmentation": "quickshift", "ratio": 2.0}, r"ratio must be a real number in \[0.0, 1.0\]"),
+    (Lime, {"segmentation": "felzenszwalb", "min_size": -1}, "min_size must be an integer >= 0"),
+    (Lime, {"segmentation": "watershed"}, "unknown segmentation 'watershed'; valid segmentations are: slic, quickshift"),
+    (Lime, {"segmentation": 3}, "segmentation must be one of slic, quickshift, felzenszwalb or a callable"),
+    (Lime, {"segmentation": "slic", "scale": 3.0}, "scale is not a parameter of the slic segmentation; its parameters "
+                                                    "are: n_segments, compactness, sigma"),
+    (Lime, {"segmentation": lambda img: img[..., 0].astype(int), "n_segments": 3}, "n_segments: parameters of a named"),
     (Gradient, {"channel_reduce": "mean"}, "unknown channel_reduce 'mean'; valid values are: 'sum_abs', 'max_abs', 'sum'"),
     (Gradient, {"output": "all"}, "valid outputs are: q, advantage, probs$"),
     (GradCAM, {"layer": "conv9"}, "unknown layer 'conv9' in PatchQNet; its convolutional layers are: conv1"),

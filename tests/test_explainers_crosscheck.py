@@ -29,7 +29,6 @@ from saliency_lib.explainers import (
     Gradient,
     IntegratedGradients,
     Lime,
-    LimeSLIC,
     NoiseSensitivity,
     Occlusion,
 )
@@ -100,7 +99,7 @@ def test_lime_matches_lime_base_with_same_samples():
 
     agent = as_agent(PatchQNet(4), 4)
     x = random_states(1, seed=4)
-    exp = LimeSLIC(agent, n_samples=600, seed=3)
+    exp = Lime(agent, segmentation="slic", n_samples=600, seed=3)
     res = exp.attribute(x)
     seg = res.segments[0]
     n_features = int(seg.max()) + 1

@@ -123,7 +123,8 @@ def test_insertion_finding_waits_for_every_method_of_the_paper():
 
 
 def test_mask_score_finding_quotes_chapter_5s_verdict_under_both_protocols(tmp_path):
-    from saliency_lib.train.scores import compare_variants, read_scores
+    from saliency_lib.train.scores import read_scores
+    from saliency_study.variants import compare_variants
 
     rows = [{"agent": f"a3c-Breakout-{v}-s{s}", "algo": "a3c-sync", "game": "Breakout", "variant": v, "seed": s,
              "frames": 10_000_000, "protocol": p, "episodes": 10, "distinct_games": 10, "mean": m + s, "std": 1.0}

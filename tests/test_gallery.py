@@ -128,12 +128,12 @@ def test_highlight_states_are_ordered_and_cached(dqn_dir, results, monkeypatch):
 
 
 def test_saliency_map_targets_and_cache(dqn_dir, results):
-    from saliency_lib.experiments.paths import repo_path
-    from saliency_lib.experiments.store import MEDIA
+    from saliency_study.cache import MEDIA
+    from saliency_study.paths import repo_path
 
     agent = cm.load(dqn_dir)
     s = mp.highlight_states(agent, dqn_dir, mp.StateSelection(trajectory=60, budget=2), results_dir=results)
-    from saliency_lib.experiments.profiles import PROFILES
+    from saliency_study.profiles import PROFILES
 
     params = PROFILES["tiny"].example_params
     media = repo_path(results) / MEDIA
@@ -172,7 +172,7 @@ def test_gallery_figures_on_a_dqn_agent(dqn_dir, results):
 
 
 def test_games_tabs_show_each_games_dqn_agent_or_why_it_is_missing(dqn_dir, tmp_path):
-    from saliency_lib.experiments.catalog import record_study_agent
+    from saliency_study.catalog import record_study_agent
 
     results = str(tmp_path)
     record_study_agent("Breakout", dqn_dir, results_dir=results)

@@ -1,7 +1,7 @@
 """Incremental inference for local perturbations equals full forward passes.
 
 Occlusion, Noise Sensitivity and SARFA on a DQNNet recompute only the changed
-windows of each layer (``saliency_lib.explainers._incremental``). Every test
+windows of each layer (``saliency_lib.inference._incremental``). Every test
 compares against ``naive=True`` (full forward passes of the same perturbed
 inputs): maps agree to float rounding (≤ 1e-4 after min-max normalisation,
 Spearman ≥ 0.9999).
@@ -249,7 +249,7 @@ def test_unsupported_network_falls_back_once(states, caplog, make):
     reason = inc.incremental_support(agent)
     assert reason is not None
     inc._NOTICES.clear()
-    with caplog.at_level(logging.WARNING, logger="saliency_lib.explainers._incremental"):
+    with caplog.at_level(logging.WARNING, logger="saliency_lib.inference._incremental"):
         fast = Occlusion(agent, patch=6).attribute(states)
         Occlusion(agent, patch=6).attribute(states)
     notices = [r for r in caplog.records if "incremental inference does not support" in r.getMessage()]

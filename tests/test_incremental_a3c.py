@@ -1,7 +1,7 @@
 """Incremental inference on Mask-A3C networks equals full forward passes.
 
 Occlusion, Noise Sensitivity and SARFA on a MaskA3CNet recompute only the changed
-windows of conv1 … ConvLSTM (``saliency_lib.explainers._incremental_a3c``). Every
+windows of conv1 … ConvLSTM (``saliency_lib.inference._incremental_a3c``). Every
 test compares against ``naive=True`` (full forward passes of the same perturbed
 inputs, with the same recurrent state): maps agree to float rounding (≤ 1e-4 after
 min-max normalisation, Spearman ≥ 0.9999).
@@ -19,7 +19,7 @@ from test_incremental import assert_same_maps, norm
 from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet
 from saliency_lib.explainers import SARFA, NoiseSensitivity, Occlusion, get_explainer
 from saliency_lib.explainers import _incremental as inc
-from saliency_lib.explainers._incremental_a3c import IncrementalMaskA3C, mask_a3c_support
+from saliency_lib.inference import IncrementalMaskA3C, mask_a3c_support
 
 torch.set_num_threads(1)
 AGENTS = Path(__file__).resolve().parents[1] / "data" / "agents"
@@ -157,7 +157,7 @@ def test_unchanged_inputs_reproduce_the_clean_outputs(states):
     got = exp._local_perturbed_readouts(x, hidden, index, lambda i, clean: clean, 64, delta=lambda s, p, clean, at: torch.zeros_like(clean))
     eng = inc.engine_for(exp, [agent], hidden)
     with torch.no_grad():
-        from saliency_lib.explainers._incremental_a3c import _Clean
+        from saliency_lib.inference._incremental_a3c import _Clean
 
         ref = exp._readout(_Clean(agent.net, x, hidden).out)
     assert torch.equal(got, ref[:, None].expand_as(got))
@@ -205,7 +205,7 @@ def test_unsupported_network_falls_back_once(states, caplog, make, why):
     x, hidden = states
     hidden = hidden if agent.recurrent else None
     inc._NOTICES.clear()
-    with caplog.at_level(logging.WARNING, logger="saliency_lib.explainers._incremental"):
+    with caplog.at_level(logging.WARNING, logger="saliency_lib.inference._incremental"):
         fast = Occlusion(agent, patch=8).attribute(x, hidden=hidden)
         Occlusion(agent, patch=8).attribute(x, hidden=hidden)
     notices = [r for r in caplog.records if "incremental inference does not support" in r.getMessage()]

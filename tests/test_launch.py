@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from saliency_book.build.launch import PAGES_BRANCH, launch_paths, launch_problems, retarget
+from saliency_book.builder.launch import PAGES_BRANCH, launch_paths, launch_problems, retarget
 
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = "https://mybinder.org/v2/gh/org/repo/main?urlpath=tree/book/chapters/01_agents-MsPacman.ipynb"
@@ -70,5 +70,5 @@ def test_book_config_has_one_repository_and_both_launchers():
     assert cfg["repository"]["branch"] == "main"
     assert cfg["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
     assert cfg["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
-    assert "saliency_book.build.launch" in cfg["sphinx"]["config"]["extensions"]
+    assert "saliency_book.builder.launch" in cfg["sphinx"]["config"]["extensions"]
     assert cfg["repository"]["url"] not in (ROOT / "CITATION.cff").read_text()  # one setting only

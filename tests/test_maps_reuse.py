@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import torch
 
-from saliency_lib.experiments import executors, units
-from saliency_lib.experiments.catalog import STUDY_METHODS
+from saliency_lib import sweep
+from saliency_study.catalog import STUDY_METHODS
 
 # sample counts and the IG steps do not change a code path, only the time; the local methods keep the paper's grids
 CHEAP = {"rise": {"n_masks": 48}, "lime_slic": {"n_samples": 48}, "lime_quickshift": {"n_samples": 48},
@@ -29,12 +29,12 @@ def mask_a3c_dir(tmp_path_factory):
 
 
 def _pairs(agent_dir, tmp_path, params):
-    spec = units.SweepSpec(agents=(agent_dir,), methods=STUDY_METHODS, experiments=("sanity", "insertion", "deletion"),
+    spec = sweep.SweepSpec(agents=(agent_dir,), methods=STUDY_METHODS, experiments=("sanity", "insertion", "deletion"),
                            substrates=("black", "blur"), n_states=3, chunk=3, params=params)
-    planned, context = units.plan_units(spec, results_dir=tmp_path)
+    planned, context = sweep.plan_units(spec, results_dir=tmp_path)
     by_key: dict = {}
     for u in planned:
-        by_key.setdefault(units.maps_key(u), {})[u.experiment] = u
+        by_key.setdefault(sweep.maps_key(u), {})[u.experiment] = u
     return [(g["sanity"], g["degradation"]) for g in by_key.values() if set(g) == {"sanity", "degradation"}], context
 
 
@@ -50,26 +50,26 @@ def test_degradation_rows_are_the_same_with_the_sanity_units_maps(kind, agent_di
     for sanity, degradation in pairs:
         _, agent, states = context[sanity.state_config]
         cache: dict = {}
-        units.compute_unit(sanity, agent, states, maps_cache=cache)
-        assert units.maps_key(degradation) in cache
-        reused = units.compute_unit(degradation, agent, states, maps_cache=cache)
+        sweep.compute_unit(sanity, agent, states, maps_cache=cache)
+        assert sweep.maps_key(degradation) in cache
+        reused = sweep.compute_unit(degradation, agent, states, maps_cache=cache)
         assert not cache, "the degradation unit takes the maps out of the cache"
-        alone = units.compute_unit(degradation, agent, states)
+        alone = sweep.compute_unit(degradation, agent, states)
         pd.testing.assert_frame_equal(reused, alone, check_exact=True, obj=f"{kind} {sanity.method}")
 
 
 def test_local_executor_runs_each_sanity_unit_before_the_degradation_unit_of_its_maps(agent_dir, tmp_path, monkeypatch):
     seen = []
-    real = units.compute_unit
+    real = sweep.compute_unit
 
     def spy(unit, agent, states, **kw):
         seen.append((unit.experiment, unit.method, unit.states, len(kw["maps_cache"])))
         return real(unit, agent, states, **kw)
 
-    monkeypatch.setattr(executors, "compute_unit", spy)
-    spec = units.SweepSpec(agents=(agent_dir,), methods=("occlusion", "gradient"), experiments=("sanity", "insertion"),
+    monkeypatch.setattr("saliency_lib.sweep._executors.compute_unit", spy)
+    spec = sweep.SweepSpec(agents=(agent_dir,), methods=("occlusion", "gradient"), experiments=("sanity", "insertion"),
                            substrates=("black",), n_states=4, chunk=2, params={"occlusion": {"patch": 12}})
-    executors.run_sweep(spec, executor="local", results_dir=tmp_path, progress=False)
+    sweep.run_sweep(spec, executor="local", results_dir=tmp_path, progress=False)
     kinds = [(e, m, s) for e, m, s, _ in seen if m != "random"]
     for i, (e, m, s) in enumerate(kinds):
         if e == "degradation":

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from saliency_lib.agents import ActorCriticAgent, DQNConfig, DQNNet, MaskA3CConfig, MaskA3CNet, QAgent
-from saliency_lib.experiments.units import RANDOM_BASELINE, Unit, compute_unit
 from saliency_lib.explainers import get_explainer
 from saliency_lib.metrics import Insertion, RandomisationTest
 from saliency_lib.results import SCHEMA, read_table, to_table, write_table
+from saliency_lib.sweep import RANDOM_BASELINE, Unit, compute_unit
 
 torch.set_num_threads(1)
 
@@ -67,7 +67,7 @@ def test_units_record_their_precision_and_a_bf16_default_enters_the_key(a3c):
 def test_plans_write_a_bf16_default_into_the_units_parameters(agent_dir, monkeypatch):
     """No method defaults to bf16 today (bf16_decision.json); if one did, its units would say so and get new keys."""
     import saliency_lib.explainers._precision as precision
-    from saliency_lib.experiments.units import SweepSpec, plan_units
+    from saliency_lib.sweep import SweepSpec, plan_units
 
     spec = SweepSpec(agents=(agent_dir,), methods=("rise", "occlusion"), n_states=2, chunk=2, experiments=("insertion",),
                      substrates=("black",), params={"rise": {"n_masks": 4}})

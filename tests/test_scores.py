@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from saliency_lib.train.scores import SCORES_COLUMNS, compare_variants, read_scores, update_scores
+from saliency_lib.train.scores import SCORES_COLUMNS, read_scores, update_scores
+from saliency_study.variants import compare_variants
 
 
 def _row(agent, protocol="greedy", mean=1.0, **kw):

@@ -19,22 +19,25 @@ import pytest
 import torch
 from scipy import stats
 
-from saliency_lib.experiments import executors, study, units
-from saliency_lib.experiments.curves import curve_bands_table, pool_curves, summarise_curves
-from saliency_lib.experiments.store import (
+from saliency_lib import sweep
+from saliency_lib.results import KEY, SCHEMA, canonical_json, write_table
+from saliency_lib.sweep import (
     compact,
+    curve_bands_table,
     load_units,
     mean_curves,
     pack_path,
+    pool_curves,
     read_stored,
     store_unit,
     stored_bytes,
     stored_keys,
     stored_versions,
+    summarise_curves,
     unit_path,
 )
-from saliency_lib.results import KEY, SCHEMA, canonical_json, write_table
 from saliency_lib.versions import environment_versions
+from saliency_study import study
 
 torch.set_num_threads(1)
 
@@ -117,7 +120,7 @@ def test_effective_sample_size_widens_the_band():
 def _spec(agent_dir, **kw):
     kw = {"agents": (agent_dir,), "methods": ("gradient",), "experiments": ("sanity", "insertion", "deletion"),
           "substrates": ("black", "blur"), "n_states": 6, "chunk": 3, "metric": {"levels": 2}, **kw}
-    return units.SweepSpec(**kw)
+    return sweep.SweepSpec(**kw)
 
 
 @pytest.fixture(scope="module")
@@ -126,10 +129,10 @@ def sweeps(agent_dir, tmp_path_factory):
     out, raw = {}, {}
     for chunk in (3, 2):
         root = tmp_path_factory.mktemp(f"chunk{chunk}")
-        rep = executors.run_sweep(_spec(agent_dir, chunk=chunk), results_dir=root, progress=False)
+        rep = sweep.run_sweep(_spec(agent_dir, chunk=chunk), results_dir=root, progress=False)
         out[chunk] = (root, rep)
-        _, context = units.plan_units(_spec(agent_dir, chunk=chunk), results_dir=root)
-        raw.update({u.key: units.compute_unit(u, *context[u.state_config][1:]) for u in rep.units})
+        _, context = sweep.plan_units(_spec(agent_dir, chunk=chunk), results_dir=root)
+        raw.update({u.key: sweep.compute_unit(u, *context[u.state_config][1:]) for u in rep.units})
     return out, raw
 
 
@@ -177,7 +180,7 @@ def test_compaction_keeps_every_row_and_curve_and_resumes(sweeps, agent_dir, tmp
     assert got["units_packed"] == len(half) and got["packs_written"] == 2  # sanity and degradation
     assert not any(unit_path(u, root).exists() for u in half)
     assert stored_keys(rep.units, results_dir=root) == {u.key for u in rep.units}
-    again = executors.run_sweep(_spec(agent_dir), results_dir=root, progress=False)
+    again = sweep.run_sweep(_spec(agent_dir), results_dir=root, progress=False)
     assert again.computed == 0  # packed units are found done
     pd.testing.assert_frame_equal(again.table, before_t, check_exact=True)
     pd.testing.assert_frame_equal(again.curves(), before_c, check_exact=False, rtol=1e-12)
@@ -205,7 +208,7 @@ def test_compaction_keeps_every_row_and_curve_and_resumes(sweeps, agent_dir, tmp
     with pytest.raises(ValueError, match="pooled with 1 units that were not asked for"):
         mean_curves(deg[:1], results_dir=root)
     with pytest.raises(FileNotFoundError, match="1 of 1 units are not stored"):
-        load_units([units.Unit("sanity", "x", "Breakout", "gradient", (), (0,), "{}", "{}", 0)], results_dir=root)
+        load_units([sweep.Unit("sanity", "x", "Breakout", "gradient", (), (0,), "{}", "{}", 0)], results_dir=root)
 
 
 
@@ -215,7 +218,7 @@ def test_a_pack_holds_units_whose_rows_share_every_key_column(sweeps, agent_dir,
     (root0, rep) = sweeps[0][3]
     root = tmp_path / "r"
     shutil.copytree(root0, root)
-    other = executors.run_sweep(_spec(agent_dir, experiments=("sanity",), metric={"levels": 1}), results_dir=root,
+    other = sweep.run_sweep(_spec(agent_dir, experiments=("sanity",), metric={"levels": 1}), results_dir=root,
                                 progress=False)
     assert other.computed == other.total > 0
     mine = [u for u in rep.units if u.experiment == "sanity"]
@@ -311,7 +314,7 @@ def _synthetic_group(root, agent, game, n_states, chunk, deg_methods, san_method
     for method in deg_methods:
         for a in range(0, n_states, chunk):
             ids = np.arange(a, min(a + chunk, n_states))
-            u = units.Unit("degradation", agent, game, method, tuple(settings), tuple(ids.tolist()), scfg, "{}", 0)
+            u = sweep.Unit("degradation", agent, game, method, tuple(settings), tuple(ids.tolist()), scfg, "{}", 0)
             parts = []
             for mode, sub in settings:
                 for meas in ("q_ratio", "advantage"):
@@ -330,9 +333,9 @@ def _synthetic_group(root, agent, game, n_states, chunk, deg_methods, san_method
     for method in san_methods:
         for a in range(0, n_states, chunk):
             ids = np.arange(a, min(a + chunk, n_states))
-            u = units.Unit("sanity", agent, game, method, (), tuple(ids.tolist()), scfg, "{}", 0)
+            u = sweep.Unit("sanity", agent, game, method, (), tuple(ids.tolist()), scfg, "{}", 0)
             rows = pd.DataFrame([{"state": s, "level": lv, "layer": ly, "measure": m, "value": rng.uniform(-1, 1)}
-                                 for s in ids for lv, ly in layers for m in units.SANITY_SIMILARITIES])
+                                 for s in ids for lv, ly in layers for m in sweep.SANITY_SIMILARITIES])
             rows = rows.assign(experiment="sanity", agent=agent, game=game, method=method, target=1, constant_map=False,
                                higher_is_better=False, seed=0, config_hash=u.key)
             store_unit(u, rows.reindex(columns=list(SCHEMA)), root)
@@ -382,7 +385,7 @@ def test_the_full_study_fits_in_40_mb(tmp_path, capsys):
 def test_every_committed_pack_reads():
     """Each pack under data/results reads and validates as a whole (every unit's rows unique within the
     unit), as the book's sweep step reads them; a pack that did not once stopped `make book`."""
-    from saliency_lib.experiments.paths import RESULTS_DIR, repo_path
+    from saliency_study.paths import RESULTS_DIR, repo_path
 
     packs = sorted((repo_path(RESULTS_DIR) / "sweep" / "packs").glob("*/*.parquet"))
     assert packs, "no committed packs found"
@@ -406,10 +409,10 @@ def test_committed_units_are_reproduced_by_recomputing_them(method):
     below leave about 3x margin; a change of method, target or normalisation moves rows by 0.1 or
     more (similarities lie in [-1, 1])."""
     from saliency_lib.agents import load_agent
-    from saliency_lib.experiments.units import compute_unit, spec_states
+    from saliency_lib.sweep import compute_unit, spec_states
 
     spec = study.profile_specs("full", "Breakout", agents=["data/agents/dqn-Breakout-s0"])[0]
-    planned, _ = units.plan_units(spec, states=False)
+    planned, _ = sweep.plan_units(spec, states=False)
     unit = next(u for u in planned if u.method == method and u.experiment == "sanity")
     if unit.key not in stored_keys([unit]):
         pytest.skip(f"the committed study has no {method} sanity unit of the Breakout DQN agent")

@@ -84,7 +84,7 @@ def test_stream_sweep_and_clean_outputs_on_a_toy_agent(tmp_path):
     assert sorted((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet")) == stored
 
     out = adv.clean_outputs(cfg, rows).set_index("reading")
-    from saliency_lib.experiments.units import study_states
+    from saliency_lib.sweep import study_states
 
     states, _ = study_states(adv.SCHEME + spec, 2, results_dir=cfg.results_dir)
     agent = load_agent(spec)

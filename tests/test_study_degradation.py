@@ -12,8 +12,8 @@ import saliency_book.ch4_figures as fg
 import saliency_book.ch4_rankings as rk
 from saliency_book.common import Note
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
-from saliency_lib.experiments.profiles import PROFILES
 from saliency_lib.results import to_table
+from saliency_study.profiles import PROFILES
 
 DQN, A3C = "data/agents/dqn-Breakout-toy", "official:Breakout"
 PRESETS = {DQN: "dqn", A3C: "mask_a3c"}
@@ -299,17 +299,18 @@ def test_degraded_images_reject_bad_input():
 # -- the study's rows ----------------------------------------------------------------------------
 
 def test_degradation_results_reuse_the_study_units_without_sanity(toy_agent, tmp_path, monkeypatch):
-    from saliency_lib.experiments import study, units
+    from saliency_lib import sweep
+    from saliency_study import study
 
     d = tmp_path / "dqn-Breakout-toy"
     save_agent(toy_agent, d)
-    spec = units.SweepSpec(agents=(str(d),), methods=("gradient",), n_states=2, chunk=2)
+    spec = sweep.SweepSpec(agents=(str(d),), methods=("gradient",), n_states=2, chunk=2)
     monkeypatch.setattr(study, "profile_specs", lambda *a, **k: [spec])
     cfg = dg.DegradationChapter(agent=str(d), profile="tiny", results_dir=str(tmp_path / "r"))
     res = dg.degradation_results(cfg)
     assert set(res["experiment"]) == {"insertion", "deletion"} and set(res["method"]) == {"gradient", "random"}
     assert not (tmp_path / "r" / "sweep" / "sanity").exists()
-    units, _ = units.plan_units(spec, results_dir=tmp_path / "r")  # the full study spec, sanity included
+    units, _ = sweep.plan_units(spec, results_dir=tmp_path / "r")  # the full study spec, sanity included
     stored = {p.stem for p in (tmp_path / "r" / "sweep" / "degradation").glob("*.parquet")}
     assert stored == {u.key for u in units if u.experiment == "degradation"}
     none = dg.degradation_results(dg.DegradationChapter(game="Pong", results_dir=str(tmp_path)))

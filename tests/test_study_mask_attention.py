@@ -19,7 +19,7 @@ import saliency_book.ch5_mask_attention as ma
 import saliency_book.ch5_rankings as rk
 import saliency_book.ch5_scores as sc
 from saliency_book.common import Note
-from saliency_lib.experiments.profiles import PROFILES
+from saliency_study.profiles import PROFILES
 
 
 def _save_ac(agents_dir, variant: str, seed: int = 0, game: str = "Breakout"):
@@ -265,7 +265,7 @@ def test_ranking_display_and_sentence():
 
 
 def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, monkeypatch):
-    from saliency_lib.experiments import study
+    from saliency_study import study
 
     agents = tmp_path / "agents"
     _save_ac(agents, "double", seed=1)  # the tiny profile ranks only the first in name order: seed 0
@@ -359,7 +359,8 @@ def test_curves_figure_marks_the_official_milestones_at_equal_frames(tmp_path, m
     from matplotlib.figure import Figure
 
     from saliency_lib.agents.official import official_test_log
-    from saliency_lib.train.scores import SCORES_COLUMNS, compare_variants
+    from saliency_lib.train.scores import SCORES_COLUMNS
+    from saliency_study.variants import compare_variants
 
     # a synthetic official log: one test game per million global steps, scoring the step in millions,
     # so the milestone at m million steps averages m-4 ... m+5: m + 0.5

@@ -9,7 +9,7 @@ import pytest
 import saliency_book.ch5_study as cst
 from saliency_book.ch5_rankings import CRITERIA, Criterion, block_ranking
 from saliency_book.common import Note
-from saliency_book.evidence import MIN_STATES
+from saliency_study.evidence import MIN_STATES
 
 ORDER = ("gradient", "mask_policy", "integrated_gradients", "gradcam", "mask_value")
 

@@ -1,4 +1,4 @@
-"""Huber et al.'s numbers beside ours (saliency_book.paper, ch3_paper, ch4_paper): loaders, per-game
+"""Huber et al.'s numbers beside ours (saliency_study.paper, ch3_paper, ch4_paper): loaders, per-game
 verdicts, the pooled 99 % CI, the paper's precedents and the degenerate state value, on known answers."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import saliency_book.ch4_paper as p4
 from saliency_book import paper
 from saliency_book.ch4_degradation import DegradationChapter
 from saliency_book.common import ExplainedAgent, Note
-from saliency_book.evidence import TOO_FEW
 from saliency_lib.results import to_table
+from saliency_study.evidence import TOO_FEW
 
 
 def ar1(n, phi=0.7, *, seed=0, scale=0.05):

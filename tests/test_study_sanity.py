@@ -67,7 +67,7 @@ def test_config_accepts_papermill_values_and_rejects_bad_ones():
 
 
 def test_sweep_specs_keep_only_the_sanity_experiment_and_the_profile_sizes(tmp_path, official_available):
-    from saliency_lib.experiments.profiles import PROFILES
+    from saliency_study.profiles import PROFILES
 
     cfg = sn.SanityChapter(profile="tiny", results_dir=str(tmp_path))
     (spec,) = sn.sweep_specs(cfg, "official:Breakout", methods=["ns_chosen", "ns_original", "nothing"])

@@ -9,7 +9,7 @@ import pytest
 import saliency_book.ch5_seeds as cs
 from saliency_book.ch5_rankings import Criterion
 from saliency_book.common import Note
-from saliency_book.evidence import MIN_STATES
+from saliency_study.evidence import MIN_STATES
 
 METHODS = ("mask_policy", "mask_value", "gradient", "integrated_gradients", "gradcam")
 ONE_SEED_TEXT = "one seed so far: whether the ranks hold across seeds cannot be judged"

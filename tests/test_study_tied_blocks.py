@@ -10,7 +10,7 @@ import torch
 import saliency_book.ch3_sanity as sn
 import saliency_book.ch3_tied_blocks as tb
 from saliency_book.common import ExplainedAgent, Note
-from saliency_book.evidence import TOO_FEW
+from saliency_study.evidence import TOO_FEW
 
 
 @pytest.mark.parametrize("share", [0.2, 0.5, 0.63, 0.8])

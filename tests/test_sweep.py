@@ -6,18 +6,23 @@ every number still flows through the real explainers and metrics.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+from faults import dying_proc_worker, dying_ray_unit
 
 from saliency_book.common import describe_params
+from saliency_lib import sweep
 from saliency_lib.agents import load_agent
-from saliency_lib.experiments import executors, profiles, study, units
+from saliency_study import profiles, study
 
 METHODS = ("occlusion", "gradient")
 
@@ -25,13 +30,13 @@ METHODS = ("occlusion", "gradient")
 def _spec(agent_dir, **kw):
     kw = {"agents": (agent_dir,), "methods": METHODS, "experiments": ("sanity", "insertion"), "substrates": ("black",),
           "n_states": 6, "chunk": 3, "params": {"occlusion": {"patch": 12}}, **kw}
-    return units.SweepSpec(**kw)
+    return sweep.SweepSpec(**kw)
 
 
 @pytest.fixture(scope="module")
 def local_run(agent_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("local")
-    return root, executors.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
+    return root, sweep.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
 
 
 def test_units_cover_every_method_experiment_and_chunk(local_run):
@@ -47,15 +52,15 @@ def test_units_cover_every_method_experiment_and_chunk(local_run):
 
 def test_rerun_computes_nothing(local_run, agent_dir):
     root, rep = local_run
-    again = executors.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
+    again = sweep.run_sweep(_spec(agent_dir), executor="local", results_dir=root, progress=False)
     assert again.computed == 0 and again.skipped == rep.total
     pd.testing.assert_frame_equal(again.table, rep.table)
 
 
 def test_unit_key_ignores_batch_size_and_seeds_from_the_unit(agent_dir, tmp_path):
-    a, _ = units.plan_units(_spec(agent_dir), results_dir=tmp_path)
-    b, _ = units.plan_units(_spec(agent_dir, batch_size=7), results_dir=tmp_path)
-    c, _ = units.plan_units(_spec(agent_dir, seed=1), results_dir=tmp_path)
+    a, _ = sweep.plan_units(_spec(agent_dir), results_dir=tmp_path)
+    b, _ = sweep.plan_units(_spec(agent_dir, batch_size=7), results_dir=tmp_path)
+    c, _ = sweep.plan_units(_spec(agent_dir, seed=1), results_dir=tmp_path)
     assert [u.key for u in a] == [u.key for u in b]
     assert not {u.key for u in a} & {u.key for u in c}
     assert len({u.torch_seed for u in a}) == len(a)
@@ -71,16 +76,16 @@ def test_interrupted_sweep_recomputes_only_the_missing_units(local_run, agent_di
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        executors.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False, on_unit=stop_after_four)
+        sweep.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False, on_unit=stop_after_four)
     assert seen[-1] == (4, full.total)
-    rest = executors.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False)
+    rest = sweep.run_sweep(_spec(agent_dir), results_dir=tmp_path, progress=False)
     assert rest.skipped == 4 and rest.computed == full.total - 4
     pd.testing.assert_frame_equal(rest.table, full.table)
 
 
 def test_bad_inputs_are_refused(agent_dir):
     with pytest.raises(ValueError, match="unknown executor 'threads'"):
-        executors.run_sweep(_spec(agent_dir), executor="threads")
+        sweep.run_sweep(_spec(agent_dir), executor="threads", results_dir="unused")
     with pytest.raises(ValueError, match="unknown methods"):
         _spec(agent_dir, methods=("occlusion", "shap"))
     with pytest.raises(ValueError, match="unknown experiments"):
@@ -91,16 +96,16 @@ def test_bad_inputs_are_refused(agent_dir):
 
 def test_processes_executor_gives_identical_tables(local_run, agent_dir, tmp_path):
     _, rep = local_run
-    got = executors.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path, progress=False)
+    got = sweep.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path, progress=False)
     assert got.computed == rep.total
     pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
 
 
-def test_processes_executor_survives_a_killed_worker(local_run, agent_dir, tmp_path):
+def test_processes_executor_survives_a_killed_worker(local_run, agent_dir, tmp_path, monkeypatch):
     _, rep = local_run
     faults = tmp_path / "faults"
-    got = executors.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path / "r",
-                       progress=False, _fault=str(faults))
+    monkeypatch.setattr("saliency_lib.sweep._executors._proc_worker", functools.partial(dying_proc_worker, str(faults)))
+    got = sweep.run_sweep(_spec(agent_dir), executor="processes", workers=2, results_dir=tmp_path / "r", progress=False)
     assert (faults / "killed").exists()  # one worker was killed mid-unit
     assert len(list((tmp_path / "r" / "sweep").glob("*/*.parquet"))) == rep.total  # one row set per unit
     pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
@@ -110,8 +115,14 @@ needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="
 
 
 @pytest.fixture(scope="module")
-def ray_local():
+def ray_local(tmp_path_factory):
     ray = pytest.importorskip("ray")
+    # the workers read where to record their one fault (tests/faults.py) from their environment
+    os.environ["SWEEP_FAULT_DIR"] = str(tmp_path_factory.mktemp("ray") / "faults")
+    import faults
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(faults)  # the workers cannot import the test directory's modules
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
@@ -119,12 +130,13 @@ def ray_local():
 
 @needs_ray
 @pytest.mark.slow
-def test_ray_executor_identical_and_survives_a_killed_worker(local_run, agent_dir, tmp_path, ray_local):
+def test_ray_executor_identical_and_survives_a_killed_worker(local_run, agent_dir, tmp_path, ray_local, monkeypatch):
     _, rep = local_run
-    got = executors.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "clean", progress=False)
+    got = sweep.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "clean", progress=False)
     pd.testing.assert_frame_equal(got.table, rep.table, check_exact=True)
-    faults = tmp_path / "faults"
-    hurt = executors.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "hurt", progress=False, _fault=str(faults))
+    faults = Path(os.environ["SWEEP_FAULT_DIR"])
+    monkeypatch.setattr("saliency_lib.sweep._executors._ray_unit", dying_ray_unit)
+    hurt = sweep.run_sweep(_spec(agent_dir), executor="ray", results_dir=tmp_path / "hurt", progress=False)
     assert (faults / "killed").exists()  # one worker was killed mid-unit, and Ray retried its unit
     assert len(list((tmp_path / "hurt" / "sweep").glob("*/*.parquet"))) == rep.total
     pd.testing.assert_frame_equal(hurt.table, rep.table, check_exact=True)
@@ -133,7 +145,7 @@ def test_ray_executor_identical_and_survives_a_killed_worker(local_run, agent_di
 def test_ray_missing_gives_the_install_command(monkeypatch, agent_dir):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(ImportError, match=r"pip install 'saliency-lib\[ray\]'"):
-        executors.run_sweep(_spec(agent_dir), executor="ray")
+        sweep.run_sweep(_spec(agent_dir), executor="ray", results_dir="unused")
 
 
 def test_run_command_line(agent_dir, tmp_path):
@@ -168,8 +180,8 @@ def test_profiles_spread_the_mask_a3c_states_in_full_only(agent_dir):
     assert "state_selection" not in quick.settings()
     # "first" adds nothing to the state set's configuration: the units stored before keep their keys
     agent = load_agent(agent_dir)
-    assert set(units.state_config(agent_dir, agent, 5, 0)) == {"agent", "weights", "n", "seed"}
-    spread = units.state_config(agent_dir, agent, 5, 0, "spread", 10_000)
+    assert set(sweep.state_config(agent_dir, agent, 5, 0)) == {"agent", "weights", "n", "seed"}
+    spread = sweep.state_config(agent_dir, agent, 5, 0, "spread", 10_000)
     assert spread["selection"] == "spread" and spread["episode_cap"] == 10_000
     with pytest.raises(ValueError, match="unknown state_selection 'middle'"):
         _spec(agent_dir, state_selection="middle")
@@ -180,15 +192,15 @@ def test_profiles_spread_the_mask_a3c_states_in_full_only(agent_dir):
 def test_a_spread_sweep_explains_states_spread_over_the_game(agent_dir, tmp_path):
     kw = {"methods": ("gradient",), "experiments": ("insertion",), "n_states": 3, "chunk": 3}
     spec = _spec(agent_dir, state_selection="spread", episode_cap=41, **kw)
-    got, context = units.plan_units(spec, results_dir=tmp_path)
-    first, _ = units.plan_units(_spec(agent_dir, **kw), results_dir=tmp_path, states=False)
+    got, context = sweep.plan_units(spec, results_dir=tmp_path)
+    first, _ = sweep.plan_units(_spec(agent_dir, **kw), results_dir=tmp_path, states=False)
     assert not {u.key for u in got} & {u.key for u in first}  # other states, other units
     assert json.loads(got[0].state_config)["selection"] == "spread"
     states = context[got[0].state_config][2]
     assert states.meta["indices"] == [0, 20, 40] and states.steps.tolist() == [4, 24, 44]  # the paper's numbering
-    cached, _ = units.spec_states(spec, results_dir=tmp_path)
+    cached, _ = sweep.spec_states(spec, results_dir=tmp_path)
     assert torch.equal(cached.states, states.states)
-    rep = executors.run_sweep(spec, results_dir=tmp_path, progress=False)
+    rep = sweep.run_sweep(spec, results_dir=tmp_path, progress=False)
     assert rep.computed == len(got) and sorted(set(rep.table["state"])) == [0, 1, 2]
 
 
@@ -211,10 +223,10 @@ def test_the_committed_quick_units_are_all_found():
 def test_degradation_only_methods_get_insertion_units_and_no_sanity_units(agent_dir, tmp_path):
     """The §6.2 ablation (gray occlusion, blurred SARFA) is judged by insertion/deletion only."""
     spec = _spec(agent_dir, degradation_only=("occlusion_gray",), params={"occlusion": {"patch": 12}, "occlusion_gray": {"patch": 12}})
-    got, _ = units.plan_units(spec, results_dir=tmp_path, states=False)
+    got, _ = sweep.plan_units(spec, results_dir=tmp_path, states=False)
     by = {(u.experiment, u.method) for u in got}
     assert ("degradation", "occlusion_gray") in by and ("sanity", "occlusion_gray") not in by
-    base, _ = units.plan_units(_spec(agent_dir), results_dir=tmp_path, states=False)
+    base, _ = sweep.plan_units(_spec(agent_dir), results_dir=tmp_path, states=False)
     assert {u.key for u in base} < {u.key for u in got}  # the other units keep their keys
     with pytest.raises(ValueError, match="unknown methods"):
         _spec(agent_dir, degradation_only=("gray",))
@@ -222,7 +234,7 @@ def test_degradation_only_methods_get_insertion_units_and_no_sanity_units(agent_
 
 def test_batch_size_none_means_each_agent_chooses_and_zero_is_refused(agent_dir, tmp_path):
     spec = _spec(agent_dir, batch_size=None)
-    got, _ = units.plan_units(spec, results_dir=tmp_path, states=False)
+    got, _ = sweep.plan_units(spec, results_dir=tmp_path, states=False)
     assert all(u.batch_size is None for u in got)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         _spec(agent_dir, batch_size=0)
@@ -231,7 +243,7 @@ def test_batch_size_none_means_each_agent_chooses_and_zero_is_refused(agent_dir,
 def test_the_full_profile_plans_the_ablation_and_our_actor_critic_agents():
     """full: the DQN agent's sweep adds the §6.2 ablation to insertion/deletion; our two Breakout
     actor-critic agents join Breakout's plan with 50 states spread over a game, without the ablation."""
-    from saliency_lib.experiments.catalog import ABLATION_METHODS, STUDY_METHODS
+    from saliency_study.catalog import ABLATION_METHODS, STUDY_METHODS
 
     assert "ns_black" in STUDY_METHODS
     specs = {s.agents[0]: s for s in study.profile_specs("full", "Breakout")}
@@ -249,7 +261,7 @@ def test_seed_specs_cover_every_shipped_masked_agent_with_the_seed_methods(tmp_p
     the gradient baselines, 50 states spread over a game; the unmasked A3C has nothing to explain here."""
     import shutil
 
-    from saliency_lib.experiments.catalog import SEED_METHODS
+    from saliency_study.catalog import SEED_METHODS
 
     agents = tmp_path / "agents"
     for name in ("a3c-Breakout-double-s0", "a3c-Breakout-none-s0", "dqn-Breakout-s0"):

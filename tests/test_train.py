@@ -278,7 +278,7 @@ def test_ship_agent_copies_scores_and_plots(tmp_path):
     import pandas as pd
 
     from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
-    from saliency_lib.train.ship import ship_agent
+    from saliency_study.shipping import ship_agent
 
     run = tmp_path / "run"
     agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4, meta={"algo": "dqn", "seed": 0})

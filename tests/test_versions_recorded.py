@@ -5,10 +5,8 @@ import json
 import torch
 
 from saliency_lib.agents import build_agent, load_agent, save_agent
-from saliency_lib.experiments.executors import run_sweep
-from saliency_lib.experiments.store import stored_versions, unit_path, unit_versions
-from saliency_lib.experiments.units import SweepSpec, plan_units
 from saliency_lib.results import read_table_metadata, write_table
+from saliency_lib.sweep import SweepSpec, plan_units, run_sweep, stored_versions, unit_path, unit_versions
 from saliency_lib.versions import environment_versions
 
 torch.set_num_threads(1)

@@ -40,7 +40,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from saliency_lib.experiments.paths import REPO_ROOT
+from saliency_study.paths import REPO_ROOT
 
 __all__ = ["Asset", "ASSETS", "assets_cache", "fetch_assets", "install_assets", "VENDOR", "WIDGETS_PATHS_JS"]
 
@@ -49,7 +49,7 @@ VENDOR = "vendor"
 
 
 WIDGETS_PATHS_JS = """\
-// Written by saliency_book.build.assets. embed-amd.js defines several named RequireJS
+// Written by saliency_book.builder.assets. embed-amd.js defines several named RequireJS
 // modules (@jupyter-widgets/base, controls, ...); each finds its font files relative to
 // its own module URL, which by default is <page folder>/@jupyter-widgets/. Map every
 // module to vendor/html-manager/ (next to this file), where the fonts are.

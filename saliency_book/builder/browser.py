@@ -10,7 +10,7 @@ port), loads every page in a fresh headless Chromium and reports, per page:
 * widget views that did not render, and mathematics that MathJax did not typeset;
 * JavaScript exceptions;
 * on every chapter page, the Binder and Colab launch buttons, and that their links carry
-  the chapter's notebook path (:func:`saliency_book.build.launch.launch_problems`).
+  the chapter's notebook path (:func:`saliency_book.builder.launch.launch_problems`).
 
 It can save screenshots. The protocol runs over the browser's websocket
 (``websocket-client``), with one flattened session per page; no chromedriver is needed.
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from saliency_book.build.launch import launch_problems
-from saliency_lib.experiments.paths import REPO_ROOT
+from saliency_book.builder.launch import launch_problems
+from saliency_study.paths import REPO_ROOT
 
 __all__ = ["find_chromium", "ensure_chromium", "ChromiumMissing", "Chromium", "serve", "PageReport", "check_book",
            "expected_outputs", "CHROMIUM_FLAGS"]

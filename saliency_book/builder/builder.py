@@ -2,7 +2,7 @@
 
 :func:`build_book` runs three steps and prints the time of each:
 
-1. **Assets.** :func:`saliency_book.build.assets.install_assets` puts the offline
+1. **Assets.** :func:`saliency_book.builder.assets.install_assets` puts the offline
    JavaScript into ``book/_offline/vendor/`` (``npm pack`` once, then from the cache).
 2. **Chapters.** Each ``notebooks/*.py`` (jupytext percent format) is converted to
    ``notebooks/*.ipynb`` and executed by papermill with the profile's parameters,
@@ -12,16 +12,16 @@
    ``book/_build/failed/``. A chapter whose inputs (source, parameters, library
    code, data files, official checkpoints) are unchanged since its last execution
    is not executed again (``force=True`` overrides). With several games (the ``full``
-   profile, or ``games=``), each chapter of :data:`~saliency_book.build.pages.PER_GAME_CHAPTERS` also gets a
+   profile, or ``games=``), each chapter of :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` also gets a
    page per further game, ``chapters/<chapter>-<Game>.ipynb``, listed under the
-   chapter in a generated table of contents (:mod:`saliency_book.build.pages`).
+   chapter in a generated table of contents (:mod:`saliency_book.builder.pages`).
 3. **HTML.** ``jupyter-book build book`` renders the executed notebooks (its own
    execution is off, see ``book/_config.yml``) with warnings as errors, into
    ``book/_build/html`` (nitpicky). Every page is then checked for external or broken
-   ``<script>``/``<link>``/``<img>`` references (:func:`~saliency_book.build.offline.check_offline`).
+   ``<script>``/``<link>``/``<img>`` references (:func:`~saliency_book.builder.offline.check_offline`).
 
 Expensive results inside chapters are cached separately, by configuration hash,
-under ``data/results/`` (:mod:`saliency_lib.experiments.store`).
+under ``data/results/`` (:mod:`saliency_study.cache`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from saliency_book.build.offline import check_offline
-from saliency_book.build.pages import book_games, game_page, page_games, toc_with_game_pages
-from saliency_lib.experiments.paths import (
+from saliency_book.builder.offline import check_offline
+from saliency_book.builder.pages import book_games, game_page, page_games, toc_with_game_pages
+from saliency_study.paths import (
     AGENT_SCORES_CSV,
     AGENTS_DIR,
     OFFICIAL_SCORES_CSV,
@@ -49,13 +49,13 @@ from saliency_lib.experiments.paths import (
     RESULTS_DIR,
     repo_path,
 )
-from saliency_lib.experiments.profiles import PROFILE_NAMES
+from saliency_study.profiles import PROFILE_NAMES
 
 __all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "add_book_parser", "run_book",
            "EXECUTORS"]
 
 EXECUTORS = ("local", "processes", "ray")
-"""Where the study's sweep runs before the chapters execute (:mod:`saliency_lib.experiments.study`)."""
+"""Where the study's sweep runs before the chapters execute (:mod:`saliency_study.study`)."""
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "*.svg", "*.png", "_static", "_templates")
 _META_KEY = "saliency_study"
 
@@ -200,7 +200,7 @@ def _stage_sources(book_dir: Path, stage: Path) -> Path:
 def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_dir: Path, profile: str,
                      parameters: Mapping, results_dir, kernel: str, fingerprint: Mapping, force: bool,
                      timeout: float | None, log: Callable[[str], None], page_game: str | None = None) -> dict:
-    """Execute one chapter (``page_game``: its page for that game, see :func:`~saliency_book.build.pages.game_page`)."""
+    """Execute one chapter (``page_game``: its page for that game, see :func:`~saliency_book.builder.pages.game_page`)."""
     import jupytext
     import nbformat
     import papermill as pm
@@ -289,7 +289,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     Parameters
     ----------
     profile : {"quick", "full", "tiny"}
-        Execution profile passed to every chapter (:mod:`saliency_lib.experiments.profiles`).
+        Execution profile passed to every chapter (:mod:`saliency_study.profiles`).
     only : str or list of str, optional
         Execute only these chapters (``"01_agents"`` or ``"01_agents.py"``). Other
         chapters keep their executed notebooks; one that has none is executed too,
@@ -305,7 +305,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
         Extra parameters for every chapter that declares them (e.g. ``{"game": "MsPacman"}``).
     games : list of str, optional
         Further games: the sweep runs for each, and every chapter of
-        :data:`~saliency_book.build.pages.PER_GAME_CHAPTERS` gets a page per further game (:mod:`saliency_book.build.pages`).
+        :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` gets a page per further game (:mod:`saliency_book.builder.pages`).
         Default: the profile's (``full``: Huber et al.'s four games; otherwise none).
     book_dir, notebooks_dir : path
         Book sources (``_config.yml``, ``_toc.yml``, pages) and chapter sources.
@@ -365,7 +365,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     result = BookBuild(profile=profile, html_dir=None)
 
     t0 = time.perf_counter()
-    from saliency_book.build.assets import install_assets
+    from saliency_book.builder.assets import install_assets
 
     install_assets(bdir)
     result.timings["assets"] = time.perf_counter() - t0
@@ -375,7 +375,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     digests: dict[str, str] = {}  # game → digest of its sweep table: what that game's pages read
     if sweep:
         t0 = time.perf_counter()
-        from saliency_lib.experiments.study import study_results
+        from saliency_study.study import study_results
 
         for game in all_games:
             digests[game] = _table_digest([study_results(profile, game, executor=executor, ray_address=ray_address,
@@ -449,7 +449,7 @@ def _param(text: str) -> tuple[str, object]:
 def run_book(args: argparse.Namespace) -> int:
     """Entry point of ``saliency-study book``."""
     if getattr(args, "assets_only", False):
-        from saliency_book.build.assets import install_assets
+        from saliency_book.builder.assets import install_assets
 
         print(install_assets(repo_path("book")))
         return 0
@@ -464,7 +464,7 @@ def run_book(args: argparse.Namespace) -> int:
         return 0
     print(b.html_dir / "index.html")
     if getattr(args, "check", False):
-        from saliency_book.build.browser import check_book
+        from saliency_book.builder.browser import check_book
 
         shots = repo_path("book") / "_build" / "screenshots"
         first = next(iter(b.chapters), None)
@@ -496,7 +496,7 @@ def add_book_parser(subparsers, func: Callable | None = None) -> argparse.Argume
     p.add_argument("--force", action="store_true", help="execute chapters even if their inputs are unchanged")
     p.add_argument("--no-html", action="store_true", help="execute the chapters only")
     p.add_argument("--check", action="store_true",
-                   help="then load every page in headless Chromium (saliency_book.build.browser) and save screenshots")
+                   help="then load every page in headless Chromium (saliency_book.builder.browser) and save screenshots")
     p.add_argument("--assets-only", action="store_true", help="only fetch the offline JavaScript into book/_offline")
     p.set_defaults(func=func or run_book)
     return p

@@ -6,9 +6,8 @@ restricted unpickler builds tensors and containers only and refuses any other
 global, so no code inside the file runs. The result is then checked to be a flat
 ``str → Tensor`` mapping with the architecture's names and shapes.
 
-The files are never part of this repository. Their directory is
-``$MASK_A3C_OFFICIAL_DIR`` or ``data/external/mask_a3c_official/``;
-``make fetch-official`` fills the latter (see :func:`fetch_official`).
+The files are never part of this repository. Their directory is :func:`official_dir`
+(``$MASK_A3C_OFFICIAL_DIR``); :func:`fetch_official` fills it (``make fetch-official``).
 """
 
 from __future__ import annotations
@@ -41,7 +40,6 @@ OFFICIAL_SHA256 = {
 }
 OFFICIAL_GAMES = tuple(sorted(OFFICIAL_SHA256))
 N_ACTIONS = {"BeamRider": 9, "Breakout": 4, "FishingDerby": 18, "MsPacman": 9, "Seaquest": 18, "SpaceInvaders": 6}
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _file_name(game: str) -> str:
@@ -49,9 +47,14 @@ def _file_name(game: str) -> str:
 
 
 def official_dir() -> Path:
-    """``$MASK_A3C_OFFICIAL_DIR``, else ``data/external/mask_a3c_official`` of the repository."""
+    """``$MASK_A3C_OFFICIAL_DIR``, else ``mask_a3c_official`` in the user's cache directory
+    (``$XDG_CACHE_HOME/saliency_lib``, default ``~/.cache/saliency_lib``). The study sets the
+    variable to its own copy (:data:`saliency_study.paths.OFFICIAL_DIR`)."""
     env = os.environ.get("MASK_A3C_OFFICIAL_DIR")
-    return Path(env) if env else _ROOT / "data" / "external" / "mask_a3c_official"
+    if env:
+        return Path(env)
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "saliency_lib" / "mask_a3c_official"
 
 
 def official_path(game: str, directory: str | os.PathLike | None = None) -> Path:

@@ -1,10 +1,11 @@
 """Command line: ``saliency-study <command> ...`` (also ``python -m saliency_lib``).
 
-One module per command (``evaluate``, ``official``, ``ship``, ``train``, ``explain``,
-``metrics``, ``run``, ``compact``); each adds its subparser with an ``add_*_parser(subparsers)``
+One module per command of the library (``evaluate``, ``fetch-official``, ``train``, ``explain``,
+``sanity``, ``insertion``); each adds its subparser with an ``add_*_parser(subparsers)``
 function whose ``func`` default runs it. Packages on top of the library add commands
-through the ``saliency_study.commands`` entry-point group (the book's ``book`` command
-comes from ``saliency_book``), so the library never imports them.
+through the ``saliency_study.commands`` entry-point group (the study's ``run``, ``compact``,
+``ship``, ``official-scores`` come from ``saliency_study``, ``book`` from ``saliency_book``),
+so the library never imports them.
 """
 
 from __future__ import annotations
@@ -20,19 +21,15 @@ PLUGIN_GROUP = "saliency_study.commands"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .compact import add_compact_parser
     from .evaluate import add_evaluate_parser
     from .explain import add_explain_parser
     from .metrics import add_metrics_parsers
-    from .official import add_official_parsers
-    from .run import add_run_parser
-    from .ship import add_ship_parser
+    from .official import add_fetch_parser
     from .train import add_train_parser
 
     p = argparse.ArgumentParser(prog="saliency-study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (add_evaluate_parser, add_official_parsers, add_ship_parser, add_metrics_parsers, add_run_parser,
-                add_explain_parser, add_train_parser, add_compact_parser):
+    for add in (add_evaluate_parser, add_fetch_parser, add_metrics_parsers, add_explain_parser, add_train_parser):
         add(sub)
     for ep in entry_points(group=PLUGIN_GROUP):
         ep.load()(sub)

@@ -9,7 +9,7 @@ Wire them into a parser with :func:`add_metrics_parsers`::
 
 Both commands are thin front-ends to the study's unit engine and result store
 (:mod:`saliency_lib.experiments`), the same ones that ``saliency-study run`` and the
-book use: the agent's greedy trajectory (:func:`~saliency_lib.experiments.units.study_states`)
+book use: the agent's greedy trajectory (:func:`~saliency_lib.sweep._units.study_states`)
 is explained with each method for the agent's own action, one unit per method and
 chunk of states, each stored as ``OUT/sweep/<experiment>/<unit key>.parquet``. A re-run
 skips finished units and an interrupted run resumes. The combined table, a summary
@@ -25,7 +25,7 @@ Outputs of ``insertion AGENT --mode M --substrate S --out OUT``:
 
 * ``OUT/<M>_<S>.parquet`` — the AUCs per state (the store keeps curves as per-step summaries, not per state);
 * ``OUT/<M>_<S>_curves.csv`` — the mean curve of every measure per method and step, with its 95 % band
-  (:func:`saliency_lib.experiments.store.mean_curves`);
+  (:func:`saliency_study.cache.mean_curves`);
 * ``OUT/<M>_<S>_summary.csv`` — AUC mean ± std and CI per method;
 * ``OUT/<M>_<S>_ranking_<measure>.csv`` — ranking with Holm-corrected paired block-bootstrap tests (the states
   are consecutive, see :mod:`saliency_lib.metrics.dependence`);
@@ -39,9 +39,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..experiments.executors import EXECUTORS
-from ..experiments.units import SANITY_SIMILARITIES
+from ..games import BENCHMARK_STATES
 from ..metrics.similarity import SIMILARITIES
+from ..sweep import EXECUTORS, SANITY_SIMILARITIES
 
 __all__ = ["add_metrics_parsers", "run_sanity", "run_insertion"]
 
@@ -49,7 +49,8 @@ __all__ = ["add_metrics_parsers", "run_sanity", "run_insertion"]
 def _common(p: argparse.ArgumentParser, default_methods: list[str]) -> None:
     p.add_argument("agent", help="checkpoint directory, or official:<Game>")
     p.add_argument("--methods", nargs="+", default=default_methods, help="explainer names (see saliency_lib.explainers)")
-    p.add_argument("--states", type=int, default=997, help="number of states of the greedy trajectory (default 997, the paper's)")
+    p.add_argument("--states", type=int, default=BENCHMARK_STATES,
+                   help=f"number of states of the greedy trajectory (default {BENCHMARK_STATES}, the paper's)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=0, help="seed of the metric (randomisation, random maps and substrates)")
     p.add_argument("--state-seed", type=int, default=0, help="seed of the environment that produces the states")
@@ -90,7 +91,7 @@ def add_metrics_parsers(subparsers) -> None:
 # -- shared machinery -----------------------------------------------------------------
 def _spec(args, experiments: tuple[str, ...], methods: list[str], **kw):
     """The command's sweep: one agent, its first ``--states`` states, the chosen methods and options."""
-    from ..experiments.units import SweepSpec
+    from ..sweep import SweepSpec
 
     for name in ("threads", "states", "chunk", "batch_size"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
@@ -111,7 +112,7 @@ def _spec(args, experiments: tuple[str, ...], methods: list[str], **kw):
 
 def _run(spec, args):
     """Run the units of ``spec`` (stored under ``--out``) and return the sweep's report."""
-    from ..experiments.executors import run_sweep
+    from ..sweep import run_sweep
 
     executor = args.executor or ("processes" if args.threads > 1 else "local")
     return run_sweep(spec, executor=executor, results_dir=Path(args.out), workers=args.threads,

@@ -5,9 +5,9 @@ Every method is a class constructed with the agent and its hyper-parameters
 ``Method(agent, **params).attribute(states, target=None, hidden=None)``, which
 returns an :class:`Attribution` with one ``(H, W)`` map per state.
 
-========================  ==============================  ==========================================
+========================  ==============================  ===========================================================
 registry name             class                           reference
-========================  ==============================  ==========================================
+========================  ==============================  ===========================================================
 ``occlusion``             :class:`Occlusion`              Zeiler & Fergus 2014; Huber et al. §3.1
 ``noise_sensitivity``     :class:`NoiseSensitivity`       Greydanus et al. 2018; Huber et al. §3.2
 ``ns_original``           NoiseSensitivity                variant original: blur, L2 over all actions
@@ -15,16 +15,16 @@ registry name             class                           reference
 ``ns_black``              NoiseSensitivity                variant black: black disk, L2
 ``sarfa``                 :class:`SARFA`                  Puri et al. 2020; Huber et al. §3.3
 ``rise``                  :class:`RISE`                   Petsiuk et al. 2018; Huber et al. §3.4
-``lime_slic``             :class:`LimeSLIC`               Ribeiro et al. 2016; Huber et al. §3.5
-``lime_quickshift``       :class:`LimeQuickshift`         idem
-``lime_felzenszwalb``     :class:`LimeFelzenszwalb`       idem
+``lime_slic``             :class:`Lime`                   segmentation slic; Ribeiro et al. 2016, Huber et al. §3.5
+``lime_quickshift``       Lime                            segmentation quickshift
+``lime_felzenszwalb``     Lime                            segmentation felzenszwalb
 ``mask_policy``           :class:`MaskAttention`          Itaya et al. 2021 (policy mask)
 ``mask_value``            :class:`MaskAttention`          Itaya et al. 2021 (value mask)
 ``gradient``              :class:`Gradient`               Simonyan et al. 2014 (Captum)
 ``integrated_gradients``  :class:`IntegratedGradients`    Sundararajan et al. 2017 (Captum)
 ``gradcam``               :class:`GradCAM`                Selvaraju et al. 2017 (Captum)
 ``random``                :class:`RandomMap`              chance reference
-========================  ==============================  ==========================================
+========================  ==============================  ===========================================================
 
 Each method carries its display label (``Occlusion.label``, and ``labels`` for the
 presets that make a distinct method): :func:`method_label` (``"ns_chosen"`` → ``"NS
@@ -46,7 +46,7 @@ from ._perturbation import PerturbationExplainer
 from ._precision import BF16_DEFAULTS, PRECISIONS, default_precision
 from ._registry import EXPLAINERS, METHOD_LABELS, get_explainer, method_label
 from .gradient import GradCAM, Gradient, IntegratedGradients
-from .lime import Lime, LimeFelzenszwalb, LimeQuickshift, LimeSLIC
+from .lime import SEGMENTATIONS, Lime
 from .mask_attention import MaskAttention
 from .noise_sensitivity import NoiseSensitivity
 from .occlusion import Occlusion
@@ -63,9 +63,7 @@ __all__ = [
     "SARFA",
     "RISE",
     "Lime",
-    "LimeSLIC",
-    "LimeQuickshift",
-    "LimeFelzenszwalb",
+    "SEGMENTATIONS",
     "MaskAttention",
     "Gradient",
     "IntegratedGradients",

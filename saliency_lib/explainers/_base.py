@@ -331,7 +331,7 @@ class Explainer:
         Perturbation methods share the work when the agents are copies of one
         network that differ only in their upper layers (the randomisation cascade):
         the perturbed inputs are built once, and each chunk runs through the layers
-        the agents share once (see :mod:`saliency_lib.explainers._cascade`); with
+        the agents share once (see :mod:`saliency_lib.inference._cascade`); with
         incremental inference (Occlusion, Noise Sensitivity, SARFA on a DQNNet or a
         MaskA3CNet) the window changes below each agent's randomised layers are shared
         too. The maps are those of separate calls, up to float rounding. Other methods,

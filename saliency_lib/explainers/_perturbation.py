@@ -52,7 +52,7 @@ class PerturbationExplainer(Explainer):
         self._init_kwargs["naive"] = self.naive
 
     def _shared_readouts(self, exps):
-        from ._cascade import SharedReadouts
+        from ..inference import SharedReadouts
 
         if len(exps) < 2 or len({type(e) for e in exps}) != 1:
             return None
@@ -64,7 +64,7 @@ class PerturbationExplainer(Explainer):
 
     def _forward_all(self, staged, agents, rows, hidden) -> list[dict[str, torch.Tensor]]:
         """Outputs of every agent on ``rows`` (through ``staged`` when several agents share layers)."""
-        from ._cascade import forward_all
+        from ..inference import forward_all
 
         if len(agents) == 1 and (staged is None or self.naive):
             return [self._forward(rows, hidden)]
@@ -117,7 +117,7 @@ class PerturbationExplainer(Explainer):
 
     def _perturbed_readouts_all(self, x, hidden, n_perturbations, make_rows, batch_size) -> list[torch.Tensor]:
         """:meth:`_perturbed_readouts` for every agent of :meth:`_agents`, sharing the inputs and common layers."""
-        from ._cascade import staged_forward
+        from ..inference import staged_forward
 
         agents = self._agents()
         staged = staged_forward(agents)
@@ -159,7 +159,7 @@ class PerturbationExplainer(Explainer):
         change ``I′ − I`` ``(B, K, C)`` of perturbations ``pert`` ``(B,)`` of states
         ``state`` ``(B,)`` from their clean values ``(B, K, C)``, for the incremental
         path (default: derived from ``values``, slower); ``at`` are the values' rows in
-        the channels-last states (see :meth:`~saliency_lib.explainers._incremental.IncrementalDQN.readouts`).
+        the channels-last states (see :meth:`~saliency_lib.inference._incremental.IncrementalDQN.readouts`).
 
         With a supported network (see the class notes) the incremental engine
         evaluates only the changed windows. Otherwise states are processed one after
@@ -174,8 +174,7 @@ class PerturbationExplainer(Explainer):
 
     def _local_readouts_all(self, x, hidden, index, values, batch_size, delta) -> list[torch.Tensor]:
         """:meth:`_local_perturbed_readouts` for every agent of :meth:`_agents`."""
-        from ._cascade import staged_forward
-        from ._incremental import delta_from_values, engine_for
+        from ..inference import delta_from_values, engine_for, staged_forward
 
         agents = self._agents()
         engine = engine_for(self, agents, hidden)

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from ..agents.base import Agent
 from ._base import Explainer
 from .gradient import GradCAM, Gradient, IntegratedGradients
-from .lime import LimeFelzenszwalb, LimeQuickshift, LimeSLIC
+from .lime import Lime
 from .mask_attention import MaskAttention
 from .noise_sensitivity import NoiseSensitivity
 from .occlusion import Occlusion
@@ -31,9 +31,9 @@ EXPLAINERS = MappingProxyType(
         "sarfa": partial(SARFA),
         "sarfa_blur": partial(SARFA, perturbation="blur"),  # Huber et al. §6.2 ablation
         "rise": partial(RISE),
-        "lime_slic": partial(LimeSLIC),
-        "lime_quickshift": partial(LimeQuickshift),
-        "lime_felzenszwalb": partial(LimeFelzenszwalb),
+        "lime_slic": partial(Lime, segmentation="slic"),
+        "lime_quickshift": partial(Lime, segmentation="quickshift"),
+        "lime_felzenszwalb": partial(Lime, segmentation="felzenszwalb"),
         "mask_policy": partial(MaskAttention, branch="policy"),
         "mask_value": partial(MaskAttention, branch="value"),
         "gradient": partial(Gradient),

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import torch
@@ -24,9 +26,8 @@ from ._perturbation import PerturbationExplainer
 
 __all__ = [
     "Lime",
-    "LimeSLIC",
-    "LimeQuickshift",
-    "LimeFelzenszwalb",
+    "Segmentation",
+    "SEGMENTATIONS",
     "slic_segments",
     "quickshift_segments",
     "felzenszwalb_segments",
@@ -128,8 +129,44 @@ def lime_weights(design, y, *, kernel_width: float = 0.25, alpha: float = 1.0) -
     return torch.linalg.solve(gram, xs.T @ ys)
 
 
+@dataclass(frozen=True)
+class Segmentation:
+    """One of LIME's named segmentations: its function, the paper's parameters and sample count."""
+
+    function: Callable[..., np.ndarray]
+    defaults: Mapping[str, float]
+    """The paper's parameters of the segmentation (Huber et al. §3.5)."""
+    checks: Mapping[str, Callable[[str, object], object]]
+    """A validator per parameter: ``check(name, value)`` returns the value or raises ValueError."""
+    n_samples: int
+    """The paper's number of samples with this segmentation."""
+    label: str
+    bf16_validated: bool
+    """Whether bf16 maps kept Spearman >= 0.99 with float32 maps on every trained agent
+    (data/benchmarks/bf16_decision.json): not so for Felzenszwalb (0.979 on a DQN agent)."""
+
+
+_positive = functools.partial(check_float, low=0.0, low_open=True)
+_non_negative = functools.partial(check_float, low=0.0)
+
+SEGMENTATIONS: Mapping[str, Segmentation] = MappingProxyType({
+    "slic": Segmentation(slic_segments, MappingProxyType({"n_segments": 200, "compactness": 10.0, "sigma": 0.25}),
+                         MappingProxyType({"n_segments": functools.partial(check_int, minimum=1), "compactness": _positive,
+                                           "sigma": _non_negative}), 2000, "LIME (SLIC)", True),
+    "quickshift": Segmentation(quickshift_segments, MappingProxyType({"kernel_size": 1.0, "max_dist": 2.0, "ratio": 0.0}),
+                               MappingProxyType({"kernel_size": _positive, "max_dist": _positive,
+                                                 "ratio": functools.partial(check_float, low=0.0, high=1.0)}),
+                               1500, "LIME (quickshift)", True),
+    "felzenszwalb": Segmentation(felzenszwalb_segments, MappingProxyType({"scale": 21.0, "sigma": 0.5, "min_size": 4}),
+                                 MappingProxyType({"scale": _positive, "sigma": _non_negative,
+                                                   "min_size": functools.partial(check_int, minimum=0)}),
+                                 1000, "LIME (Felzenszwalb)", False),
+})
+"""LIME's three segmentations of Huber et al. (their registry presets are ``lime_<name>``)."""
+
+
 class Lime(PerturbationExplainer):
-    """LIME on superpixels with a given segmentation.
+    """LIME on superpixels of a named segmentation (the paper's three) or of any segmentation function.
 
     Stages (Ribeiro et al. 2016, ``lime.lime_image``; Huber et al. 2021, §3.5):
 
@@ -144,15 +181,26 @@ class Lime(PerturbationExplainer):
     5. Each pixel gets its superpixel's coefficient (negative weights included:
        the paper's "ranked mask").
 
+    The registry's ``lime_slic``, ``lime_quickshift`` and ``lime_felzenszwalb`` are this class with
+    ``segmentation`` fixed; their defaults are the paper's.
+
     Parameters
     ----------
     agent : saliency_lib.agents.Agent
         The agent to explain.
-    segmentation : callable
-        Maps one state as an ``(H, W, C)`` float64 array to ``(H, W)`` integer labels.
+    segmentation : {"slic", "quickshift", "felzenszwalb"} or callable, optional
+        A named segmentation of :data:`SEGMENTATIONS` (default ``"slic"``), or a function mapping one
+        state as an ``(H, W, C)`` float64 array to ``(H, W)`` integer labels.
+    n_segments, compactness, sigma : optional
+        SLIC's parameters (paper: 200, 10.0, 0.25; :func:`slic_segments`). ``sigma`` is also
+        Felzenszwalb's pre-smoothing (paper: 0.5).
+    kernel_size, max_dist, ratio : optional
+        Quickshift's parameters (paper: 1, 2.0, 0.0; :func:`quickshift_segments`).
+    scale, min_size : optional
+        Felzenszwalb's parameters (paper: 21.0, 4; :func:`felzenszwalb_segments`).
     n_samples : int, optional
-        Samples per state, row 0 included (default 1000; the subclasses use the
-        paper's value for their segmentation).
+        Samples per state, row 0 included (default: the paper's for the segmentation, 2000 SLIC,
+        1500 quickshift, 1000 Felzenszwalb; 1000 for a segmentation function).
     hide_colour : float, optional
         Value of hidden superpixels (default 0.0, black).
     kernel_width : float, optional
@@ -165,6 +213,12 @@ class Lime(PerturbationExplainer):
         The explained scalar (default: ``q`` or ``logits``, the paper's raw Q-values).
     batch_size, precision
         See :class:`~saliency_lib.explainers.Explainer`.
+
+    Raises
+    ------
+    ValueError
+        An unknown segmentation, a parameter of another segmentation than the chosen one, or an
+        invalid value.
 
     Notes
     -----
@@ -179,6 +233,12 @@ class Lime(PerturbationExplainer):
       that oversubscribes busy CPUs.
     * ``num_features`` and ``positive_only`` of lime only shape its visual mask,
       not the weights, and have no counterpart here.
+    * The segmentations run on the 4 stacked frames as channels. SLIC uses the scikit-image
+      ≥ 0.19 interface (``channel_axis=-1``) with ``start_label=0`` as the paper's scikit-image
+      0.17 (and lime) assumed; later releases changed SLIC's implementation, so superpixels may
+      differ slightly from the paper's for the same parameters (not verified against 0.17).
+      Quickshift runs with ``convert2lab=False`` as in the paper; Felzenszwalb segments the
+      frames jointly (Euclidean distance over channels).
     * Forward passes: 1 clean + ``n_samples`` per state.
 
     References
@@ -191,9 +251,7 @@ class Lime(PerturbationExplainer):
 
     name = "lime"
     label = "LIME"
-    # kept Spearman >= 0.99 on every trained agent for SLIC and quickshift, not for Felzenszwalb (0.979
-    # on a DQN agent; data/benchmarks/bf16_decision.json): set per segmentation below
-    bf16_validated = True
+    labels = MappingProxyType({f"lime_{k}": s.label for k, s in SEGMENTATIONS.items()})
     _uses_clean_readout = False
     supported_outputs = ("q", "advantage", "logits", "probs", "value")
     reference = "Ribeiro et al. 2016 (KDD); Huber et al. 2022 (Frontiers in AI 5:903875), §3.5"
@@ -202,8 +260,16 @@ class Lime(PerturbationExplainer):
         self,
         agent: Agent,
         *,
-        segmentation: Callable[[np.ndarray], np.ndarray],
-        n_samples: int = 1000,
+        segmentation: str | Callable[[np.ndarray], np.ndarray] = "slic",
+        n_segments: int | None = None,
+        compactness: float | None = None,
+        sigma: float | None = None,
+        kernel_size: float | None = None,
+        max_dist: float | None = None,
+        ratio: float | None = None,
+        scale: float | None = None,
+        min_size: int | None = None,
+        n_samples: int | None = None,
         hide_colour: float = 0.0,
         kernel_width: float = 0.25,
         alpha: float = 1.0,
@@ -212,18 +278,52 @@ class Lime(PerturbationExplainer):
         batch_size: int | None = None,
         precision: str | None = None,
     ):
+        given = {k: v for k, v in dict(n_segments=n_segments, compactness=compactness, sigma=sigma,
+                                        kernel_size=kernel_size, max_dist=max_dist, ratio=ratio, scale=scale,
+                                        min_size=min_size).items() if v is not None}
+        if isinstance(segmentation, str):
+            if segmentation not in SEGMENTATIONS:
+                raise ValueError(f"unknown segmentation {segmentation!r}; valid segmentations are: "
+                                 f"{', '.join(SEGMENTATIONS)}, or a function of one (H, W, C) state")
+            seg = SEGMENTATIONS[segmentation]
+            foreign = sorted(set(given) - set(seg.defaults))
+            if foreign:
+                raise ValueError(f"{', '.join(foreign)} {'is not a parameter' if len(foreign) == 1 else 'are not parameters'} "
+                                 f"of the {segmentation} segmentation; its parameters are: {', '.join(seg.defaults)}")
+            params = {k: seg.checks[k](k, given.get(k, d)) for k, d in seg.defaults.items()}
+            self._segment_fn = functools.partial(seg.function, **params)
+            self._named = segmentation
+            default_samples = seg.n_samples
+        elif callable(segmentation):
+            if given:
+                raise ValueError(f"{', '.join(sorted(given))}: parameters of a named segmentation; a segmentation "
+                                 "function takes its own parameters (functools.partial)")
+            params, self._segment_fn, self._named, default_samples = {}, segmentation, None, 1000
+        else:
+            raise ValueError(f"segmentation must be one of {', '.join(SEGMENTATIONS)} or a callable mapping an "
+                             f"(H, W, C) array to (H, W) labels, got {segmentation!r}")
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
-        if not callable(segmentation):
-            raise ValueError(f"segmentation must be a callable mapping an (H, W, C) array to (H, W) labels, got {segmentation!r}")
-        self.segmentation = segmentation
-        self.n_samples = check_int("n_samples", n_samples, minimum=2, hint="; LIME needs the unperturbed sample and at least one perturbed one")
+        self.segmentation = self._segment_fn
+        self.n_samples = check_int("n_samples", default_samples if n_samples is None else n_samples, minimum=2,
+                                   hint="; LIME needs the unperturbed sample and at least one perturbed one")
         self.hide_colour = check_float("hide_colour", hide_colour)
         self.kernel_width = check_float("kernel_width", kernel_width, low=0.0, low_open=True)
         self.alpha = check_float("alpha", alpha, low=0.0, low_open=True, hint="; alpha is the ridge penalty")
         self.seed = check_int("seed", seed, minimum=0)
-        self._remember(n_samples=self.n_samples, hide_colour=self.hide_colour, kernel_width=self.kernel_width, alpha=self.alpha, seed=self.seed)
-        if type(self) is Lime:
+        self._remember(n_samples=self.n_samples, hide_colour=self.hide_colour, kernel_width=self.kernel_width, alpha=self.alpha,
+                       seed=self.seed, **params)
+        if self._named is None:
             self._remember(segmentation=segmentation)
+        else:  # rebuilt with the same segmentation (for_agent), not shown in the config: the method name says it
+            self._init_kwargs["segmentation"] = self._named
+
+    @property
+    def method_name(self) -> str:
+        """``"lime_<segmentation>"`` for a named segmentation, else ``"lime"``."""
+        return "lime" if self._named is None else f"lime_{self._named}"
+
+    def _bf16_ok(self) -> bool:
+        return True if self._named is None else SEGMENTATIONS[self._named].bf16_validated
 
     def segment(self, states: torch.Tensor) -> torch.Tensor:
         """Superpixel labels ``(N, H, W)`` int64, relabelled ``0 … F_i − 1`` per state."""
@@ -262,172 +362,3 @@ class Lime(PerturbationExplainer):
             coef = lime_weights(design[:, :f], y[i], kernel_width=self.kernel_width, alpha=self.alpha)
             maps[i] = coef.float()[segments[i]]
         return ExplainResult(maps.to(x.device), self.n_samples, segments=seg_dev)
-
-
-class LimeSLIC(Lime):
-    """LIME on SLIC superpixels; defaults are the paper's: 200 segments, compactness 10, σ 0.25, 2000 samples.
-
-    Parameters
-    ----------
-    agent : saliency_lib.agents.Agent
-        The agent to explain.
-    n_segments : int, optional
-        Approximate number of superpixels (default 200).
-    compactness : float, optional
-        Balance of colour and space proximity (default 10.0).
-    sigma : float, optional
-        Gaussian pre-smoothing (default 0.25).
-    n_samples : int, optional
-        Default 2000.
-    hide_colour, kernel_width, alpha, seed, output, batch_size, precision
-        See :class:`Lime`.
-
-    Notes
-    -----
-    Uses the scikit-image ≥ 0.19 interface (``channel_axis=-1``) on the 4 stacked
-    frames, with ``start_label=0`` as the paper's scikit-image 0.17 (and lime)
-    assumed. Later releases changed SLIC's implementation, so superpixels may
-    differ slightly from the paper's for the same parameters (not verified
-    against 0.17). See :class:`Lime` for the method.
-    """
-
-    name = "lime_slic"
-    label = "LIME (SLIC)"
-
-    def __init__(
-        self,
-        agent: Agent,
-        *,
-        n_segments: int = 200,
-        compactness: float = 10.0,
-        sigma: float = 0.25,
-        n_samples: int = 2000,
-        hide_colour: float = 0.0,
-        kernel_width: float = 0.25,
-        alpha: float = 1.0,
-        seed: int = 0,
-        output: str | None = None,
-        batch_size: int | None = None,
-        precision: str | None = None,
-    ):
-        params = dict(
-            n_segments=check_int("n_segments", n_segments, minimum=1),
-            compactness=check_float("compactness", compactness, low=0.0, low_open=True),
-            sigma=check_float("sigma", sigma, low=0.0),
-        )
-        super().__init__(
-            agent, segmentation=functools.partial(slic_segments, **params), n_samples=n_samples, hide_colour=hide_colour,
-            kernel_width=kernel_width, alpha=alpha, seed=seed, output=output, batch_size=batch_size, precision=precision,
-        )
-        self._remember(**params)
-
-
-class LimeQuickshift(Lime):
-    """LIME on Quickshift superpixels; defaults are the paper's: kernel 1, max_dist 2, ratio 0, 1500 samples.
-
-    Parameters
-    ----------
-    agent : saliency_lib.agents.Agent
-        The agent to explain.
-    kernel_size : float, optional
-        Width of the density kernel (default 1).
-    max_dist : float, optional
-        Cut-off distance of the tree (default 2).
-    ratio : float, optional
-        Balance of colour and space proximity, in [0, 1] (default 0.0).
-    n_samples : int, optional
-        Default 1500.
-    hide_colour, kernel_width, alpha, seed, output, batch_size, precision
-        See :class:`Lime`.
-
-    Notes
-    -----
-    ``convert2lab=False`` as in the paper; the 4 stacked frames are the channels
-    (:func:`quickshift_segments`). See :class:`Lime` for the method.
-    """
-
-    name = "lime_quickshift"
-    label = "LIME (quickshift)"
-
-    def __init__(
-        self,
-        agent: Agent,
-        *,
-        kernel_size: float = 1,
-        max_dist: float = 2.0,
-        ratio: float = 0.0,
-        n_samples: int = 1500,
-        hide_colour: float = 0.0,
-        kernel_width: float = 0.25,
-        alpha: float = 1.0,
-        seed: int = 0,
-        output: str | None = None,
-        batch_size: int | None = None,
-        precision: str | None = None,
-    ):
-        params = dict(
-            kernel_size=check_float("kernel_size", kernel_size, low=0.0, low_open=True),
-            max_dist=check_float("max_dist", max_dist, low=0.0, low_open=True),
-            ratio=check_float("ratio", ratio, low=0.0, high=1.0),
-        )
-        super().__init__(
-            agent, segmentation=functools.partial(quickshift_segments, **params), n_samples=n_samples, hide_colour=hide_colour,
-            kernel_width=kernel_width, alpha=alpha, seed=seed, output=output, batch_size=batch_size, precision=precision,
-        )
-        self._remember(**params)
-
-
-class LimeFelzenszwalb(Lime):
-    """LIME on Felzenszwalb superpixels; defaults are the paper's: scale 21, σ 0.5, min_size 4, 1000 samples.
-
-    Parameters
-    ----------
-    agent : saliency_lib.agents.Agent
-        The agent to explain.
-    scale : float, optional
-        Higher means larger segments (default 21).
-    sigma : float, optional
-        Gaussian pre-smoothing (default 0.5).
-    min_size : int, optional
-        Minimum segment size in pixels (default 4).
-    n_samples : int, optional
-        Default 1000.
-    hide_colour, kernel_width, alpha, seed, output, batch_size, precision
-        See :class:`Lime`.
-
-    Notes
-    -----
-    The 4 stacked frames are segmented jointly (Euclidean distance over channels;
-    :func:`felzenszwalb_segments`). See :class:`Lime` for the method.
-    """
-
-    bf16_validated = False  # min Spearman 0.979 on a trained DQN agent (data/benchmarks/bf16_decision.json)
-    name = "lime_felzenszwalb"
-    label = "LIME (Felzenszwalb)"
-
-    def __init__(
-        self,
-        agent: Agent,
-        *,
-        scale: float = 21.0,
-        sigma: float = 0.5,
-        min_size: int = 4,
-        n_samples: int = 1000,
-        hide_colour: float = 0.0,
-        kernel_width: float = 0.25,
-        alpha: float = 1.0,
-        seed: int = 0,
-        output: str | None = None,
-        batch_size: int | None = None,
-        precision: str | None = None,
-    ):
-        params = dict(
-            scale=check_float("scale", scale, low=0.0, low_open=True),
-            sigma=check_float("sigma", sigma, low=0.0),
-            min_size=check_int("min_size", min_size, minimum=0),
-        )
-        super().__init__(
-            agent, segmentation=functools.partial(felzenszwalb_segments, **params), n_samples=n_samples, hide_colour=hide_colour,
-            kernel_width=kernel_width, alpha=alpha, seed=seed, output=output, batch_size=batch_size, precision=precision,
-        )
-        self._remember(**params)

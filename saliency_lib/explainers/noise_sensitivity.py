@@ -7,9 +7,9 @@ from types import MappingProxyType
 import torch
 
 from ..agents.base import Agent
+from ..inference import gather_rows
 from ..validation import check_bool, check_choice, check_float, check_int
 from ._base import ExplainResult
-from ._incremental import gather_rows
 from ._masks import bilinear_resize, blurred_point_window, disk_indices, gaussian_blur, grid_positions
 from ._perturbation import PerturbationExplainer
 

@@ -23,7 +23,7 @@ float rounding (tests: ≤ 1e-4 after min-max normalisation, in practice ~1e-6).
 
 Perturbations are grouped so that a chunk is a dense batch: within a group every
 layer's window has one size, and the conv3 window is the same for the whole group
-(:mod:`~saliency_lib.explainers._window_plan` plans the groups). Windows are gathered with
+(:mod:`~saliency_lib.inference._window_plan` plans the groups). Windows are gathered with
 index tables built once per geometry (cached by content) and evaluated with
 ``conv2d`` on ``(B, C, h, w)`` crops in channels-last layout; rows of all states
 of a call share a group. The fc delta takes the weight columns of the group's
@@ -117,7 +117,7 @@ def engine_for(explainer, agents: Sequence[Agent], hidden):
     """The incremental engine of ``explainer`` for ``agents`` (cached on the explainer), or ``None``
     for full forward passes: ``naive``, ``bf16`` or an unsupported network (logged once per
     network type). :class:`IncrementalDQN` for Nature-CNN Q-networks (no recurrent state),
-    :class:`~saliency_lib.explainers._incremental_a3c.IncrementalMaskA3C` for Mask-A3C networks."""
+    :class:`~saliency_lib.inference._incremental_a3c.IncrementalMaskA3C` for Mask-A3C networks."""
     from ._incremental_a3c import IncrementalMaskA3C, mask_a3c_support
 
     if explainer.naive or explainer.precision != "fp32":
@@ -290,7 +290,7 @@ class IncrementalDQN:
         return stage_cuts([[(params, None) for params in net.params()] for net in self.nets])
 
     def plan(self, index: torch.Tensor, image_hw, out_hws, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
-        """The groups and index tables of ``index`` (cached by content, see :func:`~saliency_lib.explainers._window_plan.plan_windows`)."""
+        """The groups and index tables of ``index`` (cached by content, see :func:`~saliency_lib.inference._window_plan.plan_windows`)."""
         net = self.nets[0]
         return plan_windows(index, tuple(image_hw), net.specs(out_hws), net.macs(), rows_per_group, batch_size)
 

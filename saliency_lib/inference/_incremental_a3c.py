@@ -1,6 +1,6 @@
 """Exact incremental inference for local perturbations of Mask-Attention A3C networks.
 
-The companion of :mod:`saliency_lib.explainers._incremental` (Nature-CNN) for
+The companion of :mod:`saliency_lib.inference._incremental` (Nature-CNN) for
 :class:`~saliency_lib.agents.MaskA3CNet`: conv1 (5×5) → 2×2 max-pool → ReLU →
 conv2 (3×3) → pool → ReLU → conv3 (3×3) → pool → ReLU → ConvLSTM (3×3, the
 recurrent state of each row held as given) → heads. A perturbation of a few
@@ -304,7 +304,7 @@ class IncrementalMaskA3C:
     ) -> list[torch.Tensor]:
         """Readouts ``(N, P, K)`` of every perturbation, one tensor per agent.
 
-        The arguments are those of :meth:`~saliency_lib.explainers._incremental.IncrementalDQN.readouts`
+        The arguments are those of :meth:`~saliency_lib.inference._incremental.IncrementalDQN.readouts`
         (``x`` here ``(N, 1, H, W)``), plus ``hidden``: the recurrent state ``(h, c)`` of each
         state, each ``(N, 64, h, w)`` (zeros if None). Chunks hold ``batch_size`` rows (the
         explainer's; by default the network's inference batch, 16: on the official Breakout

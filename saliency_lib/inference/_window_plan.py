@@ -1,6 +1,6 @@
 """Window geometry of local perturbations through a stack of conv layers, and its plan.
 
-:class:`~saliency_lib.explainers._incremental.IncrementalDQN` recomputes, for each
+:class:`~saliency_lib.inference._incremental.IncrementalDQN` recomputes, for each
 perturbed input, only the windows of each conv layer that the perturbation changes.
 This module works out those windows and groups the perturbations so that a chunk of
 rows is a dense batch: every layer's window has one size within a group. Each image

@@ -72,7 +72,7 @@ import pandas as pd
 import torch
 
 from ..agents.base import Agent
-from ..explainers._cascade import staged_forward
+from ..inference import staged_forward
 from ..validation import check_choice, check_int
 from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 

@@ -20,7 +20,7 @@ they would be most of the summaries' bytes (18 actions of Frostbite), so they ar
 
 The band is a t-interval of the mean, ``mean ± t(n_eff − 1) · std / √n_eff``: what a
 summary of (n, mean, m2) allows. States of one trajectory are autocorrelated, so ``n`` states
-are worth fewer independent ones: :func:`~saliency_lib.experiments.unitstore.mean_curves`
+are worth fewer independent ones: :func:`~saliency_lib.sweep._store.mean_curves`
 passes ``n_eff``, the effective sample size (:func:`saliency_lib.metrics.dependence.effective_sample_size`)
 of the same states' AUCs of that curve, which are the per-state means of the curve and are
 kept state by state. Without ``n_eff`` (a curve without an AUC, or ``dependence=False``) the

@@ -7,7 +7,7 @@
   object store once; each worker deserialises them once and keeps them.
 
 The driver writes each finished unit's rows atomically through the store
-(:func:`saliency_lib.experiments.store.store_unit`). A stored unit, loose or packed,
+(:func:`saliency_study.cache.store_unit`). A stored unit, loose or packed,
 is never computed again, so a re-run of a finished sweep computes nothing and an
 interrupted sweep resumes where it stopped. A worker that dies mid-unit leaves
 nothing behind; the unit is retried (Ray's ``max_retries``; a new process for
@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 import torch
 
-from .paths import RESULTS_DIR
-from .store import load_units, mean_curves, store_unit, stored_keys
-from .units import SweepSpec, Unit, compute_unit, maps_key, plan_units
+from ._store import load_units, mean_curves, store_unit, stored_keys
+from ._units import SweepSpec, Unit, compute_unit, maps_key, plan_units
 
 __all__ = ["EXECUTORS", "RAY_INSTALL", "SweepReport", "run_sweep"]
 
@@ -50,7 +49,7 @@ class SweepReport:
     seconds: float
     executor: str
     units: list[Unit] = field(default_factory=list)
-    results_dir: object = RESULTS_DIR
+    results_dir: object = None
 
     def curves(self, *, confidence: float = 0.95) -> pd.DataFrame:
         """The sweep's mean insertion/deletion curves with their bands (:func:`~.store.mean_curves`)."""
@@ -78,10 +77,9 @@ class _Progress:
         self.bar.close()
 
 
-def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir=RESULTS_DIR, workers: int | None = None,
+def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir, workers: int | None = None,
               ray_address: str | None = None, progress: bool = True,
-              on_unit: Callable[[int, int, float], None] | None = None,
-              _fault: str | None = None) -> SweepReport:
+              on_unit: Callable[[int, int, float], None] | None = None) -> SweepReport:
     """Compute the units of ``spec`` that are not stored yet and return the whole table.
 
     Parameters
@@ -116,7 +114,7 @@ def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir=RESULTS_D
     try:
         if todo:
             run = {"local": _run_local, "processes": _run_processes, "ray": _run_ray}[executor]
-            run(todo, context, results_dir, bar, workers=workers, ray_address=ray_address, fault=_fault)
+            run(todo, context, results_dir, bar, workers=workers, ray_address=ray_address)
     finally:
         bar.close()
     table = load_units(units, results_dir=results_dir)
@@ -140,7 +138,7 @@ def _run_local(todo, context, results_dir, bar, **_):
         bar.step()
 
 
-def _proc_worker(tasks, results, blob: bytes, fault: str | None) -> None:
+def _proc_worker(tasks, results, blob: bytes) -> None:
     import pickle
 
     torch.set_num_threads(1)
@@ -149,14 +147,14 @@ def _proc_worker(tasks, results, blob: bytes, fault: str | None) -> None:
         results.put(("start", os.getpid(), unit.key, None))
         _, agent, states = context[unit.state_config]
         try:
-            rows = compute_unit(unit, agent, states, _fault=fault)
+            rows = compute_unit(unit, agent, states)
         except Exception as e:  # noqa: BLE001 - reported to the driver, which raises it
             results.put(("error", os.getpid(), unit.key, f"{type(e).__name__}: {e}"))
             continue
         results.put(("done", os.getpid(), unit.key, rows))
 
 
-def _run_processes(todo, context, results_dir, bar, *, workers=None, fault=None, max_retries: int = 3, **_):
+def _run_processes(todo, context, results_dir, bar, *, workers=None, max_retries: int = 3, **_):
     import multiprocessing as mp
     import pickle
 
@@ -171,7 +169,7 @@ def _run_processes(todo, context, results_dir, bar, *, workers=None, fault=None,
         tasks.put(u)
 
     def spawn():
-        proc = ctx.Process(target=_proc_worker, args=(tasks, results, blob, fault), daemon=True)
+        proc = ctx.Process(target=_proc_worker, args=(tasks, results, blob), daemon=True)
         proc.start()
         return proc
 
@@ -227,7 +225,7 @@ def _require_ray():
 _RAY_CONTEXT: dict = {}
 
 
-def _ray_unit(unit: Unit, refs: list, fault: str | None) -> pd.DataFrame:
+def _ray_unit(unit: Unit, refs: list) -> pd.DataFrame:
     """Ray task body: fetch the (agent, states) context from the object store once per worker."""
     import ray
 
@@ -235,10 +233,10 @@ def _ray_unit(unit: Unit, refs: list, fault: str | None) -> pd.DataFrame:
         torch.set_num_threads(1)
         _RAY_CONTEXT[unit.state_config] = ray.get(refs[0])
     _, agent, states = _RAY_CONTEXT[unit.state_config]
-    return compute_unit(unit, agent, states, _fault=fault)
+    return compute_unit(unit, agent, states)
 
 
-def _run_ray(todo, context, results_dir, bar, *, workers=None, ray_address=None, fault=None, **_):
+def _run_ray(todo, context, results_dir, bar, *, workers=None, ray_address=None, **_):
     import ray
 
     started = False
@@ -254,7 +252,7 @@ def _run_ray(todo, context, results_dir, bar, *, workers=None, ray_address=None,
         # per task, and each worker keeps the deserialised context.
         refs = {k: ray.put(v) for k, v in context.items()}
         task = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_ray_unit)
-        futures = {task.remote(u, [refs[u.state_config]], fault): u for u in todo}
+        futures = {task.remote(u, [refs[u.state_config]]): u for u in todo}
         remaining = list(futures)
         while remaining:
             done, remaining = ray.wait(remaining, num_returns=1)

@@ -28,7 +28,7 @@ Layout under ``<results_dir>/sweep/``
     atomically; its loose files are removed only after it is written, so an interrupted
     compaction loses nothing and a reader always finds every stored unit.
 ``states/states-<hash>.pt``
-    Cached state sets (:func:`~saliency_lib.experiments.units.study_states`; not committed).
+    Cached state sets (:func:`~saliency_lib.sweep._units.study_states`; not committed).
 """
 
 from __future__ import annotations
@@ -45,11 +45,10 @@ import pandas as pd
 from .._io import atomic_write
 from ..results import KEY, SCHEMA, config_hash, empty_table, validate_table, with_later_columns
 from ..versions import environment_versions, version_differences
-from .curves import SUMMARY_COLUMNS, curve_bands_table, pool_curves, raw_curve_rows, summarise_curves
-from .paths import RESULTS_DIR, repo_path
+from ._curves import SUMMARY_COLUMNS, curve_bands_table, pool_curves, raw_curve_rows, summarise_curves
 
 if TYPE_CHECKING:  # units import the store, not the other way round
-    from .units import Unit
+    from ._units import Unit
 
 __all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves",
            "unit_versions", "stored_versions", "stored_bytes", "compact"]
@@ -69,20 +68,20 @@ def _arrow_schema():
 
 
 def states_dir(results_dir) -> Path:
-    return repo_path(results_dir) / "sweep" / "states"
+    return Path(results_dir) / "sweep" / "states"
 
 
-def unit_path(unit: Unit, results_dir=RESULTS_DIR) -> Path:
+def unit_path(unit: Unit, results_dir) -> Path:
     """Where ``unit`` is stored while loose."""
-    return repo_path(results_dir) / "sweep" / unit.experiment / f"{unit.key}.parquet"
+    return Path(results_dir) / "sweep" / unit.experiment / f"{unit.key}.parquet"
 
 
-def pack_path(unit: Unit, results_dir=RESULTS_DIR) -> Path:
+def pack_path(unit: Unit, results_dir) -> Path:
     """The pack that :func:`compact` puts ``unit`` in: one per (experiment, agent, state set)."""
     slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(unit.agent.split(":")[-1]).name)
     name = f"{unit.agent.split(':')[0]}-{slug}" if ":" in unit.agent else slug
     group = config_hash({"experiment": unit.experiment, "agent": unit.agent, "states": unit.state_config})
-    return repo_path(results_dir) / "sweep" / "packs" / unit.experiment / f"{name}-{group}.parquet"
+    return Path(results_dir) / "sweep" / "packs" / unit.experiment / f"{name}-{group}.parquet"
 
 
 class _KeyRef(NamedTuple):
@@ -198,7 +197,7 @@ def read_stored(path: str | os.PathLike) -> pd.DataFrame:
 def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
     """Keep ``unit``'s tidy rows and the summaries of its curves, as one atomic loose file.
 
-    ``rows`` are what :func:`~saliency_lib.experiments.units.compute_unit` returned: every state's
+    ``rows`` are what :func:`~saliency_lib.sweep._units.compute_unit` returned: every state's
     curve too. The package versions that made them travel with the file.
     """
     got = set(rows["state"].astype(int)) if len(rows) else set()
@@ -228,7 +227,7 @@ def _pack(path: Path) -> _Pack:
 
 
 def _packs(results_dir) -> dict[Path, _Pack]:
-    root = repo_path(results_dir) / "sweep" / "packs"
+    root = Path(results_dir) / "sweep" / "packs"
     return {p: _pack(p) for p in sorted(root.glob("*/*.parquet"))} if root.is_dir() else {}
 
 
@@ -244,12 +243,12 @@ def _locate(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
     return out
 
 
-def stored_keys(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> set[str]:
+def stored_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
     """The keys of the ``units`` that are stored, loose or packed: the units a sweep skips."""
     return set(_locate(list(units), results_dir))
 
 
-def packed_keys(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> set[str]:
+def packed_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
     """The keys of the ``units`` that are packed (:func:`compact`): what a commit of the packs holds."""
     packed = {k for p in _packs(results_dir).values() for k in p.units}
     return {u.key for u in units if u.key in packed}
@@ -260,7 +259,7 @@ def _where(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
     missing = [u for u in units if u.key not in where]
     if missing:
         u = missing[0]
-        raise FileNotFoundError(f"{len(missing)} of {len(units)} units are not stored under {repo_path(results_dir)}, "
+        raise FileNotFoundError(f"{len(missing)} of {len(units)} units are not stored under {Path(results_dir)}, "
                                 f"e.g. {u.key} ({u.experiment}, {u.agent}, {u.method}, states {u.states[0]}…)")
     return where
 
@@ -276,7 +275,7 @@ def _reader():
     return read
 
 
-def load_units(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> pd.DataFrame:
+def load_units(units: Iterable[Unit], *, results_dir) -> pd.DataFrame:
     """The tidy rows of ``units`` (per-state similarities and AUCs), sorted by the results key.
 
     The curves are not among them: :func:`mean_curves` gives the mean curves and their bands.
@@ -333,11 +332,11 @@ def _summaries(units: list[Unit], results_dir, read) -> list[pd.DataFrame]:
     return blocks
 
 
-def mean_curves(units: Iterable[Unit | str], *, results_dir=RESULTS_DIR, confidence: float = 0.95,
+def mean_curves(units: Iterable[Unit | str], *, results_dir, confidence: float = 0.95,
                 dependence: bool = True) -> pd.DataFrame:
     """The mean insertion/deletion curves of ``units`` over their states, with their band.
 
-    ``units`` are :class:`~saliency_lib.experiments.units.Unit` s or the keys of degradation
+    ``units`` are :class:`~saliency_lib.sweep._units.Unit` s or the keys of degradation
     units: the ``config_hash`` column of the rows that :func:`load_units` returns, so a table
     of rows finds its own curves.
 
@@ -387,7 +386,7 @@ def unit_versions(path: str | os.PathLike) -> dict[str, str] | None:
     return json.loads(raw) if raw else None
 
 
-def stored_versions(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> dict:
+def stored_versions(units: Iterable[Unit], *, results_dir) -> dict:
     """What versions made the stored ``units``, against the running environment.
 
     Returns ``{"units", "unrecorded", "differences"}``: the number of stored units, how
@@ -417,7 +416,7 @@ def stored_versions(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> dict:
             "differences": {k: (sorted(v[0]), v[1]) for k, v in sorted(diff.items())}}
 
 
-def stored_bytes(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> int:
+def stored_bytes(units: Iterable[Unit], *, results_dir) -> int:
     """Bytes on disk of the stored ``units``: their loose files and every pack that holds one of them."""
     files = {src.path if isinstance(src, _Pack) else src for src in _locate(list(units), results_dir).values()}
     return sum(p.stat().st_size for p in files)
@@ -429,7 +428,7 @@ class _Lock:
     """One compaction at a time per results directory (a lock file naming its process)."""
 
     def __init__(self, results_dir):
-        self.path = repo_path(results_dir) / "sweep" / "packs" / ".compact.lock"
+        self.path = Path(results_dir) / "sweep" / "packs" / ".compact.lock"
 
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -483,7 +482,7 @@ def _merge(pools: dict[str, dict], blocks: dict[str, list], unit: Unit, summary:
     blocks[tag].append(summary)
 
 
-def compact(units: Iterable[Unit], *, results_dir=RESULTS_DIR) -> dict:
+def compact(units: Iterable[Unit], *, results_dir) -> dict:
     """Move the loose files of ``units`` into their packs (:func:`pack_path`), losing nothing.
 
     Each pack is rewritten once, atomically, with its units so far and the new ones; then the

@@ -14,25 +14,23 @@ Every unit runs with one torch thread: the same reductions in every executor.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import MutableMapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
 from ..explainers import default_precision
+from ..games import EPISODE_STEP_CAP
 from ..metrics.insertion_deletion import SUBSTRATES
 from ..results import EXPERIMENTS, canonical_json, config_hash
-from .paths import RESULTS_DIR
-from .unitstore import states_dir
+from ._store import states_dir
 
 __all__ = [
     "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "STATE_SELECTIONS", "Unit",
     "SweepSpec", "applicable", "state_config", "study_states", "spec_states", "one_thread", "plan_units", "compute_unit",
-    "maps_key", "maybe_fault",
+    "maps_key",
 ]
 
 STATE_SELECTIONS = ("first", "spread")
@@ -127,7 +125,7 @@ class SweepSpec:
     """Add the uniform-random map to the degradation units (the paper's ``rnd_baseline``)."""
     state_selection: str = "first"
     """Which states of the greedy play: one of :data:`STATE_SELECTIONS`."""
-    episode_cap: int = 10_000
+    episode_cap: int = EPISODE_STEP_CAP
     """Agent-step cap of the game that ``"spread"`` spreads the states over (unused by ``"first"``)."""
 
     def __post_init__(self):
@@ -166,7 +164,7 @@ def applicable(method: str, agent) -> bool:
     return True
 
 
-def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first", episode_cap: int = 10_000) -> dict:
+def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first", episode_cap: int = EPISODE_STEP_CAP) -> dict:
     """What determines a sweep's state set; it goes into every unit key.
 
     The ``"first"`` selection records no selection at all, so the keys of the units stored
@@ -180,8 +178,8 @@ def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "fi
     return cfg
 
 
-def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir=RESULTS_DIR, agent=None, progress: bool = False,
-                 selection: str = "first", episode_cap: int = 10_000):
+def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir, agent=None, progress: bool = False,
+                 selection: str = "first", episode_cap: int = EPISODE_STEP_CAP):
     """The ``n`` states of the agent's greedy play from the fixed start that ``selection`` picks (cached).
 
     ``"first"``: the first ``n`` states; ``"spread"``: ``n`` states evenly spaced over one whole
@@ -206,7 +204,7 @@ def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir=RESULTS_
     return states, cfg
 
 
-def spec_states(spec: SweepSpec, agent_spec: str | None = None, *, results_dir=RESULTS_DIR, agent=None,
+def spec_states(spec: SweepSpec, agent_spec: str | None = None, *, results_dir, agent=None,
                 progress: bool = False):
     """:func:`study_states` of one agent of ``spec`` (default its first): the states its units explain."""
     return study_states(spec.agents[0] if agent_spec is None else agent_spec, spec.n_states, seed=spec.state_seed,
@@ -230,7 +228,7 @@ class one_thread:
         torch.set_num_threads(self.n)
 
 
-def plan_units(spec: SweepSpec, *, results_dir=RESULTS_DIR, progress: bool = False,
+def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
                states: bool = True) -> tuple[list[Unit], dict]:
     """The units of ``spec`` and a context ``{state_config_json: (agent_spec, agent, states)}``.
 
@@ -287,8 +285,7 @@ def maps_key(unit: Unit) -> tuple:
     return (unit.agent, unit.method, unit.params, unit.states, unit.state_config, unit.batch_size)
 
 
-def compute_unit(unit: Unit, agent, states, *, maps_cache: MutableMapping | None = None,
-                 _fault: str | None = None) -> pd.DataFrame:
+def compute_unit(unit: Unit, agent, states, *, maps_cache: MutableMapping | None = None) -> pd.DataFrame:
     """The rows of ``unit`` for the loaded ``agent`` and its full ``states`` set.
 
     ``maps_cache`` (optional) carries the original model's maps from a sanity unit to the
@@ -311,7 +308,6 @@ def compute_unit(unit: Unit, agent, states, *, maps_cache: MutableMapping | None
             explainer = get_explainer(unit.method, agent, **params)
             test = RandomisationTest(order=options["order"], init=options["init"], similarities=tuple(options["similarities"]),
                                     levels=options["levels"], seed=unit.seed)
-            maybe_fault(unit, _fault)
             keep = None if maps_cache is None else (lambda m: maps_cache.__setitem__(maps_key(unit), m))
             rows = test.evaluate(agent, x, explainer=explainer, hidden=hid, target=tgt, state_ids=ids,
                                  method=unit.method, agent_name=unit.agent, on_maps=keep)
@@ -324,7 +320,6 @@ def compute_unit(unit: Unit, agent, states, *, maps_cache: MutableMapping | None
                 maps = None if maps_cache is None else maps_cache.pop(maps_key(unit), None)
                 if maps is None:
                     maps = explainer.attribute(x, target=tgt, hidden=hid).maps
-            maybe_fault(unit, _fault)  # test hook: a worker dies between the maps and the metric
             parts = []
             for mode, substrate in unit.degradation:
                 metric = (Insertion if mode == "insertion" else Deletion)(
@@ -335,19 +330,3 @@ def compute_unit(unit: Unit, agent, states, *, maps_cache: MutableMapping | None
             rows = pd.concat(parts, ignore_index=True)
     precision = None if unit.method == RANDOM_BASELINE else explainer.precision
     return rows.assign(config_hash=unit.key, precision=pd.array([precision] * len(rows), dtype="string"))
-
-
-def maybe_fault(unit: Unit, fault: str | None) -> None:
-    """Test hook: the first unit to get here kills its own worker process (once per ``fault`` directory)."""
-    if fault is None:
-        return
-    Path(fault).mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(Path(fault) / "killed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.write(fd, f"{unit.key} {os.getpid()}".encode())
-    os.close(fd)
-    import signal
-
-    os.kill(os.getpid(), signal.SIGKILL)

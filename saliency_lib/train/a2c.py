@@ -43,23 +43,30 @@ from ..agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, save_agent
 from ..agents.mask_a3c import VARIANTS
 from ..envs import process_mask_a3c_frame
 from ..games import game_info, mask_a3c_crop
-from .common import CSVLog, check_resume_args, load_state, rng_state, save_state, seed_everything, set_rng_state
+from .common import (
+    CSVLog,
+    RunArgs,
+    check_resume_args,
+    load_state,
+    rng_state,
+    save_state,
+    seed_everything,
+    set_rng_state,
+)
 
 __all__ = ["A2CArgs", "train_a2c", "rollout_step", "a3c_targets", "a3c_loss", "RunningNorm"]
 
 
 @dataclass(frozen=True)
-class A2CArgs:
-    """Hyper-parameters of the synchronous Mask-A3C trainer (one agent step = 4 frames)."""
+class A2CArgs(RunArgs):
+    """Hyper-parameters of the synchronous Mask-A3C trainer (one agent step = 4 frames): the run
+    settings of :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. In bf16 the
+    ConvLSTM's cell state, the log-probabilities and the values stay float32."""
 
-    game: str = "Breakout"
-    """Atari game."""
-    frames: int = 10_000_000
-    """Emulator frames to train for."""
+    # Algorithm specific arguments
+
     variant: str = "double"
     """Mask variant: none (A3C), policy, value or double (Mask-A3C)."""
-    seed: int = 0
-    """Seed of torch, numpy and the environments."""
     num_envs: int = 16
     """Environments stepped together (the 'workers')."""
     num_steps: int = 20
@@ -86,33 +93,15 @@ class A2CArgs:
     fire_after_life_loss: bool = True
     """In FIRE-reset games, press FIRE on the step after a life loss (the official soft reset),
     masked out of the loss. Without it a Breakout agent must learn to serve after each life."""
-    eval_every: int = 500_000
-    """Frames between evaluations."""
-    eval_episodes: int = 2
-    """Greedy games per evaluation; 0 disables evaluation."""
-    eval_max_steps: int = 10_000
-    """Agent-step cap per evaluation game (the official cap)."""
-    checkpoint_minutes: float = 5.0
-    """Minutes between atomic training checkpoints."""
-    threads: int = 1
-    """torch threads."""
-    precision: str = "bf16"
-    """'bf16' (autocast of the convolutions and linear layers in the rollout and the update;
-    weights, optimiser, ConvLSTM cell state, log-probabilities, values and the loss stay
-    float32) or 'fp32'. ``benchmarks/training.py`` measured the trainer 1.4x faster in bf16
-    on this CPU (one run, with two trainings on the same 2 cores); ``tests/test_train.py``
-    checks that the loss and each layer's gradient direction agree with float32."""
 
     def __post_init__(self):
-        game_info(self.game)
+        super().__post_init__()
         if self.lr_scaling not in ("sqrt", "none"):
             raise ValueError(f"lr_scaling must be 'sqrt' or 'none', got {self.lr_scaling!r}")
-        if self.precision not in ("fp32", "bf16"):
-            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; valid variants are: {', '.join(VARIANTS)}")
-        if self.frames <= 0 or self.num_envs <= 0 or self.num_steps <= 0:
-            raise ValueError("frames, num_envs and num_steps must be positive")
+        if self.num_envs <= 0 or self.num_steps <= 0:
+            raise ValueError("num_envs and num_steps must be positive")
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr!r}")
 

@@ -37,22 +37,29 @@ from tqdm.auto import tqdm
 
 from ..agents import DQNConfig, DQNNet, QAgent, save_agent
 from ..games import game_info
-from .common import CSVLog, check_resume_args, load_state, rng_state, save_state, seed_everything, set_rng_state
+from .common import (
+    CSVLog,
+    RunArgs,
+    check_resume_args,
+    load_state,
+    rng_state,
+    save_state,
+    seed_everything,
+    set_rng_state,
+)
 from .replay import FrameReplay
 
 __all__ = ["DQNArgs", "train_dqn", "make_dqn_vec_env", "td_loss"]
 
 
 @dataclass(frozen=True)
-class DQNArgs:
-    """Hyper-parameters of the DQN trainer (one agent step = 4 frames)."""
+class DQNArgs(RunArgs):
+    """Hyper-parameters of the DQN trainer (one agent step = 4 frames): the run settings of
+    :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. The shipped DQN agents were
+    trained in bf16; no fp32 run of the same length was made."""
 
-    game: str = "Breakout"
-    """Atari game."""
-    frames: int = 10_000_000
-    """Emulator frames to train for (agent steps × 4)."""
-    seed: int = 0
-    """Seed of torch, numpy and the environments."""
+    # Algorithm specific arguments
+
     num_envs: int = 8
     """Environments stepped together."""
     buffer_size: int = 400_000
@@ -93,33 +100,15 @@ class DQNArgs:
     fire_after_life_loss: bool = True
     """In FIRE-reset games, press FIRE on the step after a life loss, as baselines' FireResetEnv
     does. Q-learning is off-policy, so the forced action is stored like any other."""
-    eval_every: int = 500_000
-    """Frames between evaluations."""
-    eval_episodes: int = 2
-    """Games per evaluation (the first with the fixed start); 0 disables evaluation."""
-    eval_max_steps: int = 10_000
-    """Agent-step cap per evaluation game."""
-    checkpoint_minutes: float = 5.0
-    """Minutes between atomic training checkpoints."""
-    threads: int = 1
-    """torch threads."""
-    precision: str = "bf16"
-    """'bf16' (autocast of the convolutions and linear layers in acting and learning; weights,
-    optimiser and loss stay float32) or 'fp32'. ``benchmarks/training.py`` measured the trainer
-    1.35x faster in bf16 on this CPU (one run, with two trainings on the same 2 cores); ``tests/test_train.py`` checks that the loss and the
-    gradient direction agree with float32 and that a bandit is learnt in both precisions.
-    The shipped DQN agents were trained in bf16; no fp32 run of the same length was made."""
 
     def __post_init__(self):
-        game_info(self.game)
+        super().__post_init__()
         if self.optimizer not in ("adam", "rmsprop"):
             raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {self.optimizer!r}")
         if self.reward not in ("scale", "clip"):
             raise ValueError(f"reward must be 'scale' or 'clip', got {self.reward!r}")
-        if self.precision not in ("fp32", "bf16"):
-            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
-        if self.frames <= 0 or self.num_envs <= 0 or self.n_step < 1:
-            raise ValueError("frames, num_envs and n_step must be positive")
+        if self.num_envs <= 0 or self.n_step < 1:
+            raise ValueError("num_envs and n_step must be positive")
 
 
 def make_dqn_vec_env(game: str, num_envs: int, seed: int):

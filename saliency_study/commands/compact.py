@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from ..experiments.paths import RESULTS_DIR
-from ..experiments.profiles import PROFILE_NAMES
-from ..games import HUBER_GAMES
+from saliency_lib.games import HUBER_GAMES
+
+from ..paths import RESULTS_DIR
+from ..profiles import PROFILE_NAMES
 
 __all__ = ["add_compact_parser", "default_games"]
 
@@ -32,7 +33,7 @@ def add_compact_parser(subparsers) -> None:
 
 
 def _cmd_compact(args) -> int:
-    from ..experiments.study import study_compact
+    from ..study import study_compact
 
     report = study_compact(args.profile, default_games(args.profile, args.games), agents=args.agents, seed=args.seed,
                            results_dir=args.results_dir)

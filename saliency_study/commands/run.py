@@ -6,13 +6,12 @@ import dataclasses
 import json
 import sys
 
-from ..experiments.catalog import STUDY_METHODS
-from ..experiments.executors import EXECUTORS, run_sweep
-from ..experiments.paths import RESULTS_DIR
-from ..experiments.profiles import PROFILE_NAMES, get_profile, sweep_sizes
-from ..experiments.store import compact
-from ..experiments.study import profile_specs, seed_specs
-from ..experiments.units import EXPERIMENTS, STATE_SELECTIONS, SUBSTRATES, SweepSpec
+from saliency_lib.sweep import EXECUTORS, EXPERIMENTS, STATE_SELECTIONS, SUBSTRATES, SweepSpec, compact, run_sweep
+
+from ..catalog import STUDY_METHODS
+from ..paths import RESULTS_DIR, repo_path
+from ..profiles import PROFILE_NAMES, get_profile, sweep_sizes
+from ..study import profile_specs, seed_specs
 from .compact import default_games
 
 __all__ = ["add_run_parser"]
@@ -50,6 +49,7 @@ def add_run_parser(subparsers) -> None:
 
 def _cmd_run(args) -> int:
     progress = not args.no_progress
+    args.results_dir = str(repo_path(args.results_dir))  # the repository's results, wherever the command runs
 
     def report(done, total, eta):
         if progress:
@@ -61,7 +61,7 @@ def _cmd_run(args) -> int:
             raise SystemExit("--seeds plans the shipped Mask-A3C agents itself; drop --agents")
         seeds = [s for g in (args.games or ["Breakout"]) for s in seed_specs(args.profile, g, seed=args.seed)]
     if args.status:
-        from ..experiments.study import study_status
+        from ..study import study_status
 
         print(json.dumps(study_status(args.profile, default_games(args.profile, args.games), agents=args.agents,
                                       seed=args.seed, results_dir=args.results_dir, specs=seeds)))

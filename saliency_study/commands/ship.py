@@ -8,7 +8,7 @@ __all__ = ["add_ship_parser"]
 
 
 def _cmd_ship(args) -> int:
-    from ..train.ship import ship_agent
+    from ..shipping import ship_agent
 
     row = ship_agent(args.run, args.dest, episodes=args.episodes, seed=args.seed, sticky_episodes=args.sticky_episodes,
                      published=args.published, published_source=args.published_source)
