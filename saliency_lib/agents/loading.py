@@ -7,6 +7,8 @@ spec                               loader
 ``official:<Game>``                official Mask-A3C checkpoint (:func:`~saliency_lib.agents.official.load_official`)
 ``sb3:[<Game>:]<model.zip>``       Stable-Baselines3 model (:func:`~saliency_lib.agents.sb3.load_sb3`)
 ``cleanrl:[<Game>:]<file>``        CleanRL ``.cleanrl_model`` (:func:`~saliency_lib.agents.cleanrl.load_cleanrl`)
+``keras:[<Game>:]<file.h5>``       Keras HDF5 Q-network, e.g. Huber et al.'s agents
+                                   (:func:`~saliency_lib.agents.keras.load_keras`)
 ``advstream:<spec>``               advantage stream of a dueling DQN agent
                                    (:func:`~saliency_lib.agents.checkpoint.advantage_stream_agent`)
 =================================  ===========================================================
@@ -21,13 +23,14 @@ import torch
 from .base import Agent
 from .checkpoint import advantage_stream_agent, load_checkpoint
 from .cleanrl import load_cleanrl
+from .keras import load_keras
 from .official import load_official
 from .sb3 import load_sb3
 
 __all__ = ["load_agent", "SCHEMES"]
 
 #: The ``<scheme>:`` prefixes :func:`load_agent` understands (anything else is a checkpoint path).
-SCHEMES = ("official", "sb3", "cleanrl", "advstream")
+SCHEMES = ("official", "sb3", "cleanrl", "keras", "advstream")
 
 
 def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -> Agent:
@@ -42,7 +45,10 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
         ``"cleanrl:[<Game>:]<file>"`` for a CleanRL ``.cleanrl_model``
         (:mod:`saliency_lib.agents.sb3`, :mod:`saliency_lib.agents.cleanrl`; without
         ``<Game>`` the game is read from an environment id such as
-        ``BreakoutNoFrameskip-v4`` in the path), or ``"advstream:<spec>"`` for the
+        ``BreakoutNoFrameskip-v4`` in the path), ``"keras:[<Game>:]<file.h5>"`` for a
+        Keras HDF5 Q-network such as Huber et al.'s (:mod:`saliency_lib.agents.keras`;
+        without ``<Game>`` the game is the one the file name starts with, as in
+        ``BreakoutIngame_5M.h5``), or ``"advstream:<spec>"`` for the
         advantage stream alone of a dueling DQN agent
         (:func:`~saliency_lib.agents.checkpoint.advantage_stream_agent`).
     device : str or torch.device
@@ -64,13 +70,13 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
         return load_official(rest).to(device)
     if scheme == "advstream":
         return advantage_stream_agent(load_agent(rest, device=device))
-    if scheme in ("sb3", "cleanrl"):
+    if scheme in ("sb3", "cleanrl", "keras"):
         game, sep, path = rest.partition(":")
         if not sep or os.path.exists(rest):  # "sb3:PATH": the game is read from the path
             game, path = None, rest
-        loader = load_sb3 if scheme == "sb3" else load_cleanrl
+        loader = {"sb3": load_sb3, "cleanrl": load_cleanrl, "keras": load_keras}[scheme]
         return loader(path, game=game, device=device)
     raise ValueError(
         f"unknown agent spec scheme {scheme!r} in {spec_s!r}; use a checkpoint directory, official:<Game>, "
-        "sb3:[<Game>:]<model.zip>, cleanrl:[<Game>:]<file.cleanrl_model> or advstream:<dueling DQN spec>"
+        "sb3:[<Game>:]<model.zip>, cleanrl:[<Game>:]<file.cleanrl_model>, keras:[<Game>:]<file.h5> or advstream:<dueling DQN spec>"
     )

@@ -27,7 +27,7 @@ def _cmd_evaluate(args) -> int:
 
 def add_evaluate_parser(sub) -> None:
     e = sub.add_parser("evaluate", help="play greedy games and print one JSON line of scores")
-    e.add_argument("agent", help="checkpoint directory, official:<Game>, sb3:[<Game>:]model.zip or cleanrl:[<Game>:]file")
+    e.add_argument("agent", help="checkpoint directory, official:<Game>, sb3:[<Game>:]model.zip, cleanrl:[<Game>:]file or keras:[<Game>:]file.h5")
     e.add_argument("--episodes", type=int, default=None, help="games (default: the protocol's, 10 greedy or 30 sticky)")
     e.add_argument("--protocol", choices=("greedy", "sticky"), default="greedy",
                    help="greedy: the papers' deterministic emulator; sticky: sticky actions, repeat_action_probability 0.25")
