@@ -1,7 +1,7 @@
 """Command line: ``saliency-study <command> ...`` (also ``python -m saliency_lib``).
 
 One module per command (``evaluate``, ``official``, ``ship``, ``train``, ``explain``,
-``metrics``, ``run``, ``compact``); each adds its subparser with an ``add_*_parser(subparsers)``
+``metrics``, ``run``, ``compact``, ``video``); each adds its subparser with an ``add_*_parser(subparsers)``
 function whose ``func`` default runs it. Packages on top of the library add commands
 through the ``saliency_study.commands`` entry-point group (the book's ``book`` command
 comes from ``saliency_book``), so the library never imports them.
@@ -28,11 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .run import add_run_parser
     from .ship import add_ship_parser
     from .train import add_train_parser
+    from .video import add_video_parser
 
     p = argparse.ArgumentParser(prog="saliency-study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     for add in (add_evaluate_parser, add_official_parsers, add_ship_parser, add_metrics_parsers, add_run_parser,
-                add_explain_parser, add_train_parser, add_compact_parser):
+                add_explain_parser, add_train_parser, add_compact_parser, add_video_parser):
         add(sub)
     for ep in entry_points(group=PLUGIN_GROUP):
         ep.load()(sub)
