@@ -405,10 +405,14 @@ def action_names(agent: Agent) -> tuple[str, ...]:
 
     env = _env_for(agent, True)
     try:
-        names = tuple(env.unwrapped.get_action_meanings())
+        return _names_of(env, agent.n_actions)
     finally:
         env.close()
-    return names if len(names) == agent.n_actions else tuple(f"a{k}" for k in range(agent.n_actions))
+
+
+def _names_of(env, n_actions: int) -> tuple[str, ...]:
+    names = tuple(env.unwrapped.get_action_meanings())
+    return names if len(names) == n_actions else tuple(f"a{k}" for k in range(n_actions))
 
 
 # -- a whole video ---------------------------------------------------------------------------
@@ -513,7 +517,7 @@ def write_saliency_video(agent: Agent, method, path: str | os.PathLike, *, max_s
     else:
         explainer = video_explainer(agent, str(method), seed=seed, batch_size=batch_size)
     shown, label = _shown_output(agent)
-    names = action_names(agent)
+    names: tuple[str, ...] = ()
     summary = VideoSummary(path=str(path), method=explainer.method_name, game=agent.game, frames=0, episodes=episodes)
     t_start = time.perf_counter()
 
@@ -538,6 +542,7 @@ def write_saliency_video(agent: Agent, method, path: str | os.PathLike, *, max_s
                                                       disable=not progress) as bar:
         for game in range(episodes):
             env = _env_for(agent, game == 0)
+            names = names or _names_of(env, agent.n_actions)
             try:
                 obs, _ = env.reset(seed=seed + game)
                 hidden = agent.initial_hidden(1)
