@@ -394,9 +394,7 @@ def _shown_output(agent: Agent) -> tuple[str, str]:
     """The output drawn as bars (``q``, else ``probs``) and its title."""
     if "q" in agent.outputs:
         return "q", "Q(s,a)"
-    if "probs" in agent.outputs or agent.default_output == "logits":
-        return "probs", "pi(a|s)"
-    return agent.default_output, agent.default_output
+    return "probs", "pi(a|s)"  # actor-critics; _step takes the softmax of the action scores where "probs" is missing
 
 
 def action_names(agent: Agent) -> tuple[str, ...]:
