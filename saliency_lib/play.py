@@ -341,7 +341,10 @@ def evaluate(agent: Agent, episodes: int | None = 10, seed: int = 0, *, protocol
 
 
 def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, every: int = 2, fps: int = 15, display: str = "mask") -> Episode:
-    """Write a GIF of one game. Mask-A3C agents get their policy and value masks overlaid.
+    """Write a GIF (or, for a ``.mp4`` path, an MP4) of one game. Mask-A3C agents get their policy and value masks overlaid.
+
+    The file is written by :class:`saliency_lib.video.VideoWriter`, the writer of the
+    saliency videos; ``path`` must end in ``.gif`` or ``.mp4``.
 
     Masks are upsampled back through the crop as in the official visualiser and
     shown with one colour scale per branch (min-max over the episode, as the official code).
@@ -352,8 +355,9 @@ def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, 
     """
     if display not in ("mask", "sig5"):
         raise ValueError(f"display must be 'mask' or 'sig5', got {display!r}")
-    import imageio.v2 as imageio
+    from .video import VideoWriter, check_video_path
 
+    check_video_path(path)  # before the game is played
     ep = play_episode(agent, seed=seed, record=True, max_steps=max_steps, sig5=display == "sig5")
     crop = mask_a3c_crop(agent.game) if agent.preset == "mask_a3c" else None
     norms = {}
@@ -363,16 +367,14 @@ def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, 
     # every panel is titled and the overlays' colour scale is drawn under them, as in the book's figures
     what = "sigmoid(5z)" if display == "sig5" else "mask"
     titles = {"policy_mask": f"policy {what}", "value_mask": f"value {what}"}
-    out = []
-    for t in range(0, len(ep.frames), every):
-        rgb = ep.frames[t]
-        panels = [(f"{agent.game}, step {t}", rgb)]
-        for n, ms in ep.masks.items():
-            lo, hi = norms[n]
-            m = (ms[t] - lo) / (hi - lo + 1e-12)
-            heat, inside = mask_to_frame(m, crop)
-            panels.append((titles.get(n, n), overlay(rgb, heat, where=inside)))
-        out.append(labelled_panels(panels, cmap="inferno" if ep.masks else None,
-                                   scale_labels=("game min", "game max")))
-    imageio.mimsave(path, out, duration=1000 / fps, loop=0)
+    with VideoWriter(path, fps=fps) as writer:  # the writer of saliency videos: MP4 or GIF by the suffix
+        for t in range(0, len(ep.frames), every):
+            rgb = ep.frames[t]
+            panels = [(f"{agent.game}, step {t}", rgb)]
+            for n, ms in ep.masks.items():
+                lo, hi = norms[n]
+                m = (ms[t] - lo) / (hi - lo + 1e-12)
+                heat, inside = mask_to_frame(m, crop)
+                panels.append((titles.get(n, n), overlay(rgb, heat, where=inside)))
+            writer.append(labelled_panels(panels, cmap="inferno" if ep.masks else None, scale_labels=("game min", "game max")))
     return ep

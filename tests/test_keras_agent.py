@@ -149,7 +149,7 @@ def test_study_plans_a_keras_agent(keras_files, tmp_path, capsys):
     """
     import argparse
 
-    from saliency_lib.cli.run import add_run_parser
+    from saliency_study.commands.run import add_run_parser
 
     parser = argparse.ArgumentParser()
     add_run_parser(parser.add_subparsers(dest="command"))

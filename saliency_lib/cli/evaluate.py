@@ -13,6 +13,10 @@ def _cmd_evaluate(args) -> int:
     from ..agents import load_agent
     from ..play import evaluate, write_gif
 
+    if args.gif:
+        from ..video import check_video_path
+
+        check_video_path(args.gif)  # a bad path fails before the games are played
     torch.set_num_threads(args.threads)
     agent = load_agent(args.agent)
     result = evaluate(agent, args.episodes, args.seed, protocol=args.protocol, max_steps=args.max_steps, progress=not args.quiet)
@@ -32,7 +36,7 @@ def add_evaluate_parser(sub) -> None:
     e.add_argument("--protocol", choices=("greedy", "sticky"), default="greedy",
                    help="greedy: the papers' deterministic emulator; sticky: sticky actions, repeat_action_probability 0.25")
     e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--gif", help="write a GIF of one game (Mask-A3C: masks overlaid)")
+    e.add_argument("--gif", help="write a GIF (or an MP4, by the suffix) of one game (Mask-A3C: masks overlaid)")
     e.add_argument("--max-steps", type=int, default=None, help="cap on agent steps per game")
     e.add_argument("--mask-display", choices=("mask", "sig5"), default="mask", help="GIF: the real mask M or the official sigmoid(5·z) view")
     e.add_argument("--threads", type=int, default=1)
