@@ -341,7 +341,7 @@ def agent_gif(spec: str | None, cfg: AgentsChapter, *, every: int = 3):
     import torch
 
     from saliency_lib.agents import load_agent
-    from saliency_lib.play import write_gif
+    from saliency_lib.game_video import write_gif
 
     agent = load_agent(repo_path(spec) if (repo_path(spec) / "meta.json").is_file() else spec, device=cfg.device)
     steps = cfg.settings["gif_steps"]

@@ -52,10 +52,8 @@ from tqdm.auto import tqdm
 
 from .agents.base import Agent
 from .envs import make_env, raw_frame
-from .games import mask_a3c_crop
-from .viz import labelled_panels, mask_to_frame, overlay
 
-__all__ = ["Protocol", "PROTOCOLS", "get_protocol", "Episode", "play_episode", "evaluate", "count_distinct", "write_gif"]
+__all__ = ["Protocol", "PROTOCOLS", "get_protocol", "Episode", "play_episode", "evaluate", "count_distinct", "play_env"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,10 @@ class Episode:
     chain: list = field(default_factory=list, repr=False)  # the running hash after each step (replays are prefixes)
 
 
-def _env_for(agent: Agent, first: bool, protocol: Protocol = PROTOCOLS["greedy"]):
+def play_env(agent: Agent, first: bool, protocol: Protocol = PROTOCOLS["greedy"]):
+    """The evaluation environment of ``agent``'s preset: the first game of a run (``first``) from
+    Huber et al.'s fixed start (DQN agents), later ones after 1–30 NOOPs; sticky actions as the
+    ``protocol`` says."""
     p = protocol.repeat_action_probability
     if agent.preset == "dqn":
         # Huber's protocol: the fixed start; later games of the same run start with 1..30 NOOPs.
@@ -140,7 +141,7 @@ def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = 
     1..30 NOOPs; ``mask_a3c`` agents use Itaya's wrappers, with the ConvLSTM state zeroed
     at every life loss. ``protocol`` "sticky" adds sticky actions (see :data:`PROTOCOLS`).
     """
-    env = _env_for(agent, first, get_protocol(protocol))
+    env = play_env(agent, first, get_protocol(protocol))
     obs, _ = env.reset(seed=seed)
     hidden = agent.initial_hidden(1)
     ep = Episode(0.0, 0)
@@ -229,7 +230,7 @@ def _play_batched(agent: Agent, episodes: int, seed: int, protocol: Protocol, ma
     def start() -> _Game:
         nonlocal next_index
         i, next_index = next_index, next_index + 1
-        env = _env_for(agent, i == 0, protocol)
+        env = play_env(agent, i == 0, protocol)
         obs, _ = env.reset(seed=seed + i)
         return _Game(i, env, obs)
 
@@ -338,43 +339,3 @@ def evaluate(agent: Agent, episodes: int | None = 10, seed: int = 0, *, protocol
     eps = [play_episode(agent, seed=seed + i, first=i == 0, max_steps=max_steps, protocol=proto)
            for i in tqdm(range(episodes), desc=desc, unit="game", disable=not progress)]
     return _summary(eps, proto)
-
-
-def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, every: int = 2, fps: int = 15, display: str = "mask") -> Episode:
-    """Write a GIF (or, for a ``.mp4`` path, an MP4) of one game. Mask-A3C agents get their policy and value masks overlaid.
-
-    The file is written by :class:`saliency_lib.video.VideoWriter`, the writer of the
-    saliency videos; ``path`` must end in ``.gif`` or ``.mp4``.
-
-    Masks are upsampled back through the crop as in the official visualiser and
-    shown with one colour scale per branch (min-max over the episode, as the official code).
-    Each panel is titled (the frame, the policy mask, the value mask) and the colour scale
-    of the overlays is drawn below them.
-    ``display="mask"`` shows the mask M used in the forward pass; ``display="sig5"`` shows
-    the official visualisation's sigmoid(5·z), whose contrast is much higher.
-    """
-    if display not in ("mask", "sig5"):
-        raise ValueError(f"display must be 'mask' or 'sig5', got {display!r}")
-    from .video import VideoWriter, check_video_path
-
-    check_video_path(path)  # before the game is played
-    ep = play_episode(agent, seed=seed, record=True, max_steps=max_steps, sig5=display == "sig5")
-    crop = mask_a3c_crop(agent.game) if agent.preset == "mask_a3c" else None
-    norms = {}
-    for n, ms in ep.masks.items():
-        arr = np.stack(ms)
-        norms[n] = (float(arr.min()), float(arr.max()))
-    # every panel is titled and the overlays' colour scale is drawn under them, as in the book's figures
-    what = "sigmoid(5z)" if display == "sig5" else "mask"
-    titles = {"policy_mask": f"policy {what}", "value_mask": f"value {what}"}
-    with VideoWriter(path, fps=fps) as writer:  # the writer of saliency videos: MP4 or GIF by the suffix
-        for t in range(0, len(ep.frames), every):
-            rgb = ep.frames[t]
-            panels = [(f"{agent.game}, step {t}", rgb)]
-            for n, ms in ep.masks.items():
-                lo, hi = norms[n]
-                m = (ms[t] - lo) / (hi - lo + 1e-12)
-                heat, inside = mask_to_frame(m, crop)
-                panels.append((titles.get(n, n), overlay(rgb, heat, where=inside)))
-            writer.append(labelled_panels(panels, cmap="inferno" if ep.masks else None, scale_labels=("game min", "game max")))
-    return ep

@@ -22,7 +22,7 @@ Each map is min-max scaled over its own frame: the colour scale runs from the fr
 least to its most salient pixel. Perturbation maps of different states differ by orders
 of magnitude, so one scale for the whole game would leave most frames dark; a constant
 map (no pixel more salient than another) leaves the frame as it is. This differs from
-:func:`saliency_lib.play.write_gif`, which keeps the official Mask-A3C visualiser's
+:func:`saliency_lib.game_video.write_gif`, which keeps the official Mask-A3C visualiser's
 scale over the whole game for the masks.
 """
 
@@ -399,9 +399,9 @@ def _shown_output(agent: Agent) -> tuple[str, str]:
 
 def action_names(agent: Agent) -> tuple[str, ...]:
     """The ALE's names of the agent's actions (``"a0"``, … when the counts disagree)."""
-    from .play import _env_for
+    from .play import play_env
 
-    env = _env_for(agent, True)
+    env = play_env(agent, True)
     try:
         return _names_of(env, agent.n_actions)
     finally:
@@ -500,7 +500,7 @@ def write_saliency_video(agent: Agent, method, path: str | os.PathLike, *, max_s
 
     from .envs import raw_frame
     from .explainers import Explainer
-    from .play import _env_for
+    from .play import play_env
 
     max_steps = check_int("max_steps", max_steps, minimum=1, hint="; pass the number of agent steps per game")
     episodes = check_int("episodes", episodes, minimum=1)
@@ -539,7 +539,7 @@ def write_saliency_video(agent: Agent, method, path: str | os.PathLike, *, max_s
     with VideoWriter(path, fps=fps) as writer, tqdm(total=max_steps * episodes, desc=f"video {explainer.method_name}", unit="map",
                                                       disable=not progress) as bar:
         for game in range(episodes):
-            env = _env_for(agent, game == 0)
+            env = play_env(agent, game == 0)
             names = names or _names_of(env, agent.n_actions)
             try:
                 obs, _ = env.reset(seed=seed + game)

@@ -1,30 +1,36 @@
 """The house rules of the code, checked by walking every module's imports.
 
-* No import circles inside the library, counting imports inside functions too.
-* No import upward: the library never imports the book's package, and each layer
-  (envs → agents → explainers → metrics → experiments → cli) imports only layers below it.
+* Three rooms: ``saliency_lib`` < ``saliency_study`` < ``saliency_book``; each imports only the
+  rooms before it.
+* No import circles in any room, counting imports inside functions too.
+* Inside the library, each layer (envs → agents → inference → explainers → metrics → sweep →
+  cli) imports only layers below it.
+* The library names no repository path, no chapter and no profile in its code.
 * Private names stay private: no module imports an ``_underscore`` name from another module.
-* Every library module stays small (about 600 lines) unless a note in it says why.
+* Every module stays at most 600 lines.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LIB, BOOK = "saliency_lib", "saliency_book"
+LIB, STUDY, BOOK = "saliency_lib", "saliency_study", "saliency_book"
+ROOMS = (LIB, STUDY, BOOK)
+"""The three rooms, in order: each may import only those before it."""
 
 # Layer of each top-level part of the library; a module may import only its own layer or lower ones.
 LAYERS = {
     "_io": 0, "games": 0, "results": 0, "validation": 0, "versions": 0, "viz": 0, "__init__": 9, "__main__": 9,
     "envs": 1,
-    "agents": 2, "states": 2, "play": 2,
+    "agents": 2, "states": 2, "play": 2, "inference": 2,
     "explainers": 3, "train": 3,
-    "metrics": 4,
-    "experiments": 5,
+    "metrics": 4, "video": 4, "game_video": 4,
+    "sweep": 5,
     "cli": 6,
 }
 
@@ -113,11 +119,12 @@ def _package_parent(m: str) -> set[str]:
     return {m.rpartition(".")[0]} if "." in m else set()
 
 
-def test_no_import_circles_in_the_library():
-    graph = _graph(_modules(LIB))
+@pytest.mark.parametrize("room", ROOMS)
+def test_no_import_circles_in_any_room(room):
+    graph = _graph(_modules(room))
     # a package __init__ re-exporting its submodules, which import each other through it, is the usual
     # Python idiom; what must not happen is a circle between two modules that are not packages
-    packages = {m for m, p in _modules(LIB).items() if p.name == "__init__.py"}
+    packages = {m for m, p in _modules(room).items() if p.name == "__init__.py"}
     pruned = {m: {t for t in ts if t not in packages} for m, ts in graph.items() if m not in packages}
     assert _cycles(pruned) == []
 
@@ -131,16 +138,57 @@ def _layer(module: str) -> int:
     return LAYERS[part]
 
 
-def test_no_import_upward():
+def _room(module: str) -> str | None:
+    top = module.split(".")[0]
+    return top if top in ROOMS else None
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_rooms_import_only_the_rooms_before_them(room):
+    bad = []
+    for m, path in _modules(room).items():
+        for mod, _, line in _imports(m, path):
+            other = _room(mod)
+            if other is not None and ROOMS.index(other) > ROOMS.index(room):
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {mod}, a later room")
+    assert bad == []
+
+
+def test_no_import_upward_inside_the_library():
     modules = _modules(LIB)
     bad = []
     for m, path in modules.items():
         for mod, _, line in _imports(m, path):
-            if mod == BOOK or mod.startswith(BOOK + "."):
-                bad.append(f"{path.relative_to(ROOT)}:{line} imports the book ({mod})")
-            elif mod.startswith(LIB + ".") and _layer(mod) > _layer(m):
+            if mod.startswith(LIB + ".") and _layer(mod) > _layer(m):
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {mod} from a higher layer")
     assert bad == []
+
+
+_STUDY_WORDS = re.compile(r"\bdata/|\bnotebooks/|\bbook/|\bchapters?\b|\bREPO_ROOT\b|\bprofiles?\b")
+"""What the library's code never names: the repository's folders, chapters and profiles."""
+
+
+def _code_strings_and_names(tree: ast.AST):
+    """The string constants (docstrings left out) and the identifiers of a module."""
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+        elif isinstance(node, ast.Name):
+            yield node.lineno, node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.lineno, node.attr
+
+
+def test_the_library_names_no_repository_path_chapter_or_profile():
+    bad = [f"{path.relative_to(ROOT)}:{line}: {text[:80]!r}" for m, path in _modules(LIB).items()
+           for line, text in _code_strings_and_names(ast.parse(path.read_text())) if _STUDY_WORDS.search(text)]
+    assert bad == []
+
+
+def test_the_path_check_can_fail():
+    tree = ast.parse('"""A docstring may say data/agents."""\nREPO_ROOT = "data/agents"\nx = profile\n')
+    assert [line for line, text in _code_strings_and_names(tree) if _STUDY_WORDS.search(text)] == [2, 2, 3]
 
 
 def test_every_library_part_has_a_layer():
@@ -148,13 +196,13 @@ def test_every_library_part_has_a_layer():
     assert parts <= set(LAYERS), f"new top-level parts need a layer: {sorted(parts - set(LAYERS))}"
 
 
-@pytest.mark.parametrize("package", [LIB, BOOK])
+@pytest.mark.parametrize("package", ROOMS)
 def test_private_names_stay_private(package):
     modules = _modules(package)
     bad = []
     for m, path in modules.items():
         for mod, names, line in _imports(m, path):
-            if not (mod.startswith(LIB) or mod.startswith(BOOK)) or mod == m:
+            if _room(mod) is None or mod == m:
                 continue
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if private:
@@ -176,7 +224,8 @@ def test_chapters_never_import_each_other():
     assert bad == []
 
 
-def test_library_modules_are_small():
-    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in (ROOT / LIB).rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 650 and "module-size:" not in p.read_text()]
+@pytest.mark.parametrize("room", ROOMS)
+def test_modules_are_small(room):
+    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in (ROOT / room).rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 600]
     assert long == []

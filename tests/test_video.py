@@ -191,7 +191,7 @@ def test_video_has_one_frame_per_step_the_constant_map_and_the_argmax_action(tmp
 
 
 def test_write_gif_uses_the_same_writer(tmp_path, const_agent):
-    from saliency_lib.play import write_gif
+    from saliency_lib.game_video import write_gif
 
     ep = write_gif(const_agent, str(tmp_path / "play.mp4"), max_steps=10, every=2)
     assert ep.steps == 10 and _frames(tmp_path / "play.mp4").shape[0] == 5

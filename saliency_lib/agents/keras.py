@@ -67,28 +67,20 @@ kernel, strides, padding, activation), the hidden size, ``dueling`` (always ``Fa
 for an accepted file), the padding and where it was read from. A single-stream file
 cannot tell whether training used a dueling head: if it did, its outputs are the
 un-centred advantage stream (reference notes §1.3); the greedy action is the same.
-``agent.meta`` also records the file's sha256 (which keys the study's cached states),
+``agent.meta`` also records the file's sha256 (which keys cached states),
 ``keras_version`` and ``backend``.
 
-Running the study on the authors' agents
-----------------------------------------
-With a clone of the authors' repository at ``$HUBER`` (pip install h5py, or the
-``keras`` extra of this package)::
+Loading the authors' agents
+-------------------------
+With a clone of the authors' repository at ``$HUBER``, the game is read from the file name
+(``BreakoutIngame_5M.h5`` → Breakout) or named::
 
-    M=$HUBER/applications/atari/models
-    # the game is read from the file name (BreakoutIngame_5M.h5 → Breakout) or named:
-    saliency-study evaluate keras:$M/BreakoutIngame_5M.h5 --episodes 3
-    saliency-study run --agents keras:Breakout:$M/BreakoutIngame_5M.h5 --games Breakout --profile full
-    saliency-study run --agents keras:$M/MsPacman_5M_ingame_reward.h5 --games MsPacman --profile full
-    # (--games: the full profile's default is all four games, and --agents is planned under each)
-    # chapters 3 (sanity checks) and 4 (insertion, deletion) on that agent:
-    papermill notebooks/03_sanity.ipynb out3.ipynb -p game Breakout -p agent keras:Breakout:$M/BreakoutIngame_5M.h5
-    papermill notebooks/04_degradation.ipynb out4.ipynb -p game Breakout -p agent keras:Breakout:$M/BreakoutIngame_5M.h5
+    >>> agent = load_agent("keras:$HUBER/applications/atari/models/BreakoutIngame_5M.h5")  # doctest: +SKIP
+    >>> agent = load_agent("keras:Breakout:path/to/weights.h5")  # doctest: +SKIP
 
-The states are the agent's own greedy play from Huber et al.'s fixed start (the
-``"dqn"`` preset), so the chapters explain the trajectory the authors explained.
-``save_agent(load_agent("keras:..."), "data/agents/huber-Breakout")`` converts a file
-to the library's checkpoint format (safetensors) once.
+Its states are its own greedy play from Huber et al.'s fixed start (the ``"dqn"`` preset);
+``save_agent(agent, directory)`` converts a file to the library's checkpoint format
+(safetensors) once. The study's book says how to run its chapters on these agents.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ def _cmd_evaluate(args) -> int:
     import torch
 
     from ..agents import load_agent
-    from ..play import evaluate, write_gif
+    from ..game_video import write_gif
+    from ..play import evaluate
 
     if args.gif:
         from ..video import check_video_path

@@ -185,7 +185,7 @@ class Explainer:
                 f"precision='bf16' is not offered for {type(self).__name__}"
                 f"{'' if not hasattr(self, 'perturbation') else f' with perturbation={self.perturbation!r}'}: its bf16 maps did not "
                 "keep Spearman >= 0.99 with float32 maps on a trained agent, or were not checked "
-                "(see data/benchmarks/bf16_decision.json); use precision='fp32'"
+                "(Explainer.bf16_validated); use precision='fp32'"
             )
         self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": batch_size, "precision": precision}
         self._params: dict[str, Any] = {}

@@ -11,7 +11,7 @@ paired test here therefore resamples blocks of consecutive states
   methods on the states both were evaluated on, with Holm correction.
 * :func:`paired_wilcoxon`: Wilcoxon signed-rank tests between every pair of methods.
   Kept for pairs that *are* independent (states of separate episodes) and for callers
-  whose generated text names the test (chapter 5, ``saliency-study metrics``); on the
+  that report this test by name (``saliency-study insertion``); on the
   states of one trajectory it is anti-conservative, so :func:`ranking_table` no longer
   uses it by default.
 * :func:`ranking_table`: methods ranked by their mean, with the methods each one is

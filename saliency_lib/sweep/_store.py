@@ -2,7 +2,7 @@
 
 What a unit keeps
 -----------------
-* **Tidy rows** (:mod:`saliency_lib.results` schema), the rows the chapters read: a sanity
+* **Tidy rows** (:mod:`saliency_lib.results` schema), the rows a reader of the sweep gets: a sanity
   unit's similarity per (state, method, level, measure); a degradation unit's AUCs per
   (state, method, substrate, measure, mode), ``step`` NA.
 * **Curve summaries** (degradation units): per (mode, substrate, measure, step) the number of
@@ -21,7 +21,7 @@ Layout under ``<results_dir>/sweep/``
     on reading.
 ``packs/<experiment>/<agent>-<hash>.parquet``
     A **pack**: the units of one (experiment, agent, state set), i.e. of one agent in one
-    profile, in one file (:func:`compact`). Its summary rows are pooled per *series*, the
+    sweep, in one file (:func:`compact`). Its summary rows are pooled per *series*, the
     units that differ only in their states (one method's chunks), so a pack keeps one mean
     curve per method and setting however many chunks it holds. The footer's metadata lists
     the units, the package versions that made each and the pools. A pack is replaced

@@ -43,7 +43,7 @@ RANDOM_BASELINE = "random"
 """Method name of the uniform-random map baseline (insertion/deletion only)."""
 SANITY_SIMILARITIES = ("spearman", "ssim", "ssim_2d", "hog_pearson", "spearman_untied")
 """The sweep's similarity measures: the paper's three, the image SSIM and the Spearman similarity outside the
-shared tied block (chapter 3's test of the black-screen claim). Units stored before ``spearman_untied`` joined
+shared tied block (a test of whether identical black frames drive a similarity). Units stored before ``spearman_untied`` joined
 keep their keys and lack its rows."""
 METRIC_OPTIONS = {
     # sanity: Huber et al.'s cascading randomisation with Glorot-uniform weights (reference §5), every layer group

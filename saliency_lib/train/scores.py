@@ -80,8 +80,8 @@ def update_scores(csv_path: str | os.PathLike, rows: dict | Iterable[dict]) -> p
     """Insert or replace the rows of (agent, protocol) pairs in the scores table (locked, atomic write).
 
     A row without ``protocol`` is a greedy row. Rows are sorted by agent, and an agent's greedy row
-    comes last: a reader written for one row per agent that keeps an agent's last row (as the
-    chapters' score tables did before the protocol column) reads the greedy one, the papers' protocol.
+    comes last: a reader written for one row per agent that keeps an agent's last row (as
+    readers did before the protocol column) reads the greedy one, the papers' protocol.
     """
     csv_path = Path(csv_path)
     rows = [rows] if isinstance(rows, dict) else list(rows)
