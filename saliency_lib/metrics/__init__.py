@@ -15,6 +15,7 @@ from .dependence import (
     paired_block_test,
     pooled_block_ci,
 )
+from .equivalence import MIN_ESS, VERDICTS, Verdict, compare_with_reference, equivalence_verdict
 from .insertion_deletion import MEASURES, SUBSTRATES, Deletion, Insertion, auc, make_substrate, random_saliency
 from .randomisation import (
     INITS,
@@ -49,4 +50,5 @@ __all__ = [
     "summarise", "holm", "paired_block_tests", "paired_wilcoxon", "ranking_table",
     "block_bootstrap_ci", "effective_sample_size", "paired_block_test", "pooled_block_ci",
     "INTERVALS", "ess_t_ci", "mean_ci",
+    "VERDICTS", "MIN_ESS", "Verdict", "equivalence_verdict", "compare_with_reference",
 ]
