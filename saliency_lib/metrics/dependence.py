@@ -133,7 +133,7 @@ def _ess_weighted(v: np.ndarray, n_eff: float):
     return DescrStatsW(v, weights=np.full(v.size, n_eff / v.size))
 
 
-def ess_t_ci(values, *, confidence: float = 0.95) -> tuple[float, float]:
+def ess_t_ci(values, *, confidence: float = 0.95, n_eff: float | None = None) -> tuple[float, float]:
     """t interval of the mean of a series in time order, on its effective sample size.
 
     ``x̄ ± t_{1−α/2, ν} · σ̂ / √(n_eff − 1)`` with ``ν = n_eff − 1``, where ``σ̂`` is the
@@ -145,6 +145,15 @@ def ess_t_ci(values, *, confidence: float = 0.95) -> tuple[float, float]:
 
     Ours, because no library offers an interval of the mean on an ESS: the weights. See the
     module's coverage table for why this is the default interval.
+
+    Parameters
+    ----------
+    values : array_like, 1-D
+        Values in the order of the trajectory (NaNs are dropped).
+    confidence : float
+        Confidence level in (0, 1).
+    n_eff : float, optional
+        The :func:`effective_sample_size` of the finite values, where the caller has it already.
 
     Returns
     -------
@@ -158,7 +167,7 @@ def ess_t_ci(values, *, confidence: float = 0.95) -> tuple[float, float]:
         return float("nan"), float("nan")
     if np.ptp(v) == 0:
         return float(v[0]), float(v[0])
-    n_eff = effective_sample_size(v)
+    n_eff = effective_sample_size(v) if n_eff is None else float(n_eff)
     if not n_eff >= 2:
         return float("nan"), float("nan")
     lo, hi = _ess_weighted(v, n_eff).tconfint_mean(alpha=1 - confidence)
@@ -254,7 +263,7 @@ def block_bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2
 
 
 def mean_ci(values, *, confidence: float = 0.95, interval: str = DEFAULT_INTERVAL, n_resamples: int = 2000,
-            seed: int = 0) -> tuple[float, float]:
+            seed: int = 0, n_eff: float | None = None) -> tuple[float, float]:
     """The study's confidence interval of the mean of a series in time order.
 
     Parameters
@@ -267,10 +276,12 @@ def mean_ci(values, *, confidence: float = 0.95, interval: str = DEFAULT_INTERVA
         :func:`ess_t_ci` (default: it covers on dependent series) or :func:`block_bootstrap_ci`.
     n_resamples, seed
         Of the block bootstrap (unused by ``"ess_t"``).
+    n_eff : float, optional
+        For ``"ess_t"``: the effective sample size of the finite values, where the caller has it.
     """
     check_choice("interval", interval, INTERVALS)
     if interval == "ess_t":
-        return ess_t_ci(values, confidence=confidence)
+        return ess_t_ci(values, confidence=confidence, n_eff=n_eff)
     return block_bootstrap_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
 
 

@@ -112,9 +112,10 @@ def summarise(
         key = key if isinstance(key, tuple) else (key,)
         v = pd.to_numeric(_in_order(g, order)[value], errors="coerce").to_numpy(dtype=np.float64)
         fin = v[np.isfinite(v)]
-        lo, hi = mean_ci(fin, confidence=confidence, interval=interval, n_resamples=n_resamples, seed=seed)
+        n_eff = effective_sample_size(fin)
+        lo, hi = mean_ci(fin, confidence=confidence, interval=interval, n_resamples=n_resamples, seed=seed, n_eff=n_eff)
         rows.append({**dict(zip(by, key)), "n": int(fin.size), "n_nan": int(v.size - fin.size),
-                     "n_eff": effective_sample_size(fin), "block": block_length(fin),
+                     "n_eff": n_eff, "block": block_length(fin),
                      "mean": float(fin.mean()) if fin.size else float("nan"),
                      "std": float(fin.std(ddof=ddof)) if fin.size > ddof else float("nan"),
                      "ci_low": lo, "ci_high": hi})
