@@ -33,15 +33,20 @@ def _ar1_table(n=300, phi=0.9, seed=0):
 
 
 def test_summarise_resamples_blocks_in_state_order_and_reports_the_effective_sample_size():
-    from saliency_lib.metrics import block_bootstrap_ci, effective_sample_size
+    from saliency_lib.metrics import block_bootstrap_ci, effective_sample_size, mean_ci
+    from saliency_lib.metrics.dependence import block_length
 
     t, x = _ar1_table()
     s = summarise(t, by=["method"], n_resamples=500).iloc[0]
     assert s["n"] == 300 and s["n_eff"] == pytest.approx(effective_sample_size(x)) and s["n_eff"] < 100
-    assert (s["ci_low"], s["ci_high"]) == block_bootstrap_ci(x, n_resamples=500)  # the state order, not the rows'
+    assert (s["ci_low"], s["ci_high"]) == mean_ci(x)  # the ESS t interval, in the state order, not the rows'
+    blk = summarise(t, by=["method"], n_resamples=500, interval="block").iloc[0]
+    assert (blk["ci_low"], blk["ci_high"]) == block_bootstrap_ci(x, n_resamples=500)
     iid = block_bootstrap_ci(x, n_resamples=500, block=1)
     assert s["ci_high"] - s["ci_low"] > 2 * (iid[1] - iid[0])  # φ = 0.9: the honest interval is far wider
-    assert s["block"] > 1
+    assert s["block"] == block_length(x) > 1
+    with pytest.raises(ValueError, match="unknown interval 'percentile'"):
+        summarise(t, by=["method"], interval="percentile")
 
 
 def test_summarise_mean_std_ci():

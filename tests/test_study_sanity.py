@@ -26,9 +26,10 @@ LAYERS = ["original", "output", "fc"]
 def _table(values: dict[str, list[float]], *, n: int = 6, agent: str = AGENT, noise: float = 0.02,
            measures=("spearman", "ssim", "hog_pearson")) -> pd.DataFrame:
     """Sanity rows: ``values[method][level]`` is the mean similarity at each level (0 = original),
-    with a small symmetric spread over ``n`` states, plus uniform-random reference rows at 0.01."""
+    with a small symmetric spread that oscillates over ``n`` states (correlated neighbours, no trend),
+    plus uniform-random reference rows at 0.01."""
     rows = []
-    spread = np.linspace(-noise, noise, n)
+    spread = noise * np.sin(2 * np.pi * 4 * np.arange(n) / n)
     for method, means in values.items():
         for state in range(n):
             for level, mean in enumerate(means):
@@ -102,7 +103,7 @@ def test_layer_summary_and_labels(synthetic):
     assert set(s["level"]) == {0, 1, 2} and set(s["measure"]) == set(sn.MEASURES)
     r = s[(s["method"] == "rise") & (s["level"] == 2) & (s["measure"] == "spearman")].iloc[0]
     assert r["n"] == 60 and r["mean"] == pytest.approx(0.1) and r["ci_low"] < 0.1 < r["ci_high"]
-    assert 1 <= r["n_eff"] < 60  # the spread rises with the state: consecutive states are correlated
+    assert 1 <= r["n_eff"] < 60  # the spread follows the state: consecutive states are correlated
     assert sn.level_labels(s) == [(0, "none"), (1, "output"), (2, "+ fc")]
     assert set(refs["layer"]) == {"random_uniform"} and refs["mean"].to_numpy() == pytest.approx(0.01)
 

@@ -6,7 +6,16 @@ Every metric is configured in its constructor and evaluated by
 ``reference`` describe the score.
 """
 
-from .dependence import block_bootstrap_ci, effective_sample_size, paired_block_test, pooled_block_ci
+from .dependence import (
+    INTERVALS,
+    block_bootstrap_ci,
+    effective_sample_size,
+    ess_t_ci,
+    mean_ci,
+    paired_block_test,
+    pooled_block_ci,
+)
+from .equivalence import MIN_ESS, VERDICTS, Verdict, compare_with_reference, equivalence_verdict
 from .insertion_deletion import MEASURES, SUBSTRATES, Deletion, Insertion, auc, make_substrate, random_saliency
 from .randomisation import (
     INITS,
@@ -40,4 +49,6 @@ __all__ = [
     "normalise_map", "is_constant",
     "summarise", "holm", "paired_block_tests", "paired_wilcoxon", "ranking_table",
     "block_bootstrap_ci", "effective_sample_size", "paired_block_test", "pooled_block_ci",
+    "INTERVALS", "ess_t_ci", "mean_ci",
+    "VERDICTS", "MIN_ESS", "Verdict", "equivalence_verdict", "compare_with_reference",
 ]

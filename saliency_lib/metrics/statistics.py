@@ -2,18 +2,22 @@
 
 The rows of one setting are the states of one greedy trajectory, in the order of the
 ``state`` column, and consecutive states are strongly correlated. Every interval and
-paired test here therefore resamples blocks of consecutive states
-(:mod:`saliency_lib.metrics.dependence`) and reports the effective sample size.
+paired test here therefore accounts for that dependence
+(:mod:`saliency_lib.metrics.dependence`: by default the t interval on the effective sample
+size, which covers where the percentile block bootstrap does not) and reports the effective
+sample size.
 
 * :func:`summarise`: per group, n, the effective sample size, mean ± std (as the paper
-  reports) and a seeded moving-block bootstrap confidence interval of the mean.
-* :func:`paired_block_tests`: paired block-bootstrap tests between every pair of
-  methods on the states both were evaluated on, with Holm correction.
-* :func:`paired_wilcoxon`: Wilcoxon signed-rank tests between every pair of methods.
+  reports) and a confidence interval of the mean (:func:`~saliency_lib.metrics.dependence.mean_ci`).
+* :func:`paired_block_tests`: paired tests between every pair of methods on the states both
+  were evaluated on (:func:`~saliency_lib.metrics.dependence.paired_block_test`), with Holm
+  correction.
+* :func:`paired_wilcoxon`: Wilcoxon signed-rank tests (scipy) between every pair of methods.
   Kept for pairs that *are* independent (states of separate episodes) and for callers
   that report this test by name (``saliency-study insertion``); on the
   states of one trajectory it is anti-conservative, so :func:`ranking_table` no longer
   uses it by default.
+* :func:`holm`: Holm-corrected p-values (statsmodels' adjustment, without its cost per call).
 * :func:`ranking_table`: methods ranked by their mean, with the methods each one is
   significantly better or worse than.
 
@@ -30,7 +34,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from .dependence import block_bootstrap_ci, block_length, effective_sample_size, paired_block_test
+from .dependence import DEFAULT_INTERVAL, block_length, effective_sample_size, mean_ci, paired_block_test
 
 __all__ = ["summarise", "holm", "paired_block_tests", "paired_wilcoxon", "ranking_table", "TESTS"]
 
@@ -66,8 +70,9 @@ def summarise(
     n_resamples: int = 2000,
     seed: int = 0,
     ddof: int = 0,
+    interval: str = DEFAULT_INTERVAL,
 ) -> pd.DataFrame:
-    """Mean, std, effective sample size and moving-block bootstrap CI of ``value`` per group.
+    """Mean, std, effective sample size and a dependence-aware CI of the mean of ``value`` per group.
 
     Parameters
     ----------
@@ -79,12 +84,13 @@ def summarise(
     value : str
         Column to summarise.
     order : str or None
-        Column giving the trajectory order of a group's rows (default ``state``). The CI
-        resamples blocks of consecutive values in this order, with the block length of
-        :func:`~saliency_lib.metrics.dependence.block_length`; None, or a table without
-        the column, keeps the rows' order.
-    confidence, n_resamples, seed
-        See :func:`~saliency_lib.metrics.dependence.block_bootstrap_ci`. Every group uses the same seed.
+        Column giving the trajectory order of a group's rows (default ``state``). The effective
+        sample size, the block length and the CI follow the dependence between consecutive
+        values in this order; None, or a table without the column, keeps the rows' order.
+    confidence, interval, n_resamples, seed
+        See :func:`~saliency_lib.metrics.dependence.mean_ci` (default ``"ess_t"``, the t
+        interval on the effective sample size; ``"block"``: the percentile moving-block
+        bootstrap). Every group uses the same seed.
     ddof : int
         Delta degrees of freedom of the std (default 0, NumPy's default, as the
         paper's tables).
@@ -93,8 +99,8 @@ def summarise(
     -------
     DataFrame
         Group columns plus ``n`` (finite values), ``n_nan``, ``n_eff`` (effective sample
-        size of the finite values), ``block`` (block length of the CI), ``mean``, ``std``,
-        ``ci_low``, ``ci_high``.
+        size of the finite values), ``block`` (Politis–White block length of the finite values,
+        the block bootstrap's), ``mean``, ``std``, ``ci_low``, ``ci_high``.
     """
     by = _group_cols(df, by)
     if value not in df.columns:
@@ -106,9 +112,10 @@ def summarise(
         key = key if isinstance(key, tuple) else (key,)
         v = pd.to_numeric(_in_order(g, order)[value], errors="coerce").to_numpy(dtype=np.float64)
         fin = v[np.isfinite(v)]
-        lo, hi = block_bootstrap_ci(fin, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        n_eff = effective_sample_size(fin)
+        lo, hi = mean_ci(fin, confidence=confidence, interval=interval, n_resamples=n_resamples, seed=seed, n_eff=n_eff)
         rows.append({**dict(zip(by, key)), "n": int(fin.size), "n_nan": int(v.size - fin.size),
-                     "n_eff": effective_sample_size(fin), "block": block_length(fin),
+                     "n_eff": n_eff, "block": block_length(fin),
                      "mean": float(fin.mean()) if fin.size else float("nan"),
                      "std": float(fin.std(ddof=ddof)) if fin.size > ddof else float("nan"),
                      "ci_low": lo, "ci_high": hi})
@@ -116,7 +123,13 @@ def summarise(
 
 
 def holm(pvalues) -> np.ndarray:
-    """Holm–Bonferroni adjusted p-values (NaNs stay NaN and do not count)."""
+    """Holm–Bonferroni adjusted p-values (NaNs stay NaN and do not count).
+
+    The adjustment of statsmodels' ``multipletests(method="holm")``, to which the tests compare
+    it, computed here for two reasons: statsmodels' Holm branch runs a full garbage collection
+    on every call (about 0.9 s in a process with the study's modules loaded, and a ranking table
+    calls it once per setting), and it does not allow NaN p-values (pairs that were not tested).
+    """
     p = np.asarray(pvalues, dtype=np.float64)
     out = np.full_like(p, np.nan)
     ok = np.flatnonzero(np.isfinite(p))
@@ -124,6 +137,7 @@ def holm(pvalues) -> np.ndarray:
     if m == 0:
         return out
     order = ok[np.argsort(p[ok], kind="stable")]
+    # the i-th smallest of m p-values times (m − i), made monotone, capped at 1
     adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
     out[order] = np.minimum(adj, 1.0)
     return out
@@ -146,6 +160,12 @@ test when the differences have ties or zeros (2¹³ sign flips fit its 9999 resa
 
 def _signed_rank_exact(d: np.ndarray, alternative: str) -> tuple[float, float]:
     """Wilcoxon signed-rank statistic and exact p-value of differences ``d`` with ties or zeros.
+
+    Ours, and kept beside :func:`scipy.stats.wilcoxon` for one case only: scipy's exact
+    distribution assumes no ties and no zeros, so with them and at most
+    :data:`PERMUTATION_MAX_N` pairs it enumerates all 2ⁿ sign flips as a permutation test,
+    about 0.6 s per pair of methods at n = 12; a ranking of 12 methods has 66 pairs. Every other
+    case goes to scipy, and the tests check that both give the same statistic and p-value.
 
     Zeros are dropped (Wilcoxon's method) and tied absolute differences get mid-ranks. Under
     the null hypothesis every sign pattern of the remaining differences is equally likely, so
@@ -248,13 +268,15 @@ def paired_block_tests(
     n_resamples: int = 2000,
     seed: int = 0,
     min_n: int = 2,
+    interval: str = DEFAULT_INTERVAL,
 ) -> pd.DataFrame:
-    """Paired moving-block bootstrap tests between every pair of ``between`` groups.
+    """Paired tests that keep the dependence between states, between every pair of ``between`` groups.
 
     Each pair's differences, in the order of ``pair_on`` (the trajectory order of the
-    states), go through :func:`~saliency_lib.metrics.dependence.paired_block_test`: the
-    same blocks of consecutive states are resampled for both methods, so the dependence
-    between neighbouring states is kept.
+    states), go through :func:`~saliency_lib.metrics.dependence.paired_block_test`: by
+    default the t test on the effective sample size of the differences; with
+    ``interval="block"``, the moving-block bootstrap, which resamples the same blocks of
+    consecutive states for both methods.
 
     Parameters
     ----------
@@ -262,8 +284,8 @@ def paired_block_tests(
         One measure of one setting: exactly one row per (``pair_on``, ``between``).
     between, pair_on, value
         As :func:`paired_wilcoxon`.
-    n_resamples, seed
-        Of the block bootstrap (every pair uses the same seed).
+    n_resamples, seed, interval
+        See :func:`~saliency_lib.metrics.dependence.paired_block_test` (every pair uses the same seed).
     min_n : int
         Pairs with fewer finite pairs are not tested (``p_value`` NaN).
 
@@ -280,7 +302,7 @@ def paired_block_tests(
         x = wide[a].to_numpy(dtype=np.float64)
         y = wide[b].to_numpy(dtype=np.float64)
         ok = np.isfinite(x) & np.isfinite(y)
-        r = paired_block_test(x[ok], y[ok], n_resamples=n_resamples, seed=seed)
+        r = paired_block_test(x[ok], y[ok], n_resamples=n_resamples, seed=seed, interval=interval)
         p = r["p"] if r["n"] >= min_n else float("nan")
         rows.append({"a": a, "b": b, "n": r["n"], "n_eff": r["n_eff"], "block": r["block"], "mean_diff": r["mean"],
                      "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": p})
@@ -303,6 +325,7 @@ def ranking_table(
     seed: int = 0,
     test: str = "block",
     min_n: int = 2,
+    interval: str = DEFAULT_INTERVAL,
 ) -> pd.DataFrame:
     """Rank methods by their mean on one measure and say which differences are significant.
 
@@ -318,6 +341,10 @@ def ranking_table(
     test : {"block", "wilcoxon"}
         ``"block"`` (default): :func:`paired_block_tests`, for the states of one trajectory;
         ``"wilcoxon"``: :func:`paired_wilcoxon`, which assumes independent pairs.
+    interval : {"ess_t", "block"}
+        The CIs of the means (:func:`summarise`) and, with ``test="block"``, the paired tests
+        (:func:`paired_block_tests`): the t interval on the effective sample size (default) or
+        the moving-block bootstrap.
     min_n : int
         Fewest finite pairs for a test; below it no difference is significant.
 
@@ -335,10 +362,10 @@ def ranking_table(
         raise ValueError(f"unknown test {test!r}; valid values are: {', '.join(TESTS)}")
     order = pair_on[0] if len(pair_on) == 1 else None
     summ = summarise(df, by=[between], value=value, order=order, confidence=confidence, n_resamples=n_resamples,
-                     seed=seed)
+                     seed=seed, interval=interval)
     if test == "block":
         tests = paired_block_tests(df, between=between, pair_on=pair_on, value=value, n_resamples=n_resamples,
-                                   seed=seed, min_n=min_n)
+                                   seed=seed, min_n=min_n, interval=interval)
     else:
         tests = paired_wilcoxon(df, between=between, pair_on=pair_on, value=value)
         tests.loc[tests["n"] < min_n, "p_holm"] = np.nan
