@@ -6,21 +6,24 @@ Shared by the gallery (chapter 2), the sanity checks (chapter 3) and the explore
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
-from saliency_book.common import BENCHMARK_STEPS, as_count, as_methods
-from saliency_lib.games import game_info, mask_a3c_crop
+from saliency_book.common import METHODS, TARGET_FREE, as_count
+from saliency_book.config import ChapterConfig
+from saliency_lib.games import BENCHMARK_STATES, mask_a3c_crop
 from saliency_lib.results import config_hash
 from saliency_study.cache import cached_file
 from saliency_study.paths import RESULTS_DIR
-from saliency_study.profiles import get_profile, profile_settings
+from saliency_study.profiles import get_profile
 
-from .common import HIGHLIGHTS_PARAMS, METHODS, TARGET_FREE
+__all__ = ["HIGHLIGHTS_PARAMS", "StateSelection", "highlight_states", "applicable_methods", "resolve_action",
+           "saliency_map", "normalise", "on_frame", "overlay_map", "as_methods", "ExampleMapsConfig"]
 
-__all__ = ["StateSelection", "highlight_states", "applicable_methods", "resolve_action", "saliency_map", "normalise",
-           "on_frame", "overlay_map", "ExampleMapsConfig"]
+HIGHLIGHTS_PARAMS = MappingProxyType({"budget": 5, "context_length": 10, "minimum_gap": 10, "percentile": 3.0})
+"""HIGHLIGHTS-DIV of Huber et al. (reference §2.2): 5 states per game, context 10, gap 10, 3rd percentile."""
 
 
 @dataclass(frozen=True)
@@ -199,65 +202,62 @@ def overlay_map(frame: np.ndarray, m: np.ndarray, *, preset: str, game: str, alp
     return overlay(frame, heat, alpha=alpha, cmap=cmap, where=inside)
 
 
-@dataclass(frozen=True)
-class ExampleMapsConfig:
-    """Configuration of chapter 2; every field is a parameter of the notebook."""
+def as_methods(value) -> tuple[str, ...] | None:
+    """Registry names from a list or a comma-separated string; None for all."""
+    from saliency_lib.explainers import EXPLAINERS
 
-    game: str = "Breakout"
-    """Atari game of the chapter."""
-    agent: str | None = None
-    """Agent spec; None: the study's DQN agent (:func:`~saliency_book.ch1_agents.study_agent`).
-    An ``official:<Game>`` spec replaces the official Mask-A3C agent instead."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    unknown = [n for n in names if n not in EXPLAINERS]
+    if unknown or not names:
+        raise ValueError(f"methods must name registered explainers, got {value!r}; valid names are: {', '.join(EXPLAINERS)}")
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class ExampleMapsConfig(ChapterConfig):
+    """The configuration of the chapters that show example maps (2, 7): the base's fields, then which maps.
+
+    ``agent`` replaces the study's DQN agent; an ``official:<Game>`` spec replaces the official
+    Mask-A3C agent instead.
+    """
+
     methods: tuple[str, ...] | None = None
     """Registry names to show (list or comma-separated string); None: every applicable one of :data:`METHODS`."""
     n_states: int | None = None
-    """HIGHLIGHTS-DIV states per agent; None: the profile's ``n_states``, at most Huber et al.'s budget of 5."""
-    profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_study.profiles`)."""
-    seed: int = 0
-    """Seed of the greedy trajectory (and offset of the random maps' seeds)."""
-    device: str = "cpu"
-    """Torch device of the agents."""
-    results_dir: str = RESULTS_DIR
-    """Cache of results (relative paths are under the repository root)."""
-    settings: dict = field(init=False, repr=False, compare=False)
-    """The profile's settings."""
+    """HIGHLIGHTS-DIV states per agent; None: the profile's ``highlight_states``."""
 
     USED = ("highlight_states", "eval_max_steps")
-    """Profile settings this chapter uses."""
 
     def __post_init__(self):
-        game_info(self.game)
-        if self.agent in ("", "None"):
-            object.__setattr__(self, "agent", None)
+        super().__post_init__()
         object.__setattr__(self, "methods", as_methods(self.methods))
         object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
-        if isinstance(self.seed, str) and self.seed.strip().isdigit():
-            object.__setattr__(self, "seed", int(self.seed))
-        object.__setattr__(self, "settings", profile_settings(self.profile))
 
     @property
     def trajectory(self) -> int:
-        """States of the greedy trajectory: :data:`BENCHMARK_STEPS`, capped at the profile's ``eval_max_steps``."""
+        """States of the greedy trajectory: Huber et al.'s benchmark length, capped at the profile's ``eval_max_steps``."""
         cap = self.settings["eval_max_steps"]
-        return min(BENCHMARK_STEPS, cap) if cap else BENCHMARK_STEPS
+        return min(BENCHMARK_STATES, cap) if cap else BENCHMARK_STATES
+
+    @property
+    def budget(self) -> int:
+        """HIGHLIGHTS-DIV states per agent: the ``n_states`` parameter, else the profile's."""
+        return self.n_states or self.settings["highlight_states"]
 
     @property
     def selection(self) -> StateSelection:
-        """The explained states (the ``n_states`` parameter is the HIGHLIGHTS-DIV budget)."""
-        budget = self.n_states or self.settings["highlight_states"]
-        return StateSelection(trajectory=self.trajectory, budget=budget, seed=self.seed)
+        """The explained states."""
+        return StateSelection(self.trajectory, self.budget, self.seed)
 
     @property
     def explainer_params(self) -> dict:
         """Method parameters of the profile's example maps (:attr:`~saliency_study.profiles.Profile.example_params`)."""
         return {k: dict(v) for k, v in get_profile(self.profile).example_params.items()}
 
-    def _repr_markdown_(self) -> str:
-        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "settings")
-        sel = self.selection
-        used = ", ".join(f"`{k}={self.settings[k]!r}`" for k in self.USED)
+    def _profile_markdown(self) -> str:
         coarse = ("; **coarse method parameters** (few perturbations, CI only): "
                   + ", ".join(f"`{m}: {p}`" for m, p in self.explainer_params.items())) if self.explainer_params else ""
-        return (f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** {used}: up to {sel.budget} "
-                f"HIGHLIGHTS-DIV states of a {sel.trajectory}-state greedy trajectory{coarse}.\n")
+        return (f"{super()._profile_markdown()}: up to {self.selection.budget} HIGHLIGHTS-DIV states of a "
+                f"{self.trajectory}-state greedy trajectory{coarse}")

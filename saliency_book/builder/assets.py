@@ -169,8 +169,10 @@ def _selected(asset: Asset, root: Path):
             yield f, rel.removeprefix(asset.strip)
 
 
-def _write_if_changed(path: Path, text: str) -> None:
+def write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (and its folder) unless the file already holds it, so its date shows real changes."""
     if not (path.is_file() and path.read_text() == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
 
@@ -197,6 +199,6 @@ def install_assets(book_dir: str | os.PathLike, cache: str | os.PathLike | None 
             raise RuntimeError(f"no file of {asset.spec} matched {asset.include}; the package layout changed")
         license_ = json.loads((root / "package.json").read_text()).get("license", "")
         manifest[asset.name] = {"spec": asset.spec, "integrity": asset.integrity, "license": license_, "files": len(files)}
-    _write_if_changed(vendor / "widgets-paths.js", WIDGETS_PATHS_JS)
-    _write_if_changed(vendor / "ASSETS.json", json.dumps(manifest, indent=2) + "\n")
+    write_if_changed(vendor / "widgets-paths.js", WIDGETS_PATHS_JS)
+    write_if_changed(vendor / "ASSETS.json", json.dumps(manifest, indent=2) + "\n")
     return offline

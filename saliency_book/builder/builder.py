@@ -1,27 +1,19 @@
 """The book pipeline: ``saliency-study book [--profile quick|full|tiny] [--only NOTEBOOK]``.
 
-:func:`build_book` runs three steps and prints the time of each:
+:func:`build_book` runs its steps and prints the time of each:
 
-1. **Assets.** :func:`saliency_book.builder.assets.install_assets` puts the offline
-   JavaScript into ``book/_offline/vendor/`` (``npm pack`` once, then from the cache).
-2. **Chapters.** Each ``notebooks/*.py`` (jupytext percent format) is converted to
-   ``notebooks/*.ipynb`` and executed by papermill with the profile's parameters,
-   on the kernel of *this* interpreter (:func:`resolve_kernel`). The executed
-   notebook goes to ``book/chapters/``. A failing cell raises
-   :class:`ChapterError` and stops the build; the failed notebook is kept under
-   ``book/_build/failed/``. A chapter whose inputs (source, parameters, library
-   code, data files, official checkpoints) are unchanged since its last execution
-   is not executed again (``force=True`` overrides). With several games (the ``full``
-   profile, or ``games=``), each chapter of :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` also gets a
-   page per further game, ``chapters/<chapter>-<Game>.ipynb``, listed under the
-   chapter in a generated table of contents (:mod:`saliency_book.builder.pages`).
-3. **HTML.** ``jupyter-book build book`` renders the executed notebooks (its own
-   execution is off, see ``book/_config.yml``) with warnings as errors, into
-   ``book/_build/html`` (nitpicky). Every page is then checked for external or broken
-   ``<script>``/``<link>``/``<img>`` references (:func:`~saliency_book.builder.offline.check_offline`).
-
-Expensive results inside chapters are cached separately, by configuration hash,
-under ``data/results/`` (:mod:`saliency_study.cache`).
+1. **Assets.** :func:`~saliency_book.builder.assets.install_assets` puts the offline JavaScript into
+   ``book/_offline/vendor/``.
+2. **Sweep.** The study's stored results for each game of the build (:mod:`saliency_study.study`).
+3. **Chapters.** Each ``notebooks/*.py`` (jupytext) is converted to ``notebooks/*.ipynb`` and
+   executed by papermill on the kernel of *this* interpreter (:func:`resolve_kernel`) into
+   ``book/chapters/``. A failing cell raises :class:`ChapterError`; the failed notebook is kept under
+   ``book/_build/failed/``. A chapter whose inputs (source, parameters, code, data files, stored
+   results, official checkpoints) are unchanged is not executed again. With several games, each
+   chapter of :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` gets a page per further game.
+4. **HTML.** ``jupyter-book build book`` (execution off, warnings as errors, nitpicky) into
+   ``book/_build/html``; every page is then checked for external or broken resources
+   (:func:`~saliency_book.builder.offline.check_offline`).
 """
 
 from __future__ import annotations
@@ -39,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from saliency_book.builder.assets import install_assets, write_if_changed
 from saliency_book.builder.offline import check_offline
 from saliency_book.builder.pages import book_games, game_page, page_games, toc_with_game_pages
 from saliency_study.paths import (
@@ -51,11 +44,10 @@ from saliency_study.paths import (
 )
 from saliency_study.profiles import PROFILE_NAMES
 
-__all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "add_book_parser", "run_book",
-           "EXECUTORS"]
+__all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "add_book_parser", "run_book"]
 
 EXECUTORS = ("local", "processes", "ray")
-"""Where the study's sweep runs before the chapters execute (:mod:`saliency_study.study`)."""
+"""Where the sweep runs: :data:`saliency_lib.sweep.EXECUTORS`, spelt out so that the command line starts without torch."""
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "*.svg", "*.png", "_static", "_templates")
 _META_KEY = "saliency_study"
 
@@ -175,12 +167,6 @@ def _key(source: str, parameters: Mapping, fingerprint: Mapping) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _write_if_changed(path: Path, text: str) -> None:
-    if not (path.is_file() and path.read_text() == text):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
 def _stage_sources(book_dir: Path, stage: Path) -> Path:
     """Copy the book's sources (not its outputs) to ``stage/book``."""
     dst = stage / "book"
@@ -213,7 +199,7 @@ def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_di
         parameters = {**parameters, "game": page_game}
         source = nbformat.writes(nb)
     ipynb = ipynb_dir / f"{name}.ipynb"
-    _write_if_changed(ipynb, nbformat.writes(nb) + "\n")
+    write_if_changed(ipynb, nbformat.writes(nb) + "\n")
     declared = pm.inspect_notebook(str(ipynb))
     if not declared:
         raise ChapterError(f"{py} has no cell tagged 'parameters'; every chapter needs one (profile, …)")
@@ -365,8 +351,6 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     result = BookBuild(profile=profile, html_dir=None)
 
     t0 = time.perf_counter()
-    from saliency_book.builder.assets import install_assets
-
     install_assets(bdir)
     result.timings["assets"] = time.perf_counter() - t0
     log(f"[book] assets: {result.timings['assets']:.1f} s")
@@ -449,8 +433,6 @@ def _param(text: str) -> tuple[str, object]:
 def run_book(args: argparse.Namespace) -> int:
     """Entry point of ``saliency-study book``."""
     if getattr(args, "assets_only", False):
-        from saliency_book.builder.assets import install_assets
-
         print(install_assets(repo_path("book")))
         return 0
     try:
