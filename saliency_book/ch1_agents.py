@@ -1,8 +1,7 @@
 """Chapter 1 (Agents): which agents the study explains, how well they play, how they learned.
 
-Each function computes one result of ``notebooks/01_agents.py`` or shows it (``show_*``). A
-function that needs a missing input (no trained agent yet, official checkpoints not fetched)
-returns a :class:`~saliency_book.common.Note` that says what is missing and how to get it.
+A function that needs a missing input (no trained agent yet, official checkpoints not fetched) returns a
+:class:`~saliency_book.common.Note` that says what is missing and how to get it.
 """
 
 from __future__ import annotations
@@ -82,8 +81,7 @@ class AgentChoice:
 
 
 def _meta(spec: str | None) -> dict:
-    path = repo_path(spec) / "meta.json" if spec else None
-    return json.loads(path.read_text()) if path and path.is_file() else {}
+    return json.loads(p.read_text()) if spec and (p := repo_path(spec) / "meta.json").is_file() else {}
 
 
 def _describe(spec: str) -> str:
@@ -115,14 +113,9 @@ def choose_agent(cfg: AgentsChapter) -> AgentChoice:
 
 # -- scores -----------------------------------------------------------------------------------
 
-def _here(r: dict) -> str:
-    """Where a score evaluated in the chapter comes from, for a table cell."""
-    cap = f", ≤ {r['max_steps']:,} steps" if r.get("max_steps") else ""
-    return f"here ({r['episodes']} game{'s' if r['episodes'] != 1 else ''}{cap})"
-
-
 def evaluate_agent(spec: str, *, episodes: int, seed: int, max_steps: int | None, results_dir, device: str = "cpu") -> dict:
-    """Greedy scores of ``spec`` (:func:`saliency_lib.play.evaluate`), cached by weights hash and protocol."""
+    """Greedy scores of ``spec`` (:func:`saliency_lib.play.evaluate`), cached by weights hash and protocol;
+    ``source`` says where they come from, for a table cell."""
     import torch
 
     from saliency_lib.play import evaluate
@@ -136,8 +129,9 @@ def evaluate_agent(spec: str, *, episodes: int, seed: int, max_steps: int | None
         r = evaluate(agent, episodes, seed, max_steps=max_steps, progress=False)
         return {"scores": r["scores"], "mean": r["mean"], "std": r["std"], "steps": r["steps"]}
 
-    return {"episodes": episodes, "seed": seed, "max_steps": max_steps,
-            **cached_json("evaluate", config, compute, results_dir=results_dir)}
+    cap = f", ≤ {max_steps:,} steps" if max_steps else ""
+    return {"episodes": episodes, "seed": seed, "max_steps": max_steps, **cached_json(
+        "evaluate", config, compute, results_dir=results_dir), "source": f"here ({episodes} game{'s' * (episodes != 1)}{cap})"}
 
 
 def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFrame | Note | None = None) -> pd.DataFrame | Note:
@@ -153,7 +147,7 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
             r = evaluate_agent(choice.spec, episodes=s["episodes"], seed=cfg.seed, max_steps=s["eval_max_steps"],
                                results_dir=cfg.results_dir, device=cfg.device)
             extra.append({"agent": name, "algo": meta.get("algo", "?"), "game": cfg.game, "frames": meta.get("frames"),
-                          "episodes": r["episodes"], "mean": r["mean"], "std": r["std"], "score_source": _here(r),
+                          "episodes": r["episodes"], "mean": r["mean"], "std": r["std"], "score_source": r["source"],
                           "path": choice.spec})
     if isinstance(official, pd.DataFrame):
         for o in official[official["game"] == cfg.game].itertuples():
@@ -289,7 +283,7 @@ def official_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
     for g in (g for g in games if official_available(g)):
         r = evaluate_agent(f"official:{g}", episodes=s["official_episodes"], seed=cfg.seed,
                            max_steps=s["official_max_steps"], results_dir=cfg.results_dir, device=cfg.device)
-        parts.append(official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=_here(r)))
+        parts.append(official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=r["source"]))
     if not parts:
         return Note(_MISSING_OFFICIAL, title="Official agents not available")
     order = {g: i for i, g in enumerate(cfg.official_games)}

@@ -1,9 +1,8 @@
 """Chapter 1: where this study deviates from Huber et al. and Itaya et al., read from ``data/deviations.yaml``.
 
-The data file holds both tables (its header describes the fields). The training settings of our
-agents are read from the shipped agents' ``meta.json`` by the expressions the file names, so the
-table follows the agents; each deviation of the explainers and metrics names the docstring that
-documents it, which ``tests/test_ch1_deviations.py`` checks.
+The data file holds both tables and describes its fields. Our agents' training settings are read from
+their ``meta.json`` by the expressions it names; each deviation of the explainers and metrics names the
+docstring that documents it (checked by ``tests/test_ch1_deviations.py``).
 """
 
 from __future__ import annotations
@@ -12,8 +11,8 @@ import ast
 import functools
 import html
 import json
+import math
 import operator
-import os
 import re
 from pathlib import Path
 
@@ -81,12 +80,8 @@ def fill(template: str, env: dict) -> str | None:
 
 
 def _same(a, b) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        try:
-            return abs(float(a) - float(b)) <= 1e-12 * max(1.0, abs(float(b)))
-        except (TypeError, ValueError):
-            return False
-    return a == b
+    numbers = all(isinstance(v, (int, float)) for v in (a, b))
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12) if numbers else a == b
 
 
 def _ours(setting: dict, values: dict) -> str:
@@ -99,17 +94,12 @@ def _ours(setting: dict, values: dict) -> str:
     return fill(show, values)
 
 
-def training_table(agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame:
-    """Every training setting of the data file for the shipped agents of ``agents_dir``.
+def training_table(agents_dir=AGENTS_DIR) -> pd.DataFrame:
+    """Every training setting of the data file for the shipped agents of ``agents_dir``, one row per paper and setting.
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per paper and setting: ``paper, agents, setting, theirs, ours, why, deviates,
-        n_agents``. ``ours`` is one text when the agents of the kind agree, else each text with
-        the agents that have it; ``deviates`` is True when any agent's value differs from the
-        paper's (always for a setting without ``paper``). Papers with no agent of their kind are
-        left out.
+    ``ours`` is one text when the paper's kind of agents agree, else each text with its agents; ``deviates``
+    is True when any agent's value differs from the paper's (always without ``paper``). Papers with no agent
+    of their kind are left out.
     """
     metas = {row.agent: json.loads((repo_path(row.path) / "meta.json").read_text())
              for row in shipped_agents(agents_dir).itertuples()}
@@ -122,12 +112,11 @@ def training_table(agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame:
             for name, v in values.items():
                 shown.setdefault(_ours(s, v), []).append(name)
             ours = next(iter(shown)) if len(shown) == 1 else "; ".join(f"{t} ({', '.join(n)})" for t, n in shown.items())
-            paper = s.get("paper")
-            deviates = paper is None or any(not _same(v[k], p) for v in values.values() for k, p in paper.items())
-            first = next(iter(ms))
-            why = fill(s.get("why", ""), {**ms[first], **values[first]})
+            paper, first = s.get("paper"), next(iter(ms))
             rows.append({"paper": group["paper"], "agents": group["agents"], "setting": s["setting"],
-                         "theirs": s["theirs"], "ours": ours, "why": why, "deviates": deviates, "n_agents": len(ms)})
+                         "theirs": s["theirs"], "ours": ours, "why": fill(s.get("why", ""), {**ms[first], **values[first]}),
+                         "deviates": paper is None or any(not _same(v[k], p) for v in values.values() for k, p in paper.items()),
+                         "n_agents": len(ms)})
     return pd.DataFrame(rows, columns=["paper", "agents", "setting", "theirs", "ours", "why", "deviates", "n_agents"])
 
 
@@ -161,13 +150,11 @@ def _styled(t: pd.DataFrame, caption: str):
 def show_training(table: pd.DataFrame, caption: str, *, matching: bool = False):
     """The settings of :func:`training_table` that deviate (or, ``matching``, that match the paper's) as a Styler."""
     t = table[table["deviates"] != matching]
-    agents = [f"Our {a} vs {p}" for p, a in zip(t["paper"], t["agents"])]
+    cols = {"Agents": [f"Our {a} vs {p}" for p, a in zip(t["paper"], t["agents"])], "Setting": t["setting"]}
     if matching:
-        return _styled(pd.DataFrame({"Agents": agents, "Setting": t["setting"],
-                                     "Theirs and ours (reference notes §)": t["theirs"]}), caption)
-    return _styled(pd.DataFrame({"Agents": agents, "Setting": t["setting"], "Theirs (reference notes §)": t["theirs"],
-                                 "Ours (shipped agents' meta.json)": t["ours"], "Why / expected effect": t["why"]}),
-                   caption)
+        return _styled(pd.DataFrame({**cols, "Theirs and ours (reference notes §)": t["theirs"]}), caption)
+    return _styled(pd.DataFrame({**cols, "Theirs (reference notes §)": t["theirs"], "Ours (shipped agents' meta.json)":
+                                 t["ours"], "Why / expected effect": t["why"]}), caption)
 
 
 def show_methods(table: pd.DataFrame, caption: str):

@@ -1,21 +1,11 @@
 """Check the rendered book in headless Chromium, over the DevTools protocol.
 
-:func:`check_book` serves ``book/_build/html`` from ``127.0.0.1`` (a random free
-port), loads every page in a fresh headless Chromium and reports, per page:
-
-* requests that failed or returned an HTTP error (404 …), and every request that
-  left ``127.0.0.1`` (the book must work offline);
-* ``<img>`` elements that did not load (``naturalWidth == 0``), widget images included;
-* Python tracebacks shown on the page;
-* widget views that did not render, and mathematics that MathJax did not typeset;
-* JavaScript exceptions;
-* on every chapter page, the Binder and Colab launch buttons, and that their links carry
-  the chapter's notebook path (:func:`saliency_book.builder.launch.launch_problems`).
-
-It can save screenshots. The protocol runs over the browser's websocket
-(``websocket-client``), with one flattened session per page; no chromedriver is needed.
-Chromium comes from Debian's packages: :func:`ensure_chromium` installs it when it is
-missing and the process runs as root.
+:func:`check_book` serves ``book/_build/html`` on ``127.0.0.1``, loads every page in a fresh headless
+Chromium and reports failed requests, requests that left ``127.0.0.1``, images that did not load,
+Python tracebacks, widgets that did not render, mathematics MathJax did not typeset, JavaScript
+exceptions and wrong launch buttons (:func:`~saliency_book.builder.launch.launch_problems`); it can
+save screenshots. The protocol runs over the browser's websocket (``websocket-client``), one session
+per page. :func:`ensure_chromium` installs Debian's Chromium when it is missing and the process is root.
 """
 
 from __future__ import annotations
@@ -52,15 +42,11 @@ class ChromiumMissing(RuntimeError):
 
 
 def find_chromium() -> str | None:
-    """Path of a Chromium/Chrome executable, or None."""
+    """Path of a Chromium/Chrome executable (``$CHROMIUM`` first), or None."""
     env = os.environ.get("CHROMIUM")
     if env and Path(env).is_file():
         return env
-    for name in _CANDIDATES:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    return next(filter(None, map(shutil.which, _CANDIDATES)), None)
 
 
 def ensure_chromium(*, install: bool = True) -> str:
@@ -207,8 +193,7 @@ class _Page:
         self.cdp = browser.cdp
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable")
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": browser.width, "height": browser.height, "deviceScaleFactor": 1, "mobile": False})
+        self.resize(browser.height)
 
     def call(self, method, params=None, timeout=60.0):
         return self.cdp.call(method, params, session=self.session, timeout=timeout)
@@ -253,19 +238,20 @@ class _Page:
                 break
         return events
 
+    def resize(self, height: int) -> None:
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": self.browser.width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
     def screenshot(self, path: str | os.PathLike, *, full_page: bool = False, max_height: int = 20000) -> Path:
         """PNG of the viewport, or of the whole page (the viewport is stretched to the page's height)."""
         if full_page:
-            height = int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)"))
-            self.call("Emulation.setDeviceMetricsOverride", {"width": self.browser.width, "height": min(height, max_height),
-                                                           "deviceScaleFactor": 1, "mobile": False})
+            self.resize(min(int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)")), max_height))
             self.cdp.pump(0.5)
         try:
             data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
         finally:
             if full_page:
-                self.call("Emulation.setDeviceMetricsOverride", {"width": self.browser.width, "height": self.browser.height,
-                                                               "deviceScaleFactor": 1, "mobile": False})
+                self.resize(self.browser.height)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
@@ -338,7 +324,6 @@ class PageReport:
 
     page: str
     probe: dict
-    requests: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     js_errors: list[str] = field(default_factory=list)
@@ -370,7 +355,6 @@ def _summarise(page: str, events: list[dict], base: str) -> PageReport:
         if m == "Network.requestWillBeSent":
             url = p["request"]["url"]
             urls[p["requestId"]] = url
-            rep.requests.append(url)
             parts = urlsplit(url)
             if parts.scheme not in ("data", "blob", "about") and parts.netloc != host:
                 rep.external.append(url)

@@ -83,15 +83,9 @@ def list_notebooks(notebooks_dir: str | os.PathLike = "notebooks") -> list[Path]
 def resolve_kernel(name: str = "python3") -> str:
     """Check that the Jupyter kernel ``name`` runs this interpreter and return ``name``.
 
-    Papermill starts the kernel from its kernelspec. The venv's own ``python3``
-    kernelspec (``<venv>/share/jupyter/kernels/python3``) has ``argv[0] == "python"``,
-    which jupyter_client replaces by ``sys.executable``. A user-level kernelspec of the
-    same name that points at another interpreter would shadow it; this is refused.
-
-    Raises
-    ------
-    RuntimeError
-        The kernelspec is missing or its command runs another interpreter.
+    The venv's own ``python3`` kernelspec has ``argv[0] == "python"``, which jupyter_client replaces
+    by ``sys.executable``; a user-level kernelspec of the same name that points at another
+    interpreter would shadow it, and raises ``RuntimeError`` (as does a missing kernelspec).
     """
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
     from jupyter_client.manager import KernelManager
@@ -111,6 +105,11 @@ def resolve_kernel(name: str = "python3") -> str:
             f"remove the shadowing kernelspec (jupyter kernelspec remove {name}) or pass another kernel_name"
         )
     return name
+
+
+def book_files() -> list[Path]:
+    """The book's code and data files (``saliency_book/**/*.py`` and ``*.yaml``): they shape every chapter."""
+    return sorted(p for p in (REPO_ROOT / "saliency_book").rglob("*") if p.suffix in (".py", ".yaml"))
 
 
 def _sha_files(paths: Sequence[Path], root: Path) -> str:
@@ -136,18 +135,15 @@ def _table_digest(tables: Sequence) -> str:
 def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None) -> dict:
     """Hashes of what a chapter's output depends on besides its source and parameters.
 
-    ``sweep`` is the digest of the study's result table that the sweep step produced for
-    the page's game (:func:`_table_digest`). Units that a chapter computes itself are not
-    part of it, so a rebuild does not see the chapter's own results as a changed input.
-    Without the sweep step (``sweep=False``) the chapters compute what they miss themselves
-    and stored results are not an input of the key. The packs are (``packs``): chapters 3 to 5
-    read the packed paper-scale study whatever the build's profile, and only a compaction
-    (never a chapter) writes them.
+    ``sweep`` is the digest of the sweep step's result table for the page's game (:func:`_table_digest`;
+    None without the sweep step). Units a chapter computes itself are not part of it, so a rebuild does
+    not see the chapter's own results as a changed input. The packs are: chapters 3 to 5 read the
+    packed paper-scale study whatever the profile, and only a compaction writes them.
     """
     from saliency_lib.agents.official import official_dir
 
     lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py"))
-    book = sorted((REPO_ROOT / "saliency_book").rglob("*.py"))  # the chapters' helpers shape their output too
+    book = book_files()
     agents = repo_path(AGENTS_DIR)
     data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
                                                  repo_path(results_dir) / "_local" / "study_agents.json"]
@@ -241,14 +237,9 @@ def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_di
 
 
 def _for_the_book(nb):
-    """Adjust an executed chapter for rendering.
-
-    * Papermill's injected-parameters cell is removed from the page (the chapter's
-      configuration cell shows the effective values).
-    * A figure caption (``mystnb.figure`` cell metadata) is dropped from a cell that
-      produced no image, e.g. a note that an input is missing, so that no caption
-      describes a figure that is not there.
-    """
+    """Adjust an executed chapter for rendering: papermill's injected-parameters cell is removed (the
+    configuration cell shows the effective values), and a figure caption is dropped from a cell that
+    produced no image (e.g. a note that an input is missing)."""
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -277,53 +268,36 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     profile : {"quick", "full", "tiny"}
         Execution profile passed to every chapter (:mod:`saliency_study.profiles`).
     only : str or list of str, optional
-        Execute only these chapters (``"01_agents"`` or ``"01_agents.py"``). Other
-        chapters keep their executed notebooks; one that has none is executed too,
-        since the HTML needs it.
-    executor : {"local", "processes", "ray"}
-        Where the study's sweep (sanity checks, insertion, deletion of the profile for the
-        book's game) runs before the chapters, which then read its stored results.
-    ray_address : str, optional
-        With ``executor="ray"``: an existing Ray cluster (default ``$RAY_ADDRESS`` or a local Ray).
+        Execute only these chapters (``"01_agents"`` or ``"01_agents.py"``); the others keep their
+        executed notebooks (one that has none is executed too, since the HTML needs it).
+    executor, ray_address : str
+        Where the study's sweep runs before the chapters read its stored results (``ray``: an existing
+        cluster at ``ray_address``, default ``$RAY_ADDRESS`` or a local Ray).
     sweep : bool
         Run the sweep step (False: chapters compute what they miss themselves, locally).
     parameters : mapping, optional
         Extra parameters for every chapter that declares them (e.g. ``{"game": "MsPacman"}``).
     games : list of str, optional
-        Further games: the sweep runs for each, and every chapter of
-        :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` gets a page per further game (:mod:`saliency_book.builder.pages`).
-        Default: the profile's (``full``: Huber et al.'s four games; otherwise none).
-    book_dir, notebooks_dir : path
-        Book sources (``_config.yml``, ``_toc.yml``, pages) and chapter sources.
-    build_dir : path, optional
-        Build somewhere else: the book sources are copied to ``build_dir/book``, the
-        chapters are executed into ``build_dir/book/chapters`` and the HTML goes to
-        ``build_dir/book/_build/html``. Default: in place (``book/chapters``,
-        ``book/_build/html``).
+        Further games, each with its sweep and a page per chapter of
+        :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS`; default the profile's.
+    book_dir, notebooks_dir, build_dir : path
+        Book sources, chapter sources, and where to build (default in place; else the book sources are
+        copied to ``build_dir/book`` and the chapters and HTML go under it).
     results_dir : path, optional
         Passed to chapters as their ``results_dir`` parameter (default: theirs, ``data/results``).
-    force : bool
-        Execute chapters even when their inputs are unchanged.
-    html : bool
-        Build the HTML (False: execute only).
-    kernel_name : str
-        Jupyter kernel; it must run this interpreter (:func:`resolve_kernel`).
-    timeout : float or None
-        Seconds a single cell may run.
-    log : callable, optional
-        Progress messages (default: print to stderr).
-
-    Returns
-    -------
-    BookBuild
+    force, html : bool
+        Execute chapters even when their inputs are unchanged; build the HTML (False: execute only).
+    kernel_name, timeout, log
+        Jupyter kernel (it must run this interpreter, :func:`resolve_kernel`), seconds a cell may run,
+        progress messages (default: stderr).
 
     Raises
     ------
     ChapterError
         A chapter raised; the message names the cell and the kept notebook.
     RuntimeError
-        The kernel runs another interpreter, the HTML build fails, or a page loads an
-        external or missing resource.
+        The kernel runs another interpreter, the HTML build fails, or a page loads an external or
+        missing resource.
     """
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     if profile not in PROFILE_NAMES:

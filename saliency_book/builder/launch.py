@@ -2,21 +2,15 @@
 
 A Sphinx extension (listed in ``book/_config.yml``), and the paths the browser check expects.
 
-sphinx-book-theme links a notebook page to ``<path_to_book>/<page>.ipynb`` on the
-repository's branch. Our chapter pages are the executed notebooks that ``saliency-study
-book`` writes to ``book/chapters/``, which is generated and git-ignored, so those links
-would name files that are not in the repository. Run after the theme's
-``add_launch_buttons``, :func:`retarget` points them at files that are:
+sphinx-book-theme links a notebook page to ``<path_to_book>/<page>.ipynb`` on the repository's
+branch, but our chapter pages are executed notebooks in the git-ignored ``book/chapters/``. Run after
+the theme's ``add_launch_buttons``, :func:`retarget` points the buttons at files that exist:
 
-* **Binder** (and JupyterHub): the chapter's source, ``notebooks/<chapter>.py`` (jupytext
-  percent format) on the repository's branch (``repository.branch``). Binder builds the
-  locked environment from ``environment.yml``, and jupytext opens the ``.py`` file as a
-  notebook; the reader runs it and changes its widgets. A game page (``01_agents-MsPacman``)
-  opens its chapter's source (set its ``game`` parameter to that game).
-* **Colab** opens only ``.ipynb`` files from GitHub, so it gets the executed page as
-  published: ``_sources/chapters/<page>.ipynb`` on the ``gh-pages`` branch that ``make
-  publish`` writes (Sphinx copies every source notebook to ``_sources/``). It shows the
-  outputs; running it needs the library installed in Colab.
+* **Binder** (and JupyterHub): the chapter's jupytext source ``notebooks/<chapter>.py`` on the
+  repository's branch; Binder builds the locked ``environment.yml``. A game page
+  (``01_agents-MsPacman``) opens its chapter's source.
+* **Colab** opens only ``.ipynb`` files from GitHub: the executed page as published,
+  ``_sources/chapters/<page>.ipynb`` on the ``gh-pages`` branch that ``make publish`` writes.
 
 The repository is ``repository.url`` in ``book/_config.yml``, the one line a fork changes.
 """
