@@ -13,6 +13,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from saliency_book.config import as_int, as_optional
 from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import published_scores
 from saliency_study.catalog import official_available, shipped_agents, study_agent
@@ -35,12 +36,8 @@ TARGET_LABELS = MappingProxyType({"action": "agent's action", "runner_up": "runn
 
 
 class Note:
-    """A short message rendered as an admonition in the book (and as text elsewhere).
-
-    Chapter functions return a ``Note`` instead of a table or figure when an input is missing
-    (no trained agent yet, official checkpoints not fetched), so chapters need no branches and
-    still say clearly what is missing and how to get it.
-    """
+    """A short message rendered as an admonition in the book: what chapter functions return instead of a
+    table or figure when an input is missing, saying what is missing and how to get it."""
 
     def __init__(self, text: str, *, kind: str = "note", title: str | None = None):
         if kind not in ("note", "warning", "important", "tip"):
@@ -60,31 +57,15 @@ class Note:
 
 def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = "", *,
                 games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
-    """Shipped agents with their scores, next to random play, the human tester and published DQN.
+    """Shipped agents (:func:`~saliency_study.catalog.shipped_agents`) with their scores, next to random play,
+    the human tester and published DQN (:func:`~saliency_lib.games.published_scores`), one row per agent.
 
-    Parameters
-    ----------
-    agents_dir : path
-        Checkpoint directories with ``meta.json`` (:func:`~saliency_study.catalog.shipped_agents`).
-    scores_csv : path or None
-        Evaluation table (default ``<agents_dir>/scores.csv``; None: none) with columns ``agent``
-        (directory name or path) and ``mean``, optionally ``episodes``, ``std`` (``our_*``, ``score_*``
-        and ``eval_*`` are accepted) and ``protocol`` (its ``greedy`` rows are used). Agents it lacks
-        fall back to ``eval_score`` in their ``meta.json``.
-    games : list of str, optional
-        Keep only these games.
-    extra : list of dict, optional
-        Further rows (``agent``, ``algo``, ``game``, ``episodes``, ``mean``, ``std``, ``score_source``
-        …), e.g. the official Mask-A3C re-evaluation. A row whose ``agent`` is already present fills
-        its missing values.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per agent: ``agent, algo, game, variant, frames, episodes, mean, std, score_source,
-        random, human, dqn_nature, dqn_10m, dqn_10m_dopamine, normalised, path``, the references from
-        :func:`~saliency_lib.games.published_scores` and ``normalised`` the human-normalised score
-        ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
+    ``scores_csv`` (default ``<agents_dir>/scores.csv``; None: none) has the columns ``agent`` (directory
+    name or path) and ``mean``, optionally ``episodes``, ``std`` (``our_*``, ``score_*`` and ``eval_*`` are
+    accepted) and ``protocol`` (its ``greedy`` rows are used); agents it lacks fall back to ``eval_score``
+    in their ``meta.json``. ``extra`` rows (e.g. the official Mask-A3C re-evaluation) are appended, or
+    fill the missing values of the agent they name. ``normalised`` is the human-normalised score
+    ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
     """
     import json
 
@@ -127,13 +108,17 @@ def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os
                "dqn_nature", "dqn_10m", "dqn_10m_dopamine", "normalised", "path"]].reset_index(drop=True)
 
 
+def _png(fig, dpi: int) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
 def figure_image(fig, *, dpi: int = 110):
     """A matplotlib figure as an ``IPython.display.Image`` (PNG), so it displays once, in any kernel."""
     from IPython.display import Image
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    return Image(data=buf.getvalue(), format="png")
+    return Image(data=_png(fig, dpi), format="png")
 
 
 def png_tabs(pages: dict, *, dpi: int = 72):
@@ -150,9 +135,7 @@ def png_tabs(pages: dict, *, dpi: int = 72):
             text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(page.text))  # the Note's Markdown code spans
             children.append(w.HTML(f"<p><b>{html.escape(page.title)}.</b> {text}</p>"))
         else:
-            buf = io.BytesIO()
-            page.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-            children.append(w.Image(value=buf.getvalue(), format="png", layout=w.Layout(max_width="100%")))
+            children.append(w.Image(value=_png(page, dpi), format="png", layout=w.Layout(max_width="100%")))
     tabs = w.Tab(children=children)
     for k, title in enumerate(pages):
         tabs.set_title(k, str(title))
@@ -160,16 +143,11 @@ def png_tabs(pages: dict, *, dpi: int = 72):
 
 
 def as_count(value, name: str) -> int | None:
-    """A positive integer or None, accepting papermill's strings and whole floats."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    return int(value)
+    """A positive integer or None, accepting papermill's strings and whole floats (:func:`~saliency_book.config.as_int`)."""
+    try:
+        return None if as_optional(value) is None else as_int(name, value, minimum=1)
+    except ValueError:
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -222,16 +200,12 @@ def chapter_agents(game: str, agent: str | None = None, *, results_dir: str | os
         dqn = ExplainedAgent("dqn", game, spec, "DQN agent of the study", "" if spec else (
             f"No DQN agent for {game} yet: none is shipped in `data/agents` and none was trained for the study. "
             "This section fills in when one exists (chapter 1 trains one with `-p train true`)."))
-    spec, label = agent if given_official else f"official:{game}", "official Mask-A3C agent"
+    spec, missing = agent if given_official else f"official:{game}", ""
     if game not in OFFICIAL_GAMES:
-        mask = ExplainedAgent("mask_a3c", game, None, label,
-                              f"Itaya et al. released no Mask-A3C checkpoint for {game} (they did for {', '.join(OFFICIAL_GAMES)}).")
+        missing = f"Itaya et al. released no Mask-A3C checkpoint for {game} (they did for {', '.join(OFFICIAL_GAMES)})."
     elif not official_available(spec.partition(":")[2]):
-        mask = ExplainedAgent("mask_a3c", game, None, label,
-                              "The official Mask-A3C checkpoints are not fetched; run `make fetch-official`.")
-    else:
-        mask = ExplainedAgent("mask_a3c", game, spec, label)
-    return [dqn, mask]
+        missing = "The official Mask-A3C checkpoints are not fetched; run `make fetch-official`."
+    return [dqn, ExplainedAgent("mask_a3c", game, None if missing else spec, "official Mask-A3C agent", missing)]
 
 
 def load(spec: str, device: str = "cpu"):
@@ -279,11 +253,8 @@ def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str
 
 
 def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):
-    """Say whether the stored results this chapter reads were made with the running package versions.
-
-    A warning that names each differing package (recorded versions → running version), and
-    how many units predate the recording of versions; a one-line note when all agree.
-    """
+    """Whether the stored results this chapter reads were made with the running package versions: a warning
+    naming each differing package and how many units predate the recording, or a one-line note."""
     from saliency_study.study import study_versions
 
     games = [games] if isinstance(games, str) else list(games)

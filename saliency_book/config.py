@@ -1,9 +1,8 @@
 """The chapters' configuration: one base that validates papermill's inputs once.
 
-Each chapter's ``parameters`` cell holds primitives; the next cell builds the chapter's frozen
-config, a subclass of :class:`ChapterConfig` that adds the chapter's own fields. papermill passes
-``-p seed 3`` as the string ``"3"`` and ``-p agent None`` as ``"None"``; the base turns those into
-what they mean, and refuses everything else with the same message in every chapter.
+Each chapter's ``parameters`` cell holds primitives; the next cell builds the chapter's frozen config, a
+subclass of :class:`ChapterConfig`. papermill passes ``-p seed 3`` as ``"3"`` and ``-p agent None`` as
+``"None"``; the base turns those into what they mean and refuses the rest with the same message everywhere.
 """
 
 from __future__ import annotations
@@ -27,22 +26,19 @@ def as_optional(value):
 
 def as_int(name: str, value, *, minimum: int | None = None) -> int:
     """``value`` as an int (papermill's ``"3"`` and ``2e6`` included), checked by :func:`~saliency_lib.validation.check_int`."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, float) and value.is_integer():
+    if (isinstance(value, str) and value.strip().lstrip("-").isdigit()) or (isinstance(value, float) and value.is_integer()):
         value = int(value)
     return check_int(name, value, minimum=minimum)
 
 
-def as_float(name: str, value, *, low: float | None = None, high: float | None = None, low_open: bool = False,
-             high_open: bool = False) -> float:
-    """``value`` as a float (papermill's ``"0.5"`` included), checked by :func:`~saliency_lib.validation.check_float`."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    return check_float(name, value, low=low, high=high, low_open=low_open, high_open=high_open)
+def as_float(name: str, value, **bounds) -> float:
+    """``value`` as a float (papermill's ``"0.5"`` included), checked by :func:`~saliency_lib.validation.check_float`
+    with ``bounds`` (``low``, ``high``, ``low_open``, ``high_open``)."""
+    try:
+        value = float(value) if isinstance(value, str) else value
+    except ValueError:
+        pass
+    return check_float(name, value, **bounds)
 
 
 def as_bool(name: str, value) -> bool:

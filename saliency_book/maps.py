@@ -1,12 +1,9 @@
-"""Saliency maps for the book's figures: which states, which methods, one map, and a map on a game frame.
-
-Shared by the gallery (chapter 2), the sanity checks (chapter 3) and the explorer (chapter 7).
-"""
+"""Saliency maps for the book's figures: which states, which methods, one map, a map on a game frame (chapters 2, 3, 7)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -43,33 +40,24 @@ class StateSelection:
 
 def highlight_states(agent, spec: str, selection: StateSelection, *,
                      results_dir: str | os.PathLike = RESULTS_DIR):
-    """HIGHLIGHTS-DIV states of one greedy trajectory, most important first, with their raw frames.
+    """HIGHLIGHTS-DIV states of one greedy trajectory, most important first, with their raw frames (a ``StateSet``).
 
-    Plays ``selection.trajectory`` greedy steps (:func:`saliency_lib.states.collect_states`),
-    chooses ``selection.budget`` states with :func:`saliency_lib.states.select_highlights`
-    and keeps only them. Cached (``.pt``) under ``<results_dir>/_local/media``.
-
-    Returns
-    -------
-    saliency_lib.states.StateSet
-        The chosen states, ordered by decreasing importance. ``meta`` holds ``key``
-        (the cache key of the selection), ``trajectory_index``, ``importance`` and
-        ``threshold`` (the diversity threshold).
+    Plays ``selection.trajectory`` greedy steps (:func:`saliency_lib.states.collect_states`) and keeps the
+    ``selection.budget`` states :func:`saliency_lib.states.select_highlights` chooses, cached under
+    ``<results_dir>/_local/media``. ``meta`` holds ``key`` (the selection's cache key), ``trajectory_index``,
+    ``importance`` and ``threshold`` (the diversity threshold).
     """
     import torch
 
     from saliency_lib.states import StateSet, collect_states, importance, select_highlights
 
     config = {"what": "highlight_states", "agent": spec, "sha256": agent.meta.get("sha256"), "game": agent.game,
-              "preset": agent.preset, "trajectory": selection.trajectory, "budget": selection.budget,
-              "seed": selection.seed, "context_length": selection.context_length,
-              "minimum_gap": selection.minimum_gap, "percentile": selection.percentile}
+              "preset": agent.preset, **asdict(selection)}
 
     def make(path):
         torch.set_num_threads(1)
         run = collect_states(agent, selection.trajectory, seed=selection.seed, frames=True)
-        h = select_highlights(run, budget=selection.budget, context_length=selection.context_length,
-                              minimum_gap=selection.minimum_gap, percentile=selection.percentile)
+        h = select_highlights(run, **{k: v for k, v in asdict(selection).items() if k not in ("trajectory", "seed")})
         imp = importance(run.outputs.get("q", run.outputs.get("logits")))
         order = sorted(h.states, key=lambda i: -imp[i])
         chosen = run.subset(order)
@@ -111,30 +99,13 @@ def saliency_map(agent, spec: str, states, i: int, method: str, target="action",
                  results_dir: str | os.PathLike = RESULTS_DIR) -> np.ndarray | None:
     """One saliency map of state ``i`` of ``states``, cached as ``.npy`` under ``<results_dir>/_local/media``.
 
-    Parameters
-    ----------
-    agent : saliency_lib.agents.Agent
-    spec : str
-        The agent's spec (part of the cache key, with its weights hash).
-    states : saliency_lib.states.StateSet
-        From :func:`highlight_states` (its ``meta["key"]`` names the states in the cache key).
-    i : int
-        Index into ``states``.
-    method : str
-        Registry name (:data:`saliency_lib.explainers.EXPLAINERS`).
-    target : {"action", "runner_up", "value"} or int
-        What to explain: the agent's action, the runner-up action, the state value
-        (``output="value"``) or an action index. Methods of :data:`TARGET_FREE` ignore it;
-        a method that explains all actions at once (``ns_original``) ignores the action.
-    params : dict, optional
-        ``{method: {parameter: value}}`` overriding the method's defaults.
-
-    Returns
-    -------
-    numpy.ndarray or None
-        ``(H, W)`` float32 map at the agent's input resolution (not normalised), or
-        None when the method cannot explain this target for this agent (e.g. the value
-        of an agent without one, SARFA on the value).
+    ``spec`` and the agent's weights hash, and ``states.meta["key"]`` (:func:`highlight_states`), name the
+    map in the cache key. ``method`` is a registry name; ``params`` (``{method: {parameter: value}}``)
+    override its defaults. ``target`` is ``"action"``, ``"runner_up"``, ``"value"`` (``output="value"``)
+    or an action index; methods of :data:`~saliency_book.common.TARGET_FREE`, and the action of a method
+    that explains all actions at once (``ns_original``), ignore it. Returns the ``(H, W)`` float32 map at
+    the agent's input resolution (not normalised), or None when the method cannot explain this target
+    for this agent (the value of an agent without one, SARFA on the value).
     """
     import torch
 
@@ -179,12 +150,10 @@ def normalise(m: np.ndarray) -> np.ndarray:
 
 def on_frame(m: np.ndarray, *, preset: str, game: str, frame_hw: tuple[int, int] = (210, 160)
              ) -> tuple[np.ndarray, np.ndarray | None]:
-    """A map at the agent's input resolution, resized onto the raw frame.
+    """A map at the agent's input resolution, resized onto the raw frame, and (``mask_a3c``) where the crop is.
 
-    ``dqn`` maps cover the whole frame (:func:`saliency_lib.viz.map84_to_frame`);
-    ``mask_a3c`` maps cover the game's crop and go back through it as in the official
-    visualiser (:func:`saliency_lib.viz.mask_to_frame`). Returns the map on the frame
-    and, for ``mask_a3c``, a boolean array that is True inside the crop (else None).
+    ``dqn`` maps cover the whole frame (:func:`saliency_lib.viz.map84_to_frame`); ``mask_a3c`` maps cover the
+    game's crop and go back through it as in the official visualiser (:func:`saliency_lib.viz.mask_to_frame`).
     """
     from saliency_lib.viz import map84_to_frame, mask_to_frame
 
