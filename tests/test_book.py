@@ -327,9 +327,25 @@ def chromium():
         pytest.skip(f"Chromium is missing and cannot be installed without root: {e}")
 
 
+def expected_outputs(ipynb: Path) -> dict:
+    """What an executed chapter should show: image outputs, HTML tables, widget views, errors."""
+    n = {"images": 0, "tables": 0, "widgets": 0, "errors": 0}
+    for out in (o for cell in json.loads(ipynb.read_text())["cells"] for o in cell.get("outputs", [])):
+        data = out.get("data", {})
+        if out["output_type"] == "error":
+            n["errors"] += 1
+        elif "application/vnd.jupyter.widget-view+json" in data:
+            n["widgets"] += 1
+        elif any(k.startswith("image/") for k in data):
+            n["images"] += 1
+        elif "<table" in "".join(data.get("text/html", "")):
+            n["tables"] += 1
+    return n
+
+
 @pytest.mark.slow
 def test_every_page_renders_in_chromium(tiny_book, chromium):
-    from saliency_book.builder.browser import check_book, expected_outputs
+    from saliency_book.builder.browser import check_book
     from saliency_study.catalog import official_available
 
     b, d = tiny_book

@@ -11,6 +11,7 @@ per page. :func:`ensure_chromium` installs Debian's Chromium when it is missing 
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import http.server
 import json
@@ -29,7 +30,7 @@ from saliency_book.builder.launch import launch_problems
 from saliency_study.paths import REPO_ROOT
 
 __all__ = ["find_chromium", "ensure_chromium", "ChromiumMissing", "Chromium", "serve", "PageReport", "check_book",
-           "expected_outputs", "CHROMIUM_FLAGS"]
+           "CHROMIUM_FLAGS"]
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-default-apps",
@@ -125,10 +126,8 @@ class _CDP:
                 self.events.append(m)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing a dead socket
             self.ws.close()
-        except Exception:  # noqa: BLE001 - closing a dead socket
-            pass
 
 
 class Chromium:
@@ -165,10 +164,8 @@ class Chromium:
 
     def __exit__(self, *exc) -> None:
         if self.cdp:
-            try:
+            with contextlib.suppress(Exception):  # the browser may already be gone
                 self.cdp.call("Browser.close", timeout=5)
-            except Exception:  # noqa: BLE001 - the browser may already be gone
-                pass
             self.cdp.close()
         if self.proc:
             try:
@@ -204,7 +201,10 @@ class _Page:
             raise RuntimeError(f"page script failed: {r['exceptionDetails'].get('text')} {r['exceptionDetails'].get('exception', {}).get('description', '')}")
         return r["result"].get("value")
 
-    def events(self) -> list[dict]:
+    def events(self, pump: float = 0.0) -> list[dict]:
+        """The events of this page since the last call (after reading the socket for ``pump`` seconds)."""
+        if pump:
+            self.cdp.pump(pump)
         mine = [e for e in self.cdp.events if e.get("sessionId") == self.session]
         self.cdp.events = [e for e in self.cdp.events if e.get("sessionId") != self.session]
         return mine
@@ -217,9 +217,7 @@ class _Page:
         deadline = time.monotonic() + timeout
         loaded = False
         while time.monotonic() < deadline and not loaded:
-            self.cdp.pump(0.2)
-            new = self.events()
-            events += new
+            events += (new := self.events(pump=0.2))
             loaded = any(e["method"] == "Page.loadEventFired" for e in new)
         if not loaded:
             raise TimeoutError(f"{url} did not finish loading within {timeout} s")
@@ -229,9 +227,7 @@ class _Page:
         self.evaluate("Promise.all([...document.fonts].map(f => f.load().catch(() => null))).then(() => true)")
         quiet_since = time.monotonic()
         while time.monotonic() < deadline:
-            self.cdp.pump(0.25)
-            new = self.events()
-            events += new
+            events += (new := self.events(pump=0.25))
             if any(e["method"].startswith("Network.") for e in new):
                 quiet_since = time.monotonic()
             if time.monotonic() - quiet_since >= settle and self.evaluate(f"Boolean({ready})"):
@@ -413,20 +409,3 @@ def check_book(html_dir: str | os.PathLike, *, pages: list[str] | None = None, s
         page.close()
     return reports
 
-
-def expected_outputs(ipynb: str | os.PathLike) -> dict:
-    """What an executed chapter should show: image outputs, HTML tables, widget views, errors."""
-    nb = json.loads(Path(ipynb).read_text())
-    n = {"images": 0, "tables": 0, "widgets": 0, "errors": 0}
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            if out["output_type"] == "error":
-                n["errors"] += 1
-            data = out.get("data", {})
-            if "application/vnd.jupyter.widget-view+json" in data:
-                n["widgets"] += 1
-            elif any(k.startswith("image/") for k in data):
-                n["images"] += 1
-            elif "<table" in "".join(data.get("text/html", "")):
-                n["tables"] += 1
-    return n

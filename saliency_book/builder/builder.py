@@ -28,20 +28,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from saliency_book.builder.assets import install_assets, write_if_changed
 from saliency_book.builder.offline import check_offline
 from saliency_book.builder.pages import book_games, game_page, page_games, toc_with_game_pages
-from saliency_study.paths import (
-    AGENT_SCORES_CSV,
-    AGENTS_DIR,
-    OFFICIAL_SCORES_CSV,
-    REPO_ROOT,
-    RESULTS_DIR,
-    repo_path,
-)
+from saliency_study.paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, repo_path
 from saliency_study.profiles import PROFILE_NAMES
 
 __all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "add_book_parser", "run_book"]
@@ -71,8 +65,6 @@ class BookBuild:
     timings: dict[str, float] = field(default_factory=dict)
     """Step → seconds (``assets``, ``chapters``, ``html``, ``check``, ``total``)."""
 
-
-# -- helpers --------------------------------------------------------------------------------
 
 def list_notebooks(notebooks_dir: str | os.PathLike = "notebooks") -> list[Path]:
     """The chapter sources ``notebooks/*.py``, in file-name order."""
@@ -177,8 +169,6 @@ def _stage_sources(book_dir: Path, stage: Path) -> Path:
     return dst
 
 
-# -- chapters -------------------------------------------------------------------------------
-
 def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_dir: Path, profile: str,
                      parameters: Mapping, results_dir, kernel: str, fingerprint: Mapping, force: bool,
                      timeout: float | None, log: Callable[[str], None], page_game: str | None = None) -> dict:
@@ -255,6 +245,15 @@ def _for_the_book(nb):
 
 # -- the pipeline -------------------------------------------------------------------------------
 
+@contextmanager
+def _timed(result: BookBuild, step: str, log: Callable[[str], None], what: str | None = None):
+    """Time one step of the build into ``result.timings[step]`` and log it."""
+    t0 = time.perf_counter()
+    yield
+    result.timings[step] = time.perf_counter() - t0
+    log(f"[book] {what or step}: {result.timings[step]:.1f} s")
+
+
 def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = None, executor: str = "local",
                parameters: Mapping | None = None, book_dir: str | os.PathLike = "book",
                notebooks_dir: str | os.PathLike = "notebooks", build_dir: str | os.PathLike | None = None,
@@ -324,28 +323,22 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     chapters_dir, out_dir = bdir / "chapters", bdir / "_build"
     result = BookBuild(profile=profile, html_dir=None)
 
-    t0 = time.perf_counter()
-    install_assets(bdir)
-    result.timings["assets"] = time.perf_counter() - t0
-    log(f"[book] assets: {result.timings['assets']:.1f} s")
-
+    with _timed(result, "assets", log):
+        install_assets(bdir)
     all_games = book_games(profile, parameters, games)
     digests: dict[str, str] = {}  # game → digest of its sweep table: what that game's pages read
     if sweep:
-        t0 = time.perf_counter()
         from saliency_study.study import study_results
 
-        for game in all_games:
-            digests[game] = _table_digest([study_results(profile, game, executor=executor, ray_address=ray_address,
-                                                         results_dir=results_dir or RESULTS_DIR, progress=True)])
-        result.timings["sweep"] = time.perf_counter() - t0
-        log(f"[book] sweep ({executor}, {', '.join(all_games)}): {result.timings['sweep']:.1f} s")
-
-    t0 = time.perf_counter()
+        with _timed(result, "sweep", log, f"sweep ({executor}, {', '.join(all_games)})"):
+            for game in all_games:
+                digests[game] = _table_digest([study_results(profile, game, executor=executor, ray_address=ray_address,
+                                                             results_dir=results_dir or RESULTS_DIR, progress=True)])
     kernel = resolve_kernel(kernel_name)
     log(f"[book] kernel {kernel!r} runs {sys.executable}")
     fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
     pages: dict[str, list[str]] = {}
+    t0 = time.perf_counter()
     for py in sources:
         pages[py.stem] = [f"{py.stem}-{g}" for g in page_games(py.stem, all_games)]
         for page_game in [None, *page_games(py.stem, all_games)]:
@@ -364,24 +357,19 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     log(f"[book] chapters: {result.timings['chapters']:.1f} s")
 
     if html:
-        t0 = time.perf_counter()
-        cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
-               "build", str(bdir), "--builder", "html", "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
-        if any(pages.values()):  # the game pages join the table of contents under their chapter
-            cmd += ["--toc", str(toc_with_game_pages(bdir / "_toc.yml", pages, out_dir / "_toc.games.yml"))]
-        proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
-        result.timings["html"] = time.perf_counter() - t0
-        if proc.returncode != 0:
-            tail = (proc.stdout + proc.stderr).strip()[-6000:]
-            raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
-        result.html_dir = out_dir / "html"
-        log(f"[book] html: {result.timings['html']:.1f} s -> {result.html_dir}")
-        t0 = time.perf_counter()
-        problems = check_offline(result.html_dir)
-        result.timings["check"] = time.perf_counter() - t0
-        if problems:
-            raise RuntimeError("the HTML is not self-contained:\n" + "\n".join(problems[:50]))
-        log(f"[book] offline check: every <script>/<link>/<img> of every page is a local file ({result.timings['check']:.1f} s)")
+        with _timed(result, "html", log, f"html -> {out_dir / 'html'}"):
+            cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+                   "build", str(bdir), "--builder", "html", "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
+            if any(pages.values()):  # the game pages join the table of contents under their chapter
+                cmd += ["--toc", str(toc_with_game_pages(bdir / "_toc.yml", pages, out_dir / "_toc.games.yml"))]
+            proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
+            if proc.returncode != 0:
+                tail = (proc.stdout + proc.stderr).strip()[-6000:]
+                raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
+            result.html_dir = out_dir / "html"
+        with _timed(result, "check", log, "offline check: every <script>/<link>/<img> of every page is a local file"):
+            if problems := check_offline(result.html_dir):
+                raise RuntimeError("the HTML is not self-contained:\n" + "\n".join(problems[:50]))
     result.timings["total"] = time.perf_counter() - t_start
     log(f"[book] total: {result.timings['total']:.1f} s (profile {profile})")
     out_dir.mkdir(parents=True, exist_ok=True)
