@@ -28,7 +28,7 @@
 #
 # This chapter checks that the agents play well enough for their explanations to matter,
 # shows how they learned, and lets you watch them play. All the work is done by
-# `saliency_book.ch1_agents`; the cells below only call it.
+# `saliency_book.ch1_agents` and `saliency_book.ch1_deviations`; the cells below only call them.
 
 # %% [markdown]
 # ## Parameters
@@ -52,23 +52,23 @@ results_dir = "data/results"  # result cache, relative to the repository
 # games to play, how long the GIFs run and which official games to re-evaluate.
 
 # %%
-from IPython.display import Markdown
+from myst_nb import glue
 
 from saliency_book.ch1_agents import (
     AgentsChapter,
     agent_gif,
     all_scores,
-    beats_random_sentence,
+    beats_random,
     chapter_scores,
     choose_agent,
     learning_curves,
     official_curve,
     official_curves_tabs,
     official_scores,
-    style_official,
-    style_scores,
+    show_official,
+    show_scores,
 )
-from saliency_book.ch1_deviations import matching_sentence, methods_table, style_deviations, training_table
+from saliency_book.ch1_deviations import methods_table, show_methods, show_training, training_table
 
 cfg = AgentsChapter(game=game, agent=agent, train=train, frames=frames,
                     profile=profile, seed=seed, device=device,
@@ -91,7 +91,7 @@ choice
 
 # %% [markdown]
 # A trained agent is recorded in `_local/study_agents.json` in the results directory,
-# so every later chapter explains it too, through `saliency_book.ch1_agents.study_agent`.
+# so every later chapter explains it too, through `saliency_study.catalog.study_agent`.
 #
 # ## How well do the agents play?
 #
@@ -111,7 +111,7 @@ scores = chapter_scores(cfg, choice, official)
 caption = (f"Scores on {cfg.game}: greedy games, raw game score (all lives). "
            "Random, human and Nature DQN (200M frames): Mnih et al. (2015); DQN at 10M frames: "
            "Pritzel et al. (2017, Table 3) and Dopamine (Castro et al. 2018, mean of 5 runs).")
-style_scores(scores, caption)
+show_scores(scores, caption)
 
 # %% [markdown]
 # The human-normalised column puts all agents on one scale: 0 % is random play and 100 %
@@ -128,13 +128,20 @@ style_scores(scores, caption)
 shipped = all_scores(cfg)
 caption = ("All shipped agents: greedy games when shipped (data/agents/scores.csv), raw game score; "
            "× random: the score divided by random play's.")
-style_scores(shipped, caption)
+show_scores(shipped, caption)
 
 # %% [markdown] tags=["all-games"]
-# The sentence below is generated from the table.
+# We count a DQN agent as having learned its game when it scores at least three times as much as
+# random play (the "× random" column; a game where random play scores zero or less, such as Pong,
+# gives no ratio).
 
 # %% tags=["all-games"]
-beats_random_sentence(shipped)
+for key, n in beats_random(shipped, factor=3.0).items():
+    glue(f"dqn_{key}", n, display=False)
+
+# %% [markdown] tags=["all-games"]
+# Of the {glue:text}`dqn_scored` shipped DQN agents with a score, {glue:text}`dqn_judged` can be
+# compared with random play, and {glue:text}`dqn_beat` of those score at least three times as much.
 
 # %% [markdown]
 # ## How the agent learned
@@ -181,7 +188,7 @@ agent_gif(f"official:{cfg.game}", cfg)
 # %%
 caption = ("Official Mask-A3C checkpoints: our greedy re-evaluation next to "
            "the level logged by the official runs (last 100 test games).")
-style_official(official, caption)
+show_official(official, caption)
 
 # %% [markdown]
 # A ratio near 1 means that the checkpoint still plays at its logged level. Few games make
@@ -218,15 +225,17 @@ official_curves_tabs(cfg.official_games)
 # so the table follows the agents.
 
 # %% tags=["all-games"]
+training = training_table(cfg.agents_dir)
 caption = ("How our shipped agents were trained, where it differs from the papers' agents. Theirs: the reference "
            "notes on Huber et al. (2022) and Itaya et al. (2021), with their sections; ours: data/agents/*/meta.json.")
-style_deviations(training_table(cfg.agents_dir), caption)
+show_training(training, caption)
 
 # %% [markdown] tags=["all-games"]
-# The settings below were checked and are the papers' (generated from the same comparison):
+# The same comparison also finds the settings that are the papers':
 
 # %% tags=["all-games"]
-Markdown(matching_sentence(cfg.agents_dir))
+show_training(training, "Settings of our shipped agents that are the papers' (same comparison, same sources).",
+              matching=True)
 
 # %% [markdown] tags=["all-games"]
 # We expect two deviations to matter most for the explanations. Our DQN agents learned for fewer
@@ -240,12 +249,13 @@ Markdown(matching_sentence(cfg.agents_dir))
 #
 # The explainers and metrics follow Huber et al.'s code, parameter for parameter, with the
 # deviations and additions below. Each row names the docstring that documents it, and the
-# rows that depend on the execution profile are generated from it.
+# rows that depend on the execution profile are generated from it. Both tables come from one
+# data file, `saliency_book/data/deviations.yaml`.
 
 # %% tags=["all-games"]
 caption = (f"Deliberate deviations (changed) and additions (added) of the explainers and metrics, profile "
            f"'{cfg.profile}'. Theirs: the reference notes on Huber et al. (2022) and Itaya et al. (2021).")
-style_deviations(methods_table(cfg.profile), caption)
+show_methods(methods_table(cfg.profile), caption)
 
 # %% [markdown]
 # ## Summary

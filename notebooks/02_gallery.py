@@ -48,14 +48,15 @@ results_dir = "data/results"  # result cache, relative to the repository
 # %%
 from saliency_book.ch2_gallery import (
     GalleryChapter,
-    agreement_figure,
-    agreement_summary,
+    agreement_extremes,
     compute_gallery,
-    gallery_figure,
-    gallery_tabs,
     games_gallery,
-    games_tabs,
-    states_figure,
+    show_agreement,
+    show_extremes,
+    show_gallery,
+    show_gallery_tabs,
+    show_games,
+    show_states,
 )
 from saliency_book.common import chapter_agents, describe_agents
 
@@ -153,19 +154,19 @@ describe_agents([dqn, mask_a3c])
 
 # %% mystnb={"figure": {"caption": "The HIGHLIGHTS-DIV states of the official Mask-A3C agent, most important first: step of the game, the agent's action and the importance (best minus second-best policy logit).", "name": "fig-gallery-states-mask-a3c"}}
 mask_gallery = compute_gallery(cfg, mask_a3c)
-states_figure(mask_gallery)
+show_states(mask_gallery)
 
 # %% [markdown]
 # The most important state comes first. Here is every method's map of it.
 
 # %% mystnb={"figure": {"caption": "Every method on the most important HIGHLIGHTS-DIV state of the official Mask-A3C agent, explaining the action it takes. NS original explains all actions at once, the value mask the value branch. Each map is min-max normalised and overlaid on the raw frame (inferno: dark = low, yellow = high); Mask-A3C maps cover the agent's crop of the screen only.", "name": "fig-gallery-mask-a3c"}}
-gallery_figure(mask_gallery)
+show_gallery(mask_gallery)
 
 # %% [markdown]
 # The tabs hold the same figure for the other chosen states.
 
 # %%
-gallery_tabs(mask_gallery)
+show_gallery_tabs(mask_gallery)
 
 # %% [markdown]
 # ## The study's DQN agent
@@ -174,19 +175,19 @@ gallery_tabs(mask_gallery)
 
 # %% mystnb={"figure": {"caption": "The HIGHLIGHTS-DIV states of the study's DQN agent, most important first: step of the game, the agent's action and the importance (best minus second-best Q-value).", "name": "fig-gallery-states-dqn"}}
 dqn_gallery = compute_gallery(cfg, dqn)
-states_figure(dqn_gallery)
+show_states(dqn_gallery)
 
 # %% [markdown]
 # Again the first state, with every method's map.
 
 # %% mystnb={"figure": {"caption": "Every method on the most important HIGHLIGHTS-DIV state of the study's DQN agent, explaining the action it takes; NS original explains all actions at once. Each map is min-max normalised and overlaid on the raw frame (inferno: dark = low, yellow = high).", "name": "fig-gallery-dqn"}}
-gallery_figure(dqn_gallery)
+show_gallery(dqn_gallery)
 
 # %% [markdown]
 # The tabs hold the other chosen states.
 
 # %%
-gallery_tabs(dqn_gallery)
+show_gallery_tabs(dqn_gallery)
 
 # %% [markdown]
 # ## What the maps have in common, and where they differ
@@ -202,25 +203,29 @@ gallery_tabs(dqn_gallery)
 # maps of every pair of methods on each state and average it over the states.
 
 # %% mystnb={"figure": {"caption": "Agreement between the methods for the official Mask-A3C agent: Spearman rank correlation between two methods' maps of the same state, averaged over the chosen states.", "name": "fig-gallery-agreement-mask-a3c"}}
-agreement_figure(mask_gallery)
+show_agreement(mask_gallery)
 
 # %% [markdown]
-# The summary below is generated from the same numbers.
+# The table picks out of the same numbers the most and the least similar pair of methods, how
+# far the random map correlates with the others (a chance level for these states), and which
+# methods agree most and least with all the others on average.
 
 # %%
-agreement_summary(mask_gallery)
+show_extremes(agreement_extremes(mask_gallery), "Agreement between the methods for the official Mask-A3C agent: "
+              "the extremes of the mean Spearman ρ over the chosen states.")
 
 # %% [markdown]
 # The same comparison for the DQN agent:
 
 # %% mystnb={"figure": {"caption": "Agreement between the methods for the study's DQN agent: Spearman rank correlation between two methods' maps of the same state, averaged over the chosen states.", "name": "fig-gallery-agreement-dqn"}}
-agreement_figure(dqn_gallery)
+show_agreement(dqn_gallery)
 
 # %% [markdown]
-# And its generated summary:
+# And its extremes:
 
 # %%
-agreement_summary(dqn_gallery)
+show_extremes(agreement_extremes(dqn_gallery), "Agreement between the methods for the study's DQN agent: "
+              "the extremes of the mean Spearman ρ over the chosen states.")
 
 # %% [markdown]
 # These correlations are taken over a handful of states, so they describe these states,
@@ -237,7 +242,7 @@ agreement_summary(dqn_gallery)
 # and computed exactly as above.
 
 # %% tags=["all-games"]
-games_tabs(games_gallery(cfg))
+show_games(games_gallery(cfg))
 
 # %% [markdown] tags=["all-games"]
 # The methods' parameters are the same for every game, so each map keeps the resolution

@@ -48,7 +48,9 @@ results_dir = "data/results"  # result cache, relative to the repository
 # from that chapter's cache.
 
 # %%
-from saliency_book.ch7_explorer import ExplorerChapter, explorer, explorer_summary
+from myst_nb import glue
+
+from saliency_book.ch7_explorer import ExplorerChapter, explorer, explorer_stats
 
 cfg = ExplorerChapter(game=game, agent=agent, methods=methods, n_states=n_states, profile=profile,
                       seed=seed, device=device, results_dir=results_dir)
@@ -82,9 +84,17 @@ ex
 # normalised on its own, as in the gallery, so its colours rank the pixels of one map.
 
 # %%
-explorer_summary(ex)
+for key, value in explorer_stats(ex).items():
+    glue(f"explorer_{key}", value, display=False)
 
 # %% [markdown]
+# The page embeds {glue:text}`explorer_images` distinct images
+# ({glue:text}`explorer_megabytes:.2f` MB as WebP) in {glue:text}`explorer_stacks` nested stacks, for
+# the chapter's game: {glue:text}`explorer_states` states of the {glue:text}`explorer_agents`,
+# {glue:text}`explorer_methods` methods, {glue:text}`explorer_targets` targets and
+# {glue:text}`explorer_alphas` overlay strengths. A map that does not depend on the target is
+# stored once.
+#
 # Each control is linked to the `selected_index` of its level of nested
 # `ipywidgets.Stack` containers by `ipywidgets.jslink`, a link that runs in the browser;
 # that is why the static page needs no kernel. In Jupyter, the controls also have Python

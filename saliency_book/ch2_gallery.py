@@ -1,78 +1,32 @@
 """Chapter 2 (Explainer gallery): every saliency method on the same HIGHLIGHTS-DIV states.
 
-The chapter's notebook (``notebooks/02_gallery.py``) only calls these functions;
-chapter 7 (:mod:`saliency_book.ch7_explorer`) reuses them, and their caches.
-
-* :class:`GalleryChapter`: the chapter's frozen configuration.
-* :func:`chapter_agents`: the agents a chapter explains for its game, the study's
-  DQN agent and the official Mask-A3C agent, each possibly missing.
-* :func:`highlight_states`: HIGHLIGHTS-DIV states of one greedy trajectory
-  (:func:`saliency_lib.states.select_highlights`), most important first, cached.
-* :func:`saliency_map`: one map of one state by one method for one target
-  (the agent's action, the runner-up action, an action index or the state value),
-  cached per state under ``<results_dir>/_local/media``.
-* :func:`compute_gallery`, :func:`gallery_figure`, :func:`gallery_tabs`,
-  :func:`states_figure`: every method on the same states, overlaid on the raw frame.
-* :func:`games_gallery`, :func:`games_tabs`: the DQN agents of Huber et al.'s four
-  games, each on its most important state, one tab per game.
-* :func:`agreement`, :func:`agreement_figure`, :func:`agreement_summary`: how similar
-  the methods' maps are (Spearman rank correlation), and a summary generated from it.
-
-A missing input (no DQN agent yet, official checkpoints not fetched) gives a
-:class:`~saliency_book.common.Note` instead of an exception.
+:func:`compute_gallery` computes the maps of one agent (cached per state by
+:func:`~saliency_book.maps.saliency_map`, which chapter 7 reuses); the ``show_*`` functions draw
+them; :func:`agreement` and :func:`agreement_extremes` measure how similar the methods' maps are.
+A missing agent gives a :class:`~saliency_book.common.Note` instead of an exception.
 """
 
 from __future__ import annotations
 
-import io
-import re
 import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from saliency_book.common import (
-    ExplainedAgent,
-    Note,
-    action_names,
-    chapter_agents,
-    figure_image,
-    load,
-)
-from saliency_book.maps import (
-    ExampleMapsConfig,
-    applicable_methods,
-    highlight_states,
-    overlay_map,
-    saliency_map,
-)
+from saliency_book.common import ExplainedAgent, Note, action_names, chapter_agents, figure_image, load, png_tabs
+from saliency_book.maps import ExampleMapsConfig, applicable_methods, highlight_states, overlay_map, saliency_map
 from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import HUBER_GAMES
 
-__all__ = [ "GalleryChapter", "Gallery", "compute_gallery", "state_figure", "gallery_figure", "gallery_tabs",
-    "states_figure", "games_gallery", "games_tabs", "agreement", "agreement_figure", "agreement_summary",
-]
+__all__ = ["GalleryChapter", "Gallery", "compute_gallery", "state_figure", "show_states", "show_gallery",
+           "show_gallery_tabs", "games_gallery", "show_games", "agreement", "show_agreement", "agreement_extremes",
+           "show_extremes"]
 
 
 @dataclass(frozen=True)
 class GalleryChapter(ExampleMapsConfig):
-    """Chapter 2's frozen configuration: the parameters cell, checked (see :class:`~saliency_book.maps.ExampleMapsConfig`)."""
-
-
-# -- configuration ---------------------------------------------------------------------------
-
-
-# -- agents ------------------------------------------------------------------------------------
-
-
-# -- states -----------------------------------------------------------------------------------
-
-
-# -- maps -------------------------------------------------------------------------------------
-
-
-# -- display ----------------------------------------------------------------------------------
+    """Chapter 2's configuration (see :class:`~saliency_book.maps.ExampleMapsConfig`)."""
 
 
 @dataclass
@@ -82,7 +36,7 @@ class Gallery:
     agent: ExplainedAgent
     preset: str
     states: object
-    """The :class:`~saliency_lib.states.StateSet` of :func:`highlight_states`."""
+    """The :class:`~saliency_lib.states.StateSet` of :func:`~saliency_book.maps.highlight_states`."""
     methods: tuple[str, ...]
     maps: dict[str, list[np.ndarray | None]]
     """Method → one map (or None) per state."""
@@ -92,11 +46,9 @@ class Gallery:
     def __len__(self) -> int:
         return len(self.states)
 
-    def state_label(self, i: int) -> str:
-        """E.g. "state 1 (step 412 of game 1, action FIRE)"."""
-        s = self.states
-        return (f"state {i + 1} (step {int(s.steps[i])} of game {int(s.episode[i]) + 1}, "
-                f"action {self.actions[int(s.actions[i])]})")
+    @property
+    def title(self) -> str:
+        return f"{self.agent.label[0].upper() + self.agent.label[1:]}, {self.agent.game}"
 
 
 def compute_gallery(cfg: GalleryChapter, who: ExplainedAgent) -> Gallery | Note:
@@ -115,19 +67,13 @@ def compute_gallery(cfg: GalleryChapter, who: ExplainedAgent) -> Gallery | Note:
 
 
 def state_figure(g: Gallery, i: int = 0, *, ncols: int = 7, alpha: float = 0.7, cmap: str = "inferno"):
-    """The raw frame of state ``i`` and every method's map on it, one labelled panel each.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
+    """The raw frame of state ``i`` and every method's map on it, one labelled panel each (a Figure)."""
     from matplotlib import cm, colors
     from matplotlib.figure import Figure
 
-    frame = g.states.frames[i]
-    panels = [("frame", frame)] + [(METHOD_LABELS.get(m, m), None if g.maps[m][i] is None else
-                                    overlay_map(frame, g.maps[m][i], preset=g.preset, game=g.agent.game, alpha=alpha,
-                                                cmap=cmap)) for m in g.methods]
+    s, frame = g.states, g.states.frames[i]
+    panels = [("frame", frame)] + [(METHOD_LABELS.get(m, m), None if g.maps[m][i] is None else overlay_map(
+        frame, g.maps[m][i], preset=g.preset, game=g.agent.game, alpha=alpha, cmap=cmap)) for m in g.methods]
     nrows = -(-len(panels) // ncols)
     fig = Figure(figsize=(1.45 * ncols, 2.05 * nrows + 0.55), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
@@ -141,86 +87,19 @@ def state_figure(g: Gallery, i: int = 0, *, ncols: int = 7, alpha: float = 0.7, 
         ax.set_title(label, fontsize=9)
     fig.colorbar(cm.ScalarMappable(colors.Normalize(0, 1), cmap), ax=axes, orientation="horizontal", fraction=0.04,
                  shrink=0.35, label="saliency, min-max normalised per map")
-    fig.suptitle(f"{g.agent.label[0].upper() + g.agent.label[1:]}, {g.agent.game}: {g.state_label(i)}", fontsize=10)
+    fig.suptitle(f"{g.title}: state {i + 1} (step {int(s.steps[i])} of game {int(s.episode[i]) + 1}, "
+                 f"action {g.actions[int(s.actions[i])]})", fontsize=10)
     return fig
 
 
-def gallery_figure(g: Gallery | Note, i: int = 0, *, dpi: int = 90):
-    """:func:`state_figure` as an image; None for a Note (:func:`states_figure` has shown it)."""
-    if isinstance(g, Note):
-        return None
-    return figure_image(state_figure(g, i), dpi=dpi)
-
-
-def _png_widget(fig, dpi: int):
-    """A matplotlib figure as an ipywidgets ``Image`` (PNG, saved with the notebook)."""
-    import ipywidgets as w
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    return w.Image(value=buf.getvalue(), format="png", layout=w.Layout(max_width="100%"))
-
-
-def gallery_tabs(g: Gallery | Note, *, start: int = 1, dpi: int = 72):
-    """An ipywidgets ``Tab`` with :func:`state_figure` of states ``start`` … (PNG, saved with the notebook).
-
-    Returns a Note when there is no such state, None for a Note (:func:`states_figure` has shown it).
-    """
-    import ipywidgets as w
-
-    if isinstance(g, Note):
-        return None
-    if len(g) <= start:
-        return Note(f"Only {len(g)} state{'s' if len(g) != 1 else ''} chosen; no further states to show.")
-    children = [_png_widget(state_figure(g, i), dpi) for i in range(start, len(g))]
-    tabs = w.Tab(children=children)
-    for k in range(len(children)):
-        tabs.set_title(k, f"state {start + k + 1}")
-    return tabs
-
-
-def games_gallery(cfg: GalleryChapter, games: tuple[str, ...] = HUBER_GAMES) -> dict[str, Gallery | Note]:
-    """Every method on the most important HIGHLIGHTS-DIV state of the study's DQN agent of each game.
-
-    The chapter's configuration is reused with ``game`` replaced and a budget of one
-    state; a game without a DQN agent maps to the Note that says how to get one.
-    """
-    out: dict[str, Gallery | Note] = {}
-    for game in games:
-        gcfg = replace(cfg, game=game, agent=None, n_states=1)
-        out[game] = compute_gallery(gcfg, chapter_agents(game, results_dir=cfg.results_dir)[0])
-    return out
-
-
-def games_tabs(galleries: dict[str, Gallery | Note], *, dpi: int = 72):
-    """An ipywidgets ``Tab``, one per game: :func:`state_figure` of its state (PNG), or its Note as HTML."""
-    import html
-
-    import ipywidgets as w
-
-    children = []
-    for g in galleries.values():
-        if isinstance(g, Note):
-            text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(g.text))  # the Note's Markdown code spans
-            children.append(w.HTML(f"<p><b>{html.escape(g.title)}.</b> {text}</p>"))
-        else:
-            children.append(_png_widget(state_figure(g, 0), dpi))
-    tabs = w.Tab(children=children)
-    for k, game in enumerate(galleries):
-        tabs.set_title(k, game)
-    return tabs
-
-
-def states_figure(g: Gallery | Note, *, dpi: int = 90):
-    """The chosen states' raw frames in a row, with step, action and HIGHLIGHTS importance."""
+def show_states(g: Gallery | Note, *, dpi: int = 90):
+    """The chosen states' raw frames in a row, with step, action and HIGHLIGHTS importance (a Note passes through)."""
     from matplotlib.figure import Figure
 
     if isinstance(g, Note):
         return g
-    n = len(g)
-    fig = Figure(figsize=(1.6 * n, 2.6), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, n))
-    for i, ax in enumerate(axes):
+    fig = Figure(figsize=(1.6 * len(g), 2.6), layout="constrained")
+    for i, ax in enumerate(np.atleast_1d(fig.subplots(1, len(g)))):
         ax.imshow(g.states.frames[i], interpolation="nearest")
         ax.set_axis_off()
         ax.set_title(f"state {i + 1}: step {int(g.states.steps[i])}\n{g.actions[int(g.states.actions[i])]}, "
@@ -228,53 +107,64 @@ def states_figure(g: Gallery | Note, *, dpi: int = 90):
     return figure_image(fig, dpi=dpi)
 
 
-# -- agreement between methods ------------------------------------------------------------------
+def show_gallery(g: Gallery | Note, i: int = 0, *, dpi: int = 90):
+    """:func:`state_figure` as an image; None for a Note (:func:`show_states` has shown it)."""
+    return None if isinstance(g, Note) else figure_image(state_figure(g, i), dpi=dpi)
+
+
+def show_gallery_tabs(g: Gallery | Note, *, start: int = 1, dpi: int = 72):
+    """A ``Tab`` with :func:`state_figure` of states ``start`` …; a Note when there are none, None for a Note."""
+    if isinstance(g, Note):
+        return None
+    if len(g) <= start:
+        return Note(f"Only {len(g)} state{'s' if len(g) != 1 else ''} chosen; no further states to show.")
+    return png_tabs({f"state {i + 1}": state_figure(g, i) for i in range(start, len(g))}, dpi=dpi)
+
+
+def games_gallery(cfg: GalleryChapter, games: tuple[str, ...] = HUBER_GAMES) -> dict[str, Gallery | Note]:
+    """Every method on the most important HIGHLIGHTS-DIV state of the study's DQN agent of each game
+    (the chapter's configuration with ``game`` replaced and a budget of one state)."""
+    return {game: compute_gallery(replace(cfg, game=game, agent=None, n_states=1),
+                                  chapter_agents(game, results_dir=cfg.results_dir)[0]) for game in games}
+
+
+def show_games(galleries: dict[str, Gallery | Note], *, dpi: int = 72):
+    """A ``Tab``, one per game: :func:`state_figure` of its state, or its Note."""
+    return png_tabs({game: g if isinstance(g, Note) else state_figure(g, 0) for game, g in galleries.items()}, dpi=dpi)
+
 
 def agreement(g: Gallery) -> pd.DataFrame:
     """Spearman rank correlation between the maps of every pair of methods, per state.
 
-    Maps are compared at the agent's input resolution, without the sign-flip of the
-    sanity checks (both maps say "higher = more important"). A constant map has no
-    ranking; its pairs are NaN.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long table: ``state, method_a, method_b, spearman`` (each unordered pair once).
+    Maps are compared at the agent's input resolution, without the sign-flip of the sanity
+    checks (both maps say "higher = more important"). A constant map has no ranking; its
+    pairs are NaN. Returns a long table ``state, method_a, method_b, spearman`` (each
+    unordered pair once).
     """
     from saliency_lib.metrics.similarity import ConstantMapWarning, spearman
 
     rows = []
     for i in range(len(g)):
-        for a_i, a in enumerate(g.methods):
-            for b in g.methods[a_i + 1:]:
-                ma, mb = g.maps[a][i], g.maps[b][i]
-                if ma is None or mb is None:
-                    continue
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConstantMapWarning)
-                    rho = spearman(ma, mb, sign_invariant=False)
-                rows.append({"state": i, "method_a": a, "method_b": b, "spearman": rho})
+        for k, a in enumerate(g.methods):
+            for b in g.methods[k + 1:]:
+                if g.maps[a][i] is not None and g.maps[b][i] is not None:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", ConstantMapWarning)
+                        rho = spearman(g.maps[a][i], g.maps[b][i], sign_invariant=False)
+                    rows.append({"state": i, "method_a": a, "method_b": b, "spearman": rho})
     return pd.DataFrame(rows, columns=["state", "method_a", "method_b", "spearman"])
 
 
-def _matrix(long: pd.DataFrame, methods) -> pd.DataFrame:
-    mean = long.groupby(["method_a", "method_b"])["spearman"].mean()
-    mat = pd.DataFrame(np.eye(len(methods)), index=list(methods), columns=list(methods))
-    for (a, b), v in mean.items():
-        mat.loc[a, b] = mat.loc[b, a] = v
-    return mat
-
-
-def agreement_figure(g: Gallery | Note, *, dpi: int = 90):
-    """Heat map of the mean Spearman correlation between methods over the chosen states."""
+def show_agreement(g: Gallery | Note, *, dpi: int = 90):
+    """Heat map of the mean Spearman correlation between methods over the chosen states (a Note passes through)."""
     from matplotlib.figure import Figure
 
     if isinstance(g, Note):
         return g
-    mat = _matrix(agreement(g), g.methods)
-    labels = [METHOD_LABELS.get(m, m) for m in g.methods]
-    n = len(labels)
+    mat = pd.DataFrame(np.eye(len(g.methods)), index=list(g.methods), columns=list(g.methods))
+    for (a, b), v in agreement(g).groupby(["method_a", "method_b"])["spearman"].mean().items():
+        mat.loc[a, b] = mat.loc[b, a] = v
+    labels, n = [METHOD_LABELS.get(m, m) for m in g.methods], len(g.methods)
     fig = Figure(figsize=(0.55 * n + 2.2, 0.5 * n + 1.2), layout="constrained")
     ax = fig.subplots()
     im = ax.imshow(mat.to_numpy(float), cmap="RdBu_r", vmin=-1, vmax=1)
@@ -286,43 +176,35 @@ def agreement_figure(g: Gallery | Note, *, dpi: int = 90):
             ax.text(c, r, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=6.5,
                     color="white" if abs(v) > 0.6 else "black")
     fig.colorbar(im, ax=ax, shrink=0.8, label="mean Spearman ρ")
-    ax.set_title(f"{g.agent.label[0].upper() + g.agent.label[1:]}, {g.agent.game}: agreement over {len(g)} "
-                 f"state{'s' if len(g) != 1 else ''}", fontsize=10)
+    ax.set_title(f"{g.title}: agreement over {len(g)} state{'s' if len(g) != 1 else ''}", fontsize=10)
     return figure_image(fig, dpi=dpi)
 
 
-def _rho(x: float) -> str:
-    """A correlation with two decimals, without a negative zero."""
-    text = f"{x:.2f}"
-    return "0.00" if text == "-0.00" else text
-
-
-def agreement_summary(g: Gallery | Note):
-    """Markdown sentences on the agreement between methods, generated from :func:`agreement` (None for a Note)."""
-    from IPython.display import Markdown
-
+def agreement_extremes(g: Gallery | Note) -> pd.DataFrame | Note:
+    """The most and least similar pairs of methods, the random map's range and the methods that agree
+    most and least with the others (mean Spearman ρ over :func:`agreement`); columns ``finding, methods, rho``."""
     if isinstance(g, Note):
-        return None
+        return g
     long = agreement(g)
     mean = long.groupby(["method_a", "method_b"])["spearman"].mean().dropna()
-    lab = METHOD_LABELS.get
-    n = len(g)
-    pairs = mean[[("random" not in k) for k in mean.index]]
-    if pairs.empty:
-        return Markdown(f"Too few methods with a ranking on these {n} states to compare.")
-    hi, lo = pairs.idxmax(), pairs.idxmin()
-    text = [f"Over the {n} state{'s' if n != 1 else ''} of the {g.agent.label}, the most similar methods are "
-            f"**{lab(hi[0])}** and **{lab(hi[1])}** (mean Spearman ρ = {_rho(pairs[hi])}), the least similar "
-            f"**{lab(lo[0])}** and **{lab(lo[1])}** (ρ = {_rho(pairs[lo])})."]
-    rnd = mean[[("random" in k) for k in mean.index]]
-    if not rnd.empty:
-        text.append(f"The random map's correlation with the other methods lies between {_rho(rnd.min())} "
-                    f"and {_rho(rnd.max())}.")
+    pairs, rnd = mean[["random" not in k for k in mean.index]], mean[["random" in k for k in mean.index]]
     per = pd.Series({m: pairs[[m in k for k in pairs.index]].mean() for m in g.methods if m != "random"}).dropna()
+    lab = METHOD_LABELS.get
+    rows = [("most similar pair", pairs, pairs.idxmax), ("least similar pair", pairs, pairs.idxmin),
+            ("random map vs another method, lowest", rnd, rnd.idxmin),
+            ("random map vs another method, highest", rnd, rnd.idxmax)]
+    rows = [(f, " and ".join(lab(m, m) for m in pick()), s[pick()]) for f, s, pick in rows if len(s)]
     if len(per) >= 2:
-        text.append(f"Averaged over its partners, **{lab(per.idxmax())}** agrees most with the other methods "
-                    f"(ρ = {_rho(per.max())}) and **{lab(per.idxmin())}** least (ρ = {_rho(per.min())}).")
-    nan = long["spearman"].isna().sum()
-    if nan:
-        text.append(f"{nan} of {len(long)} comparisons involve a constant map and have no rank correlation.")
-    return Markdown(" ".join(text))
+        rows += [("agrees most with the others", lab(per.idxmax()), per.max()),
+                 ("agrees least with the others", lab(per.idxmin()), per.min())]
+    rows.append(("comparisons with a constant map (no ρ)", f"{long['spearman'].isna().sum()} of {len(long)}", np.nan))
+    return pd.DataFrame(rows, columns=["finding", "methods", "rho"])
+
+
+def show_extremes(table: pd.DataFrame | Note, caption: str):
+    """:func:`agreement_extremes` as a captioned Styler (a Note passes through)."""
+    if isinstance(table, Note):
+        return table
+    t = table.rename(columns={"finding": "Finding", "methods": "Methods", "rho": "Mean Spearman ρ"})
+    rho = {"Mean Spearman ρ": lambda x: "–" if np.isnan(x) else f"{x:.2f}".replace("-0.00", "0.00")}
+    return t.style.format(rho).hide(axis="index").set_caption(caption)

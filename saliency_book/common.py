@@ -1,17 +1,9 @@
-"""What several chapters share: notes, the methods and targets they show, the explained agents, figures.
-
-* :class:`Note`: shown instead of a result that cannot be computed (a missing input);
-* the display order of the methods, the named targets and Huber et al.'s HIGHLIGHTS-DIV sizes;
-* :class:`ExplainedAgent` and :func:`chapter_agents`: the agents a chapter explains for its game;
-* :func:`score_table`: the shipped agents' scores next to the published ones;
-* :func:`figure_image`: a matplotlib figure as an inline PNG.
-"""
+"""What several chapters share: notes, the methods and targets they show, the explained agents, scores, figures."""
 
 from __future__ import annotations
 
 import functools
 import io
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,25 +13,31 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from saliency_book.config import as_int, as_optional
 from saliency_lib.explainers import METHOD_LABELS
-from saliency_lib.games import BENCHMARK_STATES, published_scores
+from saliency_lib.games import published_scores
 from saliency_study.catalog import official_available, shipped_agents, study_agent
 from saliency_study.paths import AGENTS_DIR, RESULTS_DIR, repo_path
 
 __all__ = [
-    "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "HIGHLIGHTS_PARAMS", "BENCHMARK_STEPS",
-    "as_count", "as_methods", "ExplainedAgent", "describe_agents", "chapter_agents", "load", "action_names",
-    "score_table", "here", "figure_image", "versions_note", "method_names", "fmt2", "join_words", "describe_params",
+    "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "as_count", "ExplainedAgent", "describe_agents",
+    "chapter_agents", "load", "action_names", "score_table", "figure_image", "png_tabs", "versions_note",
+    "method_names", "fmt2", "join_words", "describe_params",
 ]
+
+METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "gradient", "integrated_gradients",
+           "gradcam", "random", "mask_policy", "mask_value")
+"""Registry names the gallery shows, in display order (``mask_*`` only for Mask-A3C agents)."""
+TARGET_FREE = frozenset({"random", "mask_policy", "mask_value"})
+"""Methods whose map does not depend on the explained output or action."""
+TARGETS = ("action", "runner_up", "value")
+"""Named targets: the agent's (greedy) action, the action with the second-highest score, the state value."""
+TARGET_LABELS = MappingProxyType({"action": "agent's action", "runner_up": "runner-up action", "value": "state value"})
 
 
 class Note:
-    """A short message rendered as an admonition in the book (and as text elsewhere).
-
-    Study functions return a ``Note`` instead of a table or figure when an input is
-    missing (no trained agent yet, official checkpoints not fetched), so chapters
-    need no branches and still say clearly what is missing and how to get it.
-    """
+    """A short message rendered as an admonition in the book: what chapter functions return instead of a
+    table or figure when an input is missing, saying what is missing and how to get it."""
 
     def __init__(self, text: str, *, kind: str = "note", title: str | None = None):
         if kind not in ("note", "warning", "important", "tip"):
@@ -57,142 +55,99 @@ class Note:
         return f"```{{admonition}} {self.title}\n:class: {self.kind}\n\n{self.text}\n```\n"
 
 
-def here(r: dict) -> str:
-    """Where a score evaluated in the chapter comes from, for a table cell."""
-    cap = f", ≤ {r['max_steps']:,} steps" if r.get("max_steps") else ""
-    return f"here ({r['episodes']} game{'s' if r['episodes'] != 1 else ''}{cap})"
-
-
-def _score_columns(df: pd.DataFrame) -> pd.DataFrame:
-    ren = {"our_mean": "mean", "score_mean": "mean", "eval_mean": "mean", "our_std": "std", "score_std": "std", "eval_std": "std"}
-    return df.rename(columns={k: v for k, v in ren.items() if k in df.columns and v not in df.columns})
-
-
 def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = "", *,
                 games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
-    """Shipped agents with their scores, next to random play, the human tester and published DQN.
+    """Shipped agents (:func:`~saliency_study.catalog.shipped_agents`) with their scores, next to random play,
+    the human tester and published DQN (:func:`~saliency_lib.games.published_scores`), one row per agent.
 
-    Parameters
-    ----------
-    agents_dir : path
-        Checkpoint directories with ``meta.json`` (:func:`shipped_agents`).
-    scores_csv : path or None
-        Evaluation table (default ``<agents_dir>/scores.csv``; None: none) with columns ``agent`` (directory name or path),
-        ``episodes``, ``mean``, ``std`` (``our_mean``/``our_std`` are accepted).
-        Agents it lacks fall back to ``eval_score`` in their ``meta.json``.
-    games : list of str, optional
-        Keep only these games.
-    extra : list of dict, optional
-        Further rows (``agent``, ``algo``, ``game``, ``episodes``, ``mean``, ``std``,
-        ``score_source`` …), e.g. the official Mask-A3C re-evaluation or an agent
-        trained in the chapter. A row whose ``agent`` is already present fills its
-        missing score.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per agent: ``agent, algo, game, frames, episodes, mean, std,
-        score_source, random, human, dqn_nature, dqn_10m, dqn_10m_dopamine, normalised``
-        (references from :func:`~saliency_lib.games.published_scores`) where ``normalised`` is
-        the human-normalised score ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
+    ``scores_csv`` (default ``<agents_dir>/scores.csv``; None: none) has the columns ``agent`` (directory
+    name or path) and ``mean``, optionally ``episodes``, ``std`` (``our_*``, ``score_*`` and ``eval_*`` are
+    accepted) and ``protocol`` (its ``greedy`` rows are used); agents it lacks fall back to ``eval_score``
+    in their ``meta.json``. ``extra`` rows (e.g. the official Mask-A3C re-evaluation) are appended, or
+    fill the missing values of the agent they name. ``normalised`` is the human-normalised score
+    ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
     """
+    import json
+
     if scores_csv == "":
         scores_csv = repo_path(agents_dir) / "scores.csv"
-    agents = shipped_agents(agents_dir)
-    df = agents[["agent", "path", "algo", "game", "variant", "frames"]].copy()
+    df = shipped_agents(agents_dir)[["agent", "path", "algo", "game", "variant", "frames"]].copy()
     df["episodes"], df["mean"], df["std"], df["score_source"] = np.nan, np.nan, np.nan, ""
     if scores_csv is not None and repo_path(scores_csv).is_file():
-        sc = _score_columns(pd.read_csv(repo_path(scores_csv)))
-        sc = sc[sc["protocol"].fillna("greedy") == "greedy"] if "protocol" in sc.columns else sc  # one row per agent: the greedy one
+        sc = pd.read_csv(repo_path(scores_csv))
+        for a, b in (("our", "mean"), ("score", "mean"), ("eval", "mean"), ("our", "std"), ("score", "std"), ("eval", "std")):
+            if f"{a}_{b}" in sc.columns and b not in sc.columns:
+                sc = sc.rename(columns={f"{a}_{b}": b})
         if "agent" not in sc.columns or "mean" not in sc.columns:
             raise ValueError(f"{scores_csv} must have the columns 'agent' and 'mean' (got {list(sc.columns)})")
-        sc = sc.assign(agent=sc["agent"].astype(str).map(lambda a: Path(a.rstrip("/")).name))
-        for _, s in sc.iterrows():
-            hit = df["agent"] == s["agent"]
-            df.loc[hit, "mean"] = s["mean"]
-            df.loc[hit, "std"] = s.get("std", np.nan)
-            df.loc[hit, "episodes"] = s.get("episodes", np.nan)
-            df.loc[hit, "score_source"] = Path(scores_csv).name
+        if "protocol" in sc.columns:  # one row per agent: the greedy one
+            sc = sc[sc["protocol"].fillna("greedy") == "greedy"]
+        for s in sc.to_dict("records"):
+            hit = df["agent"] == Path(str(s["agent"]).rstrip("/")).name
+            df.loc[hit, ["mean", "std", "episodes", "score_source"]] = [
+                s["mean"], s.get("std", np.nan), s.get("episodes", np.nan), Path(scores_csv).name]
     for i, row in df[df["mean"].isna()].iterrows():
         meta = json.loads((repo_path(row["path"]) / "meta.json").read_text())
         if meta.get("eval_score") is not None:
             df.loc[i, ["mean", "score_source"]] = [float(meta["eval_score"]), "meta.json (eval_score)"]
     for row in extra or []:
         hit = df["agent"] == row.get("agent")
-        if hit.any():
-            for k, v in row.items():
-                if k in df.columns and (pd.isna(df.loc[hit, k]).all() or df.loc[hit, k].eq("").all()):
-                    df.loc[hit, k] = v
-        else:
+        if not hit.any():
             df = pd.concat([df, pd.DataFrame([row])], ignore_index=True)
+            continue
+        for k, v in row.items():
+            if k in df.columns and (pd.isna(df.loc[hit, k]).all() or df.loc[hit, k].eq("").all()):
+                df.loc[hit, k] = v
     if games is not None:
         df = df[df["game"].isin(games)]
     pub = pd.DataFrame([{"game": g, **published_scores(g)} for g in sorted(set(df["game"].dropna()))],
                        columns=["game", "random", "human", "dqn_nature", "dqn_nature_sd", "dqn_10m", "dqn_10m_dopamine"])
     df = df.merge(pub, on="game", how="left")
     df["normalised"] = 100 * (df["mean"] - df["random"]) / (df["human"] - df["random"])
-    cols = ["agent", "algo", "game", "variant", "frames", "episodes", "mean", "std", "score_source",
-            "random", "human", "dqn_nature", "dqn_10m", "dqn_10m_dopamine", "normalised", "path"]
-    return df[cols].reset_index(drop=True)
+    return df[["agent", "algo", "game", "variant", "frames", "episodes", "mean", "std", "score_source", "random", "human",
+               "dqn_nature", "dqn_10m", "dqn_10m_dopamine", "normalised", "path"]].reset_index(drop=True)
+
+
+def _png(fig, dpi: int) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
 
 
 def figure_image(fig, *, dpi: int = 110):
     """A matplotlib figure as an ``IPython.display.Image`` (PNG), so it displays once, in any kernel."""
     from IPython.display import Image
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    return Image(data=buf.getvalue(), format="png")
+    return Image(data=_png(fig, dpi), format="png")
 
 
-METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "gradient", "integrated_gradients",
-           "gradcam", "random", "mask_policy", "mask_value")
-"""Registry names the gallery shows, in display order (``mask_*`` only for Mask-A3C agents)."""
+def png_tabs(pages: dict, *, dpi: int = 72):
+    """An ipywidgets ``Tab``, one per key: a matplotlib figure as a PNG (saved with the notebook, so the
+    tabs work in the static book without a kernel), or a :class:`Note` as HTML."""
+    import html
+    import re
 
+    import ipywidgets as w
 
-TARGET_FREE = frozenset({"random", "mask_policy", "mask_value"})
-"""Methods whose map does not depend on the explained output or action."""
-
-
-TARGETS = ("action", "runner_up", "value")
-"""Named targets: the agent's (greedy) action, the action with the second-highest score, the state value."""
-
-
-TARGET_LABELS = MappingProxyType({"action": "agent's action", "runner_up": "runner-up action", "value": "state value"})
-
-
-HIGHLIGHTS_PARAMS = MappingProxyType({"budget": 5, "context_length": 10, "minimum_gap": 10, "percentile": 3.0})
-"""HIGHLIGHTS-DIV of Huber et al. (reference §2.2): 5 states per game, context 10, gap 10, 3rd percentile."""
-
-
-BENCHMARK_STEPS = BENCHMARK_STATES
-"""Length of Huber et al.'s benchmark trajectory (reference §2.1), the longest trajectory a chapter plays."""
+    children = []
+    for page in pages.values():
+        if isinstance(page, Note):
+            text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(page.text))  # the Note's Markdown code spans
+            children.append(w.HTML(f"<p><b>{html.escape(page.title)}.</b> {text}</p>"))
+        else:
+            children.append(w.Image(value=_png(page, dpi), format="png", layout=w.Layout(max_width="100%")))
+    tabs = w.Tab(children=children)
+    for k, title in enumerate(pages):
+        tabs.set_title(k, str(title))
+    return tabs
 
 
 def as_count(value, name: str) -> int | None:
-    """A positive integer or None, accepting papermill's strings and whole floats."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    return int(value)
-
-
-def as_methods(value) -> tuple[str, ...] | None:
-    """Registry names from a list or a comma-separated string; None for all."""
-    from saliency_lib.explainers import EXPLAINERS
-
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
-        return None
-    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
-    unknown = [n for n in names if n not in EXPLAINERS]
-    if unknown or not names:
-        raise ValueError(f"methods must name registered explainers, got {value!r}; valid names are: {', '.join(EXPLAINERS)}")
-    return tuple(dict.fromkeys(names))
+    """A positive integer or None, accepting papermill's strings and whole floats (:func:`~saliency_book.config.as_int`)."""
+    try:
+        return None if as_optional(value) is None else as_int(name, value, minimum=1)
+    except ValueError:
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -245,16 +200,12 @@ def chapter_agents(game: str, agent: str | None = None, *, results_dir: str | os
         dqn = ExplainedAgent("dqn", game, spec, "DQN agent of the study", "" if spec else (
             f"No DQN agent for {game} yet: none is shipped in `data/agents` and none was trained for the study. "
             "This section fills in when one exists (chapter 1 trains one with `-p train true`)."))
-    spec = agent if given_official else f"official:{game}"
+    spec, missing = agent if given_official else f"official:{game}", ""
     if game not in OFFICIAL_GAMES:
-        mask = ExplainedAgent("mask_a3c", game, None, "official Mask-A3C agent",
-                              f"Itaya et al. released no Mask-A3C checkpoint for {game} (they did for {', '.join(OFFICIAL_GAMES)}).")
+        missing = f"Itaya et al. released no Mask-A3C checkpoint for {game} (they did for {', '.join(OFFICIAL_GAMES)})."
     elif not official_available(spec.partition(":")[2]):
-        mask = ExplainedAgent("mask_a3c", game, None, "official Mask-A3C agent",
-                              "The official Mask-A3C checkpoints are not fetched; run `make fetch-official`.")
-    else:
-        mask = ExplainedAgent("mask_a3c", game, spec, "official Mask-A3C agent")
-    return [dqn, mask]
+        missing = "The official Mask-A3C checkpoints are not fetched; run `make fetch-official`."
+    return [dqn, ExplainedAgent("mask_a3c", game, None if missing else spec, "official Mask-A3C agent", missing)]
 
 
 def load(spec: str, device: str = "cpu"):
@@ -278,17 +229,6 @@ def action_names(game: str, preset: str, n_actions: int) -> tuple[str, ...]:
     return names if len(names) == n_actions else tuple(f"action {k}" for k in range(n_actions))
 
 
-def method_names(methods) -> str:
-    """Markdown list of methods in bold: "**A**, **B** and **C**" ("none" when empty)."""
-    items = [f"**{METHOD_LABELS.get(m, m)}**" for m in methods]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
-
-
-def fmt2(x: float) -> str:
-    """Two decimals with a true minus sign, for prose."""
-    return f"{x:.2f}".replace("-", "−")
-
-
 def join_words(items: list[str]) -> str:
     """"a, b and c" ("none" when empty)."""
     items = list(items)
@@ -297,12 +237,24 @@ def join_words(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):
-    """Say whether the stored results this chapter reads were made with the running package versions.
+def method_names(methods) -> str:
+    """Markdown list of methods in bold: "**A**, **B** and **C**" ("none" when empty)."""
+    return join_words([f"**{METHOD_LABELS.get(m, m)}**" for m in methods])
 
-    A warning that names each differing package (recorded versions → running version), and
-    how many units predate the recording of versions; a one-line note when all agree.
-    """
+
+def fmt2(x: float) -> str:
+    """Two decimals with a true minus sign, for prose."""
+    return f"{x:.2f}".replace("-", "−")
+
+
+def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str = " = ") -> str:
+    """Explainer parameters as text for the chapters, e.g. ``"Occlusion patch = 4, RISE n_masks = 500"``."""
+    return ", ".join(f"{label(m)} {', '.join(f'{k}{sep}{v}' for k, v in kw.items())}" for m, kw in params.items())
+
+
+def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):
+    """Whether the stored results this chapter reads were made with the running package versions: a warning
+    naming each differing package and how many units predate the recording, or a one-line note."""
     from saliency_study.study import study_versions
 
     games = [games] if isinstance(games, str) else list(games)
@@ -321,8 +273,3 @@ def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):
         return Note(f"All {v['units']} stored units of this chapter were made with the running package versions.",
                     title="Versions")
     return Note(" ".join(parts), kind="warning", title="Versions of the stored results")
-
-
-def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str = " = ") -> str:
-    """Explainer parameters as text for the chapters, e.g. ``"Occlusion patch = 4, RISE n_masks = 500"``."""
-    return ", ".join(f"{label(m)} {', '.join(f'{k}{sep}{v}' for k, v in kw.items())}" for m, kw in params.items())

@@ -1,22 +1,22 @@
 """The chapters' configuration: one base that validates papermill's inputs once.
 
-Each chapter's ``parameters`` cell holds primitives; the next cell builds the chapter's frozen
-config, a subclass of :class:`ChapterConfig` that adds the chapter's own fields. papermill passes
-``-p seed 3`` as the string ``"3"`` and ``-p agent None`` as ``"None"``; the base turns those into
-what they mean, and refuses everything else with the same message in every chapter.
+Each chapter's ``parameters`` cell holds primitives; the next cell builds the chapter's frozen config, a
+subclass of :class:`ChapterConfig`. papermill passes ``-p seed 3`` as ``"3"`` and ``-p agent None`` as
+``"None"``; the base turns those into what they mean and refuses the rest with the same message everywhere.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 from saliency_lib.games import HUBER_GAMES, game_info
 from saliency_lib.sweep import EXECUTORS
-from saliency_lib.validation import check_choice, check_float, check_int
+from saliency_lib.validation import check_bool, check_choice, check_float, check_int
 from saliency_study.paths import RESULTS_DIR
 from saliency_study.profiles import get_profile, profile_settings
 
-__all__ = ["ChapterConfig", "as_int", "as_float", "as_optional"]
+__all__ = ["ChapterConfig", "as_int", "as_float", "as_bool", "as_optional"]
 
 
 def as_optional(value):
@@ -25,21 +25,27 @@ def as_optional(value):
 
 
 def as_int(name: str, value, *, minimum: int | None = None) -> int:
-    """``value`` as an int (papermill's ``"3"`` included), checked by :func:`~saliency_lib.validation.check_int`."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    """``value`` as an int (papermill's ``"3"`` and ``2e6`` included), checked by :func:`~saliency_lib.validation.check_int`."""
+    if (isinstance(value, str) and value.strip().lstrip("-").isdigit()) or (isinstance(value, float) and value.is_integer()):
         value = int(value)
     return check_int(name, value, minimum=minimum)
 
 
-def as_float(name: str, value, *, low: float | None = None, high: float | None = None, low_open: bool = False,
-             high_open: bool = False) -> float:
-    """``value`` as a float (papermill's ``"0.5"`` included), checked by :func:`~saliency_lib.validation.check_float`."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    return check_float(name, value, low=low, high=high, low_open=low_open, high_open=high_open)
+def as_float(name: str, value, **bounds) -> float:
+    """``value`` as a float (papermill's ``"0.5"`` included), checked by :func:`~saliency_lib.validation.check_float`
+    with ``bounds`` (``low``, ``high``, ``low_open``, ``high_open``)."""
+    try:
+        value = float(value) if isinstance(value, str) else value
+    except ValueError:
+        pass
+    return check_float(name, value, **bounds)
+
+
+def as_bool(name: str, value) -> bool:
+    """``value`` as a bool (papermill's ``"true"``/``"false"`` included), checked by :func:`~saliency_lib.validation.check_bool`."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
+    return check_bool(name, value)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,9 @@ class ChapterConfig:
     settings: dict = field(init=False, repr=False, compare=False)
     """The profile's settings (:func:`~saliency_study.profiles.profile_settings`)."""
 
+    USED: ClassVar[tuple[str, ...]] = ()
+    """Profile settings the chapter reads, shown with its parameters (empty: the sweep's sizes)."""
+
     def __post_init__(self):
         if not isinstance(self.game, str):
             raise ValueError(f"game must be a game name such as {HUBER_GAMES[0]!r}, got {self.game!r}")
@@ -74,8 +83,13 @@ class ChapterConfig:
             raise ValueError(f"device must be a torch device name such as 'cpu', got {self.device!r}")
         object.__setattr__(self, "settings", profile_settings(self.profile))
 
+    def _profile_markdown(self) -> str:
+        """What the chapter takes from its profile, for :meth:`_repr_markdown_`."""
+        if self.USED:
+            return ", ".join(f"`{k}={self.settings[k]!r}`" for k in self.USED)
+        return "; ".join(f"{'DQN' if kind == 'dqn' else 'Mask-A3C'} agents: {n} states"
+                         for kind, (n, _, _) in get_profile(self.profile).sweep.items())
+
     def _repr_markdown_(self) -> str:
         params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.init)
-        sizes = "; ".join(f"{'DQN' if kind == 'dqn' else 'Mask-A3C'} agents: {n} states"
-                          for kind, (n, _, _) in get_profile(self.profile).sweep.items())
-        return f"**Parameters:** {params}.\n\n**From the sweep's profile `{self.profile}`:** {sizes}.\n"
+        return f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** {self._profile_markdown()}.\n"

@@ -1,26 +1,26 @@
-"""Saliency maps for the book's figures: which states, which methods, one map, and a map on a game frame.
-
-Shared by the gallery (chapter 2), the sanity checks (chapter 3) and the explorer (chapter 7).
-"""
+"""Saliency maps for the book's figures: which states, which methods, one map, a map on a game frame (chapters 2, 3, 7)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
 
 import numpy as np
 
-from saliency_book.common import BENCHMARK_STEPS, as_count, as_methods
-from saliency_lib.games import game_info, mask_a3c_crop
+from saliency_book.common import METHODS, TARGET_FREE, as_count
+from saliency_book.config import ChapterConfig
+from saliency_lib.games import BENCHMARK_STATES, mask_a3c_crop
 from saliency_lib.results import config_hash
 from saliency_study.cache import cached_file
 from saliency_study.paths import RESULTS_DIR
-from saliency_study.profiles import get_profile, profile_settings
+from saliency_study.profiles import get_profile
 
-from .common import HIGHLIGHTS_PARAMS, METHODS, TARGET_FREE
+__all__ = ["HIGHLIGHTS_PARAMS", "StateSelection", "highlight_states", "applicable_methods", "resolve_action",
+           "saliency_map", "normalise", "on_frame", "overlay_map", "as_methods", "ExampleMapsConfig"]
 
-__all__ = ["StateSelection", "highlight_states", "applicable_methods", "resolve_action", "saliency_map", "normalise",
-           "on_frame", "overlay_map", "ExampleMapsConfig"]
+HIGHLIGHTS_PARAMS = MappingProxyType({"budget": 5, "context_length": 10, "minimum_gap": 10, "percentile": 3.0})
+"""HIGHLIGHTS-DIV of Huber et al. (reference §2.2): 5 states per game, context 10, gap 10, 3rd percentile."""
 
 
 @dataclass(frozen=True)
@@ -40,33 +40,24 @@ class StateSelection:
 
 def highlight_states(agent, spec: str, selection: StateSelection, *,
                      results_dir: str | os.PathLike = RESULTS_DIR):
-    """HIGHLIGHTS-DIV states of one greedy trajectory, most important first, with their raw frames.
+    """HIGHLIGHTS-DIV states of one greedy trajectory, most important first, with their raw frames (a ``StateSet``).
 
-    Plays ``selection.trajectory`` greedy steps (:func:`saliency_lib.states.collect_states`),
-    chooses ``selection.budget`` states with :func:`saliency_lib.states.select_highlights`
-    and keeps only them. Cached (``.pt``) under ``<results_dir>/_local/media``.
-
-    Returns
-    -------
-    saliency_lib.states.StateSet
-        The chosen states, ordered by decreasing importance. ``meta`` holds ``key``
-        (the cache key of the selection), ``trajectory_index``, ``importance`` and
-        ``threshold`` (the diversity threshold).
+    Plays ``selection.trajectory`` greedy steps (:func:`saliency_lib.states.collect_states`) and keeps the
+    ``selection.budget`` states :func:`saliency_lib.states.select_highlights` chooses, cached under
+    ``<results_dir>/_local/media``. ``meta`` holds ``key`` (the selection's cache key), ``trajectory_index``,
+    ``importance`` and ``threshold`` (the diversity threshold).
     """
     import torch
 
     from saliency_lib.states import StateSet, collect_states, importance, select_highlights
 
     config = {"what": "highlight_states", "agent": spec, "sha256": agent.meta.get("sha256"), "game": agent.game,
-              "preset": agent.preset, "trajectory": selection.trajectory, "budget": selection.budget,
-              "seed": selection.seed, "context_length": selection.context_length,
-              "minimum_gap": selection.minimum_gap, "percentile": selection.percentile}
+              "preset": agent.preset, **asdict(selection)}
 
     def make(path):
         torch.set_num_threads(1)
         run = collect_states(agent, selection.trajectory, seed=selection.seed, frames=True)
-        h = select_highlights(run, budget=selection.budget, context_length=selection.context_length,
-                              minimum_gap=selection.minimum_gap, percentile=selection.percentile)
+        h = select_highlights(run, **{k: v for k, v in asdict(selection).items() if k not in ("trajectory", "seed")})
         imp = importance(run.outputs.get("q", run.outputs.get("logits")))
         order = sorted(h.states, key=lambda i: -imp[i])
         chosen = run.subset(order)
@@ -108,30 +99,13 @@ def saliency_map(agent, spec: str, states, i: int, method: str, target="action",
                  results_dir: str | os.PathLike = RESULTS_DIR) -> np.ndarray | None:
     """One saliency map of state ``i`` of ``states``, cached as ``.npy`` under ``<results_dir>/_local/media``.
 
-    Parameters
-    ----------
-    agent : saliency_lib.agents.Agent
-    spec : str
-        The agent's spec (part of the cache key, with its weights hash).
-    states : saliency_lib.states.StateSet
-        From :func:`highlight_states` (its ``meta["key"]`` names the states in the cache key).
-    i : int
-        Index into ``states``.
-    method : str
-        Registry name (:data:`saliency_lib.explainers.EXPLAINERS`).
-    target : {"action", "runner_up", "value"} or int
-        What to explain: the agent's action, the runner-up action, the state value
-        (``output="value"``) or an action index. Methods of :data:`TARGET_FREE` ignore it;
-        a method that explains all actions at once (``ns_original``) ignores the action.
-    params : dict, optional
-        ``{method: {parameter: value}}`` overriding the method's defaults.
-
-    Returns
-    -------
-    numpy.ndarray or None
-        ``(H, W)`` float32 map at the agent's input resolution (not normalised), or
-        None when the method cannot explain this target for this agent (e.g. the value
-        of an agent without one, SARFA on the value).
+    ``spec`` and the agent's weights hash, and ``states.meta["key"]`` (:func:`highlight_states`), name the
+    map in the cache key. ``method`` is a registry name; ``params`` (``{method: {parameter: value}}``)
+    override its defaults. ``target`` is ``"action"``, ``"runner_up"``, ``"value"`` (``output="value"``)
+    or an action index; methods of :data:`~saliency_book.common.TARGET_FREE`, and the action of a method
+    that explains all actions at once (``ns_original``), ignore it. Returns the ``(H, W)`` float32 map at
+    the agent's input resolution (not normalised), or None when the method cannot explain this target
+    for this agent (the value of an agent without one, SARFA on the value).
     """
     import torch
 
@@ -176,12 +150,10 @@ def normalise(m: np.ndarray) -> np.ndarray:
 
 def on_frame(m: np.ndarray, *, preset: str, game: str, frame_hw: tuple[int, int] = (210, 160)
              ) -> tuple[np.ndarray, np.ndarray | None]:
-    """A map at the agent's input resolution, resized onto the raw frame.
+    """A map at the agent's input resolution, resized onto the raw frame, and (``mask_a3c``) where the crop is.
 
-    ``dqn`` maps cover the whole frame (:func:`saliency_lib.viz.map84_to_frame`);
-    ``mask_a3c`` maps cover the game's crop and go back through it as in the official
-    visualiser (:func:`saliency_lib.viz.mask_to_frame`). Returns the map on the frame
-    and, for ``mask_a3c``, a boolean array that is True inside the crop (else None).
+    ``dqn`` maps cover the whole frame (:func:`saliency_lib.viz.map84_to_frame`); ``mask_a3c`` maps cover the
+    game's crop and go back through it as in the official visualiser (:func:`saliency_lib.viz.mask_to_frame`).
     """
     from saliency_lib.viz import map84_to_frame, mask_to_frame
 
@@ -199,65 +171,62 @@ def overlay_map(frame: np.ndarray, m: np.ndarray, *, preset: str, game: str, alp
     return overlay(frame, heat, alpha=alpha, cmap=cmap, where=inside)
 
 
-@dataclass(frozen=True)
-class ExampleMapsConfig:
-    """Configuration of chapter 2; every field is a parameter of the notebook."""
+def as_methods(value) -> tuple[str, ...] | None:
+    """Registry names from a list or a comma-separated string; None for all."""
+    from saliency_lib.explainers import EXPLAINERS
 
-    game: str = "Breakout"
-    """Atari game of the chapter."""
-    agent: str | None = None
-    """Agent spec; None: the study's DQN agent (:func:`~saliency_book.ch1_agents.study_agent`).
-    An ``official:<Game>`` spec replaces the official Mask-A3C agent instead."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    unknown = [n for n in names if n not in EXPLAINERS]
+    if unknown or not names:
+        raise ValueError(f"methods must name registered explainers, got {value!r}; valid names are: {', '.join(EXPLAINERS)}")
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class ExampleMapsConfig(ChapterConfig):
+    """The configuration of the chapters that show example maps (2, 7): the base's fields, then which maps.
+
+    ``agent`` replaces the study's DQN agent; an ``official:<Game>`` spec replaces the official
+    Mask-A3C agent instead.
+    """
+
     methods: tuple[str, ...] | None = None
     """Registry names to show (list or comma-separated string); None: every applicable one of :data:`METHODS`."""
     n_states: int | None = None
-    """HIGHLIGHTS-DIV states per agent; None: the profile's ``n_states``, at most Huber et al.'s budget of 5."""
-    profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full`` (:mod:`saliency_study.profiles`)."""
-    seed: int = 0
-    """Seed of the greedy trajectory (and offset of the random maps' seeds)."""
-    device: str = "cpu"
-    """Torch device of the agents."""
-    results_dir: str = RESULTS_DIR
-    """Cache of results (relative paths are under the repository root)."""
-    settings: dict = field(init=False, repr=False, compare=False)
-    """The profile's settings."""
+    """HIGHLIGHTS-DIV states per agent; None: the profile's ``highlight_states``."""
 
     USED = ("highlight_states", "eval_max_steps")
-    """Profile settings this chapter uses."""
 
     def __post_init__(self):
-        game_info(self.game)
-        if self.agent in ("", "None"):
-            object.__setattr__(self, "agent", None)
+        super().__post_init__()
         object.__setattr__(self, "methods", as_methods(self.methods))
         object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
-        if isinstance(self.seed, str) and self.seed.strip().isdigit():
-            object.__setattr__(self, "seed", int(self.seed))
-        object.__setattr__(self, "settings", profile_settings(self.profile))
 
     @property
     def trajectory(self) -> int:
-        """States of the greedy trajectory: :data:`BENCHMARK_STEPS`, capped at the profile's ``eval_max_steps``."""
+        """States of the greedy trajectory: Huber et al.'s benchmark length, capped at the profile's ``eval_max_steps``."""
         cap = self.settings["eval_max_steps"]
-        return min(BENCHMARK_STEPS, cap) if cap else BENCHMARK_STEPS
+        return min(BENCHMARK_STATES, cap) if cap else BENCHMARK_STATES
+
+    @property
+    def budget(self) -> int:
+        """HIGHLIGHTS-DIV states per agent: the ``n_states`` parameter, else the profile's."""
+        return self.n_states or self.settings["highlight_states"]
 
     @property
     def selection(self) -> StateSelection:
-        """The explained states (the ``n_states`` parameter is the HIGHLIGHTS-DIV budget)."""
-        budget = self.n_states or self.settings["highlight_states"]
-        return StateSelection(trajectory=self.trajectory, budget=budget, seed=self.seed)
+        """The explained states."""
+        return StateSelection(self.trajectory, self.budget, self.seed)
 
     @property
     def explainer_params(self) -> dict:
         """Method parameters of the profile's example maps (:attr:`~saliency_study.profiles.Profile.example_params`)."""
         return {k: dict(v) for k, v in get_profile(self.profile).example_params.items()}
 
-    def _repr_markdown_(self) -> str:
-        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self) if f.name != "settings")
-        sel = self.selection
-        used = ", ".join(f"`{k}={self.settings[k]!r}`" for k in self.USED)
+    def _profile_markdown(self) -> str:
         coarse = ("; **coarse method parameters** (few perturbations, CI only): "
                   + ", ".join(f"`{m}: {p}`" for m, p in self.explainer_params.items())) if self.explainer_params else ""
-        return (f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** {used}: up to {sel.budget} "
-                f"HIGHLIGHTS-DIV states of a {sel.trajectory}-state greedy trajectory{coarse}.\n")
+        return (f"{super()._profile_markdown()}: up to {self.selection.budget} HIGHLIGHTS-DIV states of a "
+                f"{self.trajectory}-state greedy trajectory{coarse}")

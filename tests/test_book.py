@@ -45,16 +45,24 @@ def test_profiles_share_their_settings_and_reject_unknown_ones():
 
 
 def test_chapter_config_accepts_papermill_strings():
-    cfg = AgentsChapter(train="true", frames=2e6, profile="tiny", agent="None")
-    assert cfg.train is True and cfg.frames == 2_000_000 and cfg.agent is None
-    assert cfg.settings["train_frames"] == 2_000_000
-    assert "profile `tiny`" in cfg._repr_markdown_()
-    with pytest.raises(TypeError, match="train must be true or false"):
+    from saliency_book.ch2_gallery import GalleryChapter
+    from saliency_book.ch7_explorer import ExplorerChapter
+    from saliency_book.config import ChapterConfig
+
+    cfg = AgentsChapter(train="true", frames=2e6, profile="tiny", agent="None", seed="3")
+    assert cfg.train is True and cfg.frames == 2_000_000 and cfg.agent is None and cfg.seed == 3
+    assert cfg.settings["train_frames"] == 2_000_000 and AgentsChapter(frames="None").frames is None
+    assert "profile `tiny`:** `episodes=1`" in cfg._repr_markdown_()
+    with pytest.raises(ValueError, match="train must be True or False"):
         AgentsChapter(train="maybe")
-    with pytest.raises(ValueError, match="frames must be a positive integer"):
+    with pytest.raises(ValueError, match="frames must be an integer >= 1"):
         AgentsChapter(frames=-5)
     with pytest.raises(ValueError, match="unknown game"):
         AgentsChapter(game="Tetris")
+    for config in (AgentsChapter, GalleryChapter, ExplorerChapter):  # one base, one message
+        assert issubclass(config, ChapterConfig)
+        with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+            config(seed="-1")
 
 
 def test_kernel_runs_this_interpreter():
@@ -137,25 +145,24 @@ def test_score_table_reads_meta_and_scores(tmp_path):
     assert len(t) == 1 and t.iloc[0]["normalised"] == pytest.approx(0.0)  # random play
 
 
-def test_all_scores_and_the_beats_random_sentence(tmp_path):
-    from saliency_book.ch1_agents import all_scores, beats_random_sentence, style_scores
+def test_all_scores_and_the_beats_random_counts(tmp_path):
+    from saliency_book.ch1_agents import all_scores, beats_random, show_scores
     from saliency_book.common import Note
 
     agents = tmp_path / "agents"
     cfg = AgentsChapter(agents_dir=str(agents))
-    assert isinstance(all_scores(cfg), Note) and beats_random_sentence(all_scores(cfg)) is None
+    assert isinstance(all_scores(cfg), Note) and beats_random(all_scores(cfg)) == {"scored": 0, "judged": 0, "beat": 0}
     _fake_agent(agents, "dqn-Breakout-s0", "Breakout")
     _fake_agent(agents, "dqn-MsPacman-s0", "MsPacman")
     pd.DataFrame({"agent": ["dqn-Breakout-s0", "dqn-MsPacman-s0"], "episodes": [10, 10], "mean": [17.0, 614.6],
                   "std": [1.0, 5.0]}).to_csv(agents / "scores.csv", index=False)
     t = all_scores(cfg)
     assert list(t["game"]) == ["Breakout", "MsPacman"]
-    text = beats_random_sentence(t).data
-    assert text == ("1 of 2 DQN agents score at least 3 times random play: dqn-Breakout-s0 (10.0×). "
-                    "Below 3 times random play: dqn-MsPacman-s0 (2.0×).")
+    assert beats_random(t) == {"scored": 2, "judged": 2, "beat": 1}  # Breakout 10.0×, MsPacman 2.0×
+    assert beats_random(t, factor=2.0)["beat"] == 2
     pong = t.assign(agent="dqn-Pong-s0", game="Pong", random=-20.7).iloc[:1]
-    assert beats_random_sentence(pong).data == ("Not judged (random play does not score above zero): dqn-Pong-s0.")
-    html = style_scores(t, "caption").to_html()
+    assert beats_random(pong) == {"scored": 1, "judged": 0, "beat": 0}  # a ratio to a negative score means nothing
+    html = show_scores(t, "caption").to_html()
     assert "× random" in html and "10.0" in html and "DQN 10M (NEC)" in html
 
 
@@ -184,6 +191,9 @@ def test_book_command_line():
     a = p.parse_args(["book", "--profile", "tiny", "--only", "01_agents", "-p", "game=MsPacman", "-p", "n_states=3"])
     assert a.profile == "tiny" and a.only == ["01_agents"] and dict(a.param) == {"game": "MsPacman", "n_states": 3}
     assert a.executor == "local" and a.func is bk.run_book
+    from saliency_lib.sweep import EXECUTORS
+
+    assert bk.EXECUTORS == EXECUTORS
     with pytest.raises(ValueError, match="unknown executor"):
         bk.build_book("tiny", executor="slurm")
     with pytest.raises(ValueError, match="unknown chapter"):
@@ -317,9 +327,25 @@ def chromium():
         pytest.skip(f"Chromium is missing and cannot be installed without root: {e}")
 
 
+def expected_outputs(ipynb: Path) -> dict:
+    """What an executed chapter should show: image outputs, HTML tables, widget views, errors."""
+    n = {"images": 0, "tables": 0, "widgets": 0, "errors": 0}
+    for out in (o for cell in json.loads(ipynb.read_text())["cells"] for o in cell.get("outputs", [])):
+        data = out.get("data", {})
+        if out["output_type"] == "error":
+            n["errors"] += 1
+        elif "application/vnd.jupyter.widget-view+json" in data:
+            n["widgets"] += 1
+        elif any(k.startswith("image/") for k in data):
+            n["images"] += 1
+        elif "<table" in "".join(data.get("text/html", "")):
+            n["tables"] += 1
+    return n
+
+
 @pytest.mark.slow
 def test_every_page_renders_in_chromium(tiny_book, chromium):
-    from saliency_book.builder.browser import check_book, expected_outputs
+    from saliency_book.builder.browser import check_book
     from saliency_study.catalog import official_available
 
     b, d = tiny_book
@@ -376,3 +402,4 @@ def test_chapter_fingerprint_follows_the_packs_and_the_books_helpers(tmp_path):
     after = _inputs_fingerprint(res)
     assert after["packs"] != before["packs"] and bk._key("s", {}, after) != bk._key("s", {}, before)
     assert set(after) >= {"library", "book", "data", "sweep", "packs", "official"}
+    assert "saliency_book/data/deviations.yaml" in {p.relative_to(REPO_ROOT).as_posix() for p in bk.book_files()}

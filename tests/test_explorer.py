@@ -64,7 +64,7 @@ def _walk(ex, key):
 
 
 def test_static_grid_has_an_image_for_every_pre_rendered_choice(ex):
-    assert ex.stats["stacks"] == ex.stats["links"] == len(ex.levels)
+    assert xp.explorer_stats(ex)["stacks"] == len(ex.links) == len(ex.levels)
     assert ex.methods == ("occlusion", "ns_original", "random", "mask_policy")
     dqn = 0
     n_states = len(ex.controls["state"].options)
@@ -89,7 +89,7 @@ def test_static_grid_has_an_image_for_every_pre_rendered_choice(ex):
 
 
 def test_links_run_from_controls_to_stacks(ex):
-    assert len(ex.links) == ex.stats["links"] == len(ex.levels)
+    assert len(ex.links) == len(ex.levels)
     for link in ex.links:
         control, trait = link.source
         assert trait == "index" and control is ex.controls[ex.levels[link.target[0].model_id]]
@@ -111,7 +111,10 @@ def test_live_view_takes_over_outside_the_grid(ex):
     assert ex.display.selected_index == 0 and ex.selection()["game"] == "Breakout"
 
 
-def test_summary_reports_the_embedded_grid(ex):
-    text = xp.explorer_summary(ex).data
-    assert f"{ex.stats['images']} distinct images" in text and f"{ex.stats['stacks']} nested stacks" in text
-    assert ex.stats["methods"] == 4 and set(METHODS) >= set(ex.methods)
+def test_stats_report_the_embedded_grid(ex):
+    s = xp.explorer_stats(ex)
+    images = {id(leaf) for leaf in ex._images.values()}
+    assert s["images"] == len(images) > 0 and 0 < s["megabytes"] < 1 and s["stacks"] == len(ex.levels)
+    assert s["methods"] == 4 and set(METHODS) >= set(ex.methods) and s["agents"] == "agent given as parameter"
+    assert (s["states"], s["targets"], s["alphas"]) == (len(ex.controls["state"].options), 3, len(xp.ALPHAS))
+    assert xp.explorer_stats(cm.Note("none"))["images"] == 0

@@ -90,7 +90,7 @@ def test_loose_units_are_found(tmp_path):
 
 
 def test_insertion_finding_compares_our_order_with_the_papers_per_game():
-    from saliency_book import paper
+    from saliency_study import paper
 
     p = paper.paper_insertion()
     p = p[p["game"] == "Breakout"]
@@ -112,7 +112,7 @@ def test_insertion_finding_compares_our_order_with_the_papers_per_game():
 
 
 def test_insertion_finding_waits_for_every_method_of_the_paper():
-    from saliency_book import paper
+    from saliency_study import paper
 
     p = paper.paper_insertion()
     p = p[(p["game"] == "Breakout") & (p["method"].isin(["occlusion", "rise"]))]

@@ -166,7 +166,8 @@ def test_gallery_figures_on_a_dqn_agent(dqn_dir, results):
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles == ["frame", "Occlusion", "Gradient", "Random"]
     assert "state 1 (step" in fig.get_suptitle()
-    assert gl.gallery_figure(g).data[:4] == b"\x89PNG" and gl.states_figure(g).data[:4] == b"\x89PNG"
+    assert gl.show_gallery(g).data[:4] == b"\x89PNG" and gl.show_states(g).data[:4] == b"\x89PNG"
+    assert gl.show_agreement(g).data[:4] == b"\x89PNG"
     long = gl.agreement(g)
     assert len(long) == 3 * len(g) and set(long.columns) == {"state", "method_a", "method_b", "spearman"}
 
@@ -182,7 +183,7 @@ def test_games_tabs_show_each_games_dqn_agent_or_why_it_is_missing(dqn_dir, tmp_
     bo = galleries["Breakout"]
     assert bo.agent.spec == dqn_dir and bo.agent.game == "Breakout" and len(bo) == 1  # one state per game
     assert isinstance(galleries["Pong"], Note) and "No DQN agent for Pong" in galleries["Pong"].text
-    tabs = gl.games_tabs(galleries)
+    tabs = gl.show_games(galleries)
     assert [tabs.get_title(k) for k in range(2)] == ["Breakout", "Pong"]
     assert tabs.children[0].value[:4] == b"\x89PNG"
     assert "<code>data/agents</code>" in tabs.children[1].value
@@ -192,8 +193,9 @@ def test_missing_agent_shows_one_note(results):
     cfg = gl.GalleryChapter(game="Pong", profile="tiny", results_dir=results)
     _, mask = cm.chapter_agents("Pong", results_dir=results)
     g = gl.compute_gallery(cfg, mask)
-    assert isinstance(g, Note) and gl.states_figure(g) is g and gl.agreement_figure(g) is g
-    assert gl.gallery_figure(g) is None and gl.gallery_tabs(g) is None and gl.agreement_summary(g) is None
+    assert isinstance(g, Note) and gl.show_states(g) is g and gl.show_agreement(g) is g
+    assert gl.show_gallery(g) is None and gl.show_gallery_tabs(g) is None and gl.agreement_extremes(g) is g
+    assert gl.show_extremes(g, "caption") is g
 
 
 def test_agreement_of_known_maps():
@@ -206,6 +208,11 @@ def test_agreement_of_known_maps():
     assert long.loc[("occlusion", "rise")].tolist() == pytest.approx([1.0, 1.0])
     assert long.loc[("occlusion", "gradient")].tolist() == pytest.approx([-1.0, -1.0])
     assert long.loc[("occlusion", "sarfa")].isna().all()  # a constant map has no ranking
-    text = gl.agreement_summary(g).data
-    assert "most similar methods are **Occlusion** and **RISE** (mean Spearman ρ = 1.00)" in text
-    assert "ρ = -1.00" in text and "6 of 12 comparisons involve a constant map" in text
+    t = gl.agreement_extremes(g).set_index("finding")
+    assert tuple(t.loc["most similar pair"]) == ("Occlusion and RISE", pytest.approx(1.0))
+    assert tuple(t.loc["least similar pair"]) == ("Occlusion and Gradient", pytest.approx(-1.0))
+    assert t.loc["agrees most with the others", "methods"] in ("Occlusion", "RISE")
+    assert t.loc["comparisons with a constant map (no ρ)", "methods"] == "6 of 12"
+    assert "random map vs another method, lowest" not in t.index  # no random map in this gallery
+    html = gl.show_extremes(t.reset_index(), "caption").to_html()
+    assert "-1.00" in html and "1.00" in html and "6 of 12" in html

@@ -9,10 +9,10 @@ import pytest
 
 import saliency_book.ch3_paper as p3
 import saliency_book.ch4_paper as p4
-from saliency_book import paper
 from saliency_book.ch4_degradation import DegradationChapter
 from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
+from saliency_study import paper
 from saliency_study.evidence import TOO_FEW
 
 

@@ -88,7 +88,8 @@ def test_verdict_rules(low, high, n, expected):
 
 
 def test_no_verdict_below_the_shared_minimum_of_states():
-    from saliency_book import ch4_rankings, evidence
+    from saliency_book import ch4_rankings
+    from saliency_study import evidence
 
     assert evidence.MIN_STATES == 50 and sn.MIN_STATES is evidence.MIN_STATES is ch4_rankings.MIN_STATES
     assert sn.verdict(0.1, 0.3, 0.5, n=49) == "too few states" and sn.verdict(0.1, 0.3, 0.5, n=50) == "passes"

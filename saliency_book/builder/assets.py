@@ -1,30 +1,14 @@
 """Offline JavaScript of the book: MathJax, RequireJS and the ipywidgets HTML manager.
 
-The rendered book must load nothing from the internet. :func:`fetch_assets` runs
-``npm pack`` for pinned package versions into a cache (once), checks each tarball
-against its npm integrity hash and extracts it. :func:`install_assets` copies the
-files the pages need into ``book/_offline/vendor/``. Sphinx copies ``_offline/`` to
-the root of the HTML (``html_extra_path``), and ``book/_config.yml`` points
-``mathjax_path`` and myst-nb's ``nb_ipywidgets_js`` at ``vendor/``:
-
-====================================  ==============================================
-file in the HTML                      loaded by
-====================================  ==============================================
-``vendor/mathjax/es5/tex-mml-chtml.js``  pages with mathematics (``mathjax_path``)
-``vendor/requirejs/require.js``          pages with widgets (``nb_ipywidgets_js``)
-``vendor/widgets-paths.js``              pages with widgets: tells RequireJS where the
-                                         widget manager's fonts are (:data:`WIDGETS_PATHS_JS`)
-``vendor/html-manager/embed-amd.js``     pages with widgets (``nb_ipywidgets_js``)
-====================================  ==============================================
-
-Sphinx resolves a relative ``mathjax_path`` or ``add_js_file`` path against
-``_static/``, so the config uses ``../vendor/…``; on a page in ``chapters/`` this
-becomes ``../_static/../vendor/…``, which resolves to ``vendor/…`` at the root.
-Unlike files in ``_static/``, these are not copied into any page's ``<head>``:
-each page loads only what it uses.
-
-The cache is ``$SALIENCY_BOOK_ASSETS`` or ``.cache/book-assets/`` in the repository.
-After one successful fetch the build needs no network.
+The rendered book must load nothing from the internet. :func:`fetch_assets` runs ``npm pack`` for
+pinned package versions into a cache (once: ``$SALIENCY_BOOK_ASSETS`` or ``.cache/book-assets/``),
+checks each tarball against its npm integrity hash and extracts it. :func:`install_assets` copies
+the files the pages need into ``book/_offline/vendor/``, which Sphinx copies to the root of the HTML
+(``html_extra_path``). ``book/_config.yml`` points ``mathjax_path`` (pages with mathematics) and
+myst-nb's ``nb_ipywidgets_js`` (pages with widgets: ``requirejs/require.js``, ``widgets-paths.js``
+and ``html-manager/embed-amd.js``) at ``../vendor/…``: Sphinx resolves them against ``_static/``, so a
+page in ``chapters/`` loads ``../_static/../vendor/…``, that is ``vendor/…`` at the root, and only
+the pages that use a file load it.
 """
 
 from __future__ import annotations
@@ -169,8 +153,10 @@ def _selected(asset: Asset, root: Path):
             yield f, rel.removeprefix(asset.strip)
 
 
-def _write_if_changed(path: Path, text: str) -> None:
+def write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (and its folder) unless the file already holds it, so its date shows real changes."""
     if not (path.is_file() and path.read_text() == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
 
@@ -197,6 +183,6 @@ def install_assets(book_dir: str | os.PathLike, cache: str | os.PathLike | None 
             raise RuntimeError(f"no file of {asset.spec} matched {asset.include}; the package layout changed")
         license_ = json.loads((root / "package.json").read_text()).get("license", "")
         manifest[asset.name] = {"spec": asset.spec, "integrity": asset.integrity, "license": license_, "files": len(files)}
-    _write_if_changed(vendor / "widgets-paths.js", WIDGETS_PATHS_JS)
-    _write_if_changed(vendor / "ASSETS.json", json.dumps(manifest, indent=2) + "\n")
+    write_if_changed(vendor / "widgets-paths.js", WIDGETS_PATHS_JS)
+    write_if_changed(vendor / "ASSETS.json", json.dumps(manifest, indent=2) + "\n")
     return offline

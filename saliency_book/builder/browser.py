@@ -1,26 +1,17 @@
 """Check the rendered book in headless Chromium, over the DevTools protocol.
 
-:func:`check_book` serves ``book/_build/html`` from ``127.0.0.1`` (a random free
-port), loads every page in a fresh headless Chromium and reports, per page:
-
-* requests that failed or returned an HTTP error (404 …), and every request that
-  left ``127.0.0.1`` (the book must work offline);
-* ``<img>`` elements that did not load (``naturalWidth == 0``), widget images included;
-* Python tracebacks shown on the page;
-* widget views that did not render, and mathematics that MathJax did not typeset;
-* JavaScript exceptions;
-* on every chapter page, the Binder and Colab launch buttons, and that their links carry
-  the chapter's notebook path (:func:`saliency_book.builder.launch.launch_problems`).
-
-It can save screenshots. The protocol runs over the browser's websocket
-(``websocket-client``), with one flattened session per page; no chromedriver is needed.
-Chromium comes from Debian's packages: :func:`ensure_chromium` installs it when it is
-missing and the process runs as root.
+:func:`check_book` serves ``book/_build/html`` on ``127.0.0.1``, loads every page in a fresh headless
+Chromium and reports failed requests, requests that left ``127.0.0.1``, images that did not load,
+Python tracebacks, widgets that did not render, mathematics MathJax did not typeset, JavaScript
+exceptions and wrong launch buttons (:func:`~saliency_book.builder.launch.launch_problems`); it can
+save screenshots. The protocol runs over the browser's websocket (``websocket-client``), one session
+per page. :func:`ensure_chromium` installs Debian's Chromium when it is missing and the process is root.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import http.server
 import json
@@ -39,7 +30,7 @@ from saliency_book.builder.launch import launch_problems
 from saliency_study.paths import REPO_ROOT
 
 __all__ = ["find_chromium", "ensure_chromium", "ChromiumMissing", "Chromium", "serve", "PageReport", "check_book",
-           "expected_outputs", "CHROMIUM_FLAGS"]
+           "CHROMIUM_FLAGS"]
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-default-apps",
@@ -52,15 +43,11 @@ class ChromiumMissing(RuntimeError):
 
 
 def find_chromium() -> str | None:
-    """Path of a Chromium/Chrome executable, or None."""
+    """Path of a Chromium/Chrome executable (``$CHROMIUM`` first), or None."""
     env = os.environ.get("CHROMIUM")
     if env and Path(env).is_file():
         return env
-    for name in _CANDIDATES:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    return next(filter(None, map(shutil.which, _CANDIDATES)), None)
 
 
 def ensure_chromium(*, install: bool = True) -> str:
@@ -139,10 +126,8 @@ class _CDP:
                 self.events.append(m)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing a dead socket
             self.ws.close()
-        except Exception:  # noqa: BLE001 - closing a dead socket
-            pass
 
 
 class Chromium:
@@ -179,10 +164,8 @@ class Chromium:
 
     def __exit__(self, *exc) -> None:
         if self.cdp:
-            try:
+            with contextlib.suppress(Exception):  # the browser may already be gone
                 self.cdp.call("Browser.close", timeout=5)
-            except Exception:  # noqa: BLE001 - the browser may already be gone
-                pass
             self.cdp.close()
         if self.proc:
             try:
@@ -207,8 +190,7 @@ class _Page:
         self.cdp = browser.cdp
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable")
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": browser.width, "height": browser.height, "deviceScaleFactor": 1, "mobile": False})
+        self.resize(browser.height)
 
     def call(self, method, params=None, timeout=60.0):
         return self.cdp.call(method, params, session=self.session, timeout=timeout)
@@ -219,7 +201,10 @@ class _Page:
             raise RuntimeError(f"page script failed: {r['exceptionDetails'].get('text')} {r['exceptionDetails'].get('exception', {}).get('description', '')}")
         return r["result"].get("value")
 
-    def events(self) -> list[dict]:
+    def events(self, pump: float = 0.0) -> list[dict]:
+        """The events of this page since the last call (after reading the socket for ``pump`` seconds)."""
+        if pump:
+            self.cdp.pump(pump)
         mine = [e for e in self.cdp.events if e.get("sessionId") == self.session]
         self.cdp.events = [e for e in self.cdp.events if e.get("sessionId") != self.session]
         return mine
@@ -232,9 +217,7 @@ class _Page:
         deadline = time.monotonic() + timeout
         loaded = False
         while time.monotonic() < deadline and not loaded:
-            self.cdp.pump(0.2)
-            new = self.events()
-            events += new
+            events += (new := self.events(pump=0.2))
             loaded = any(e["method"] == "Page.loadEventFired" for e in new)
         if not loaded:
             raise TimeoutError(f"{url} did not finish loading within {timeout} s")
@@ -244,28 +227,27 @@ class _Page:
         self.evaluate("Promise.all([...document.fonts].map(f => f.load().catch(() => null))).then(() => true)")
         quiet_since = time.monotonic()
         while time.monotonic() < deadline:
-            self.cdp.pump(0.25)
-            new = self.events()
-            events += new
+            events += (new := self.events(pump=0.25))
             if any(e["method"].startswith("Network.") for e in new):
                 quiet_since = time.monotonic()
             if time.monotonic() - quiet_since >= settle and self.evaluate(f"Boolean({ready})"):
                 break
         return events
 
+    def resize(self, height: int) -> None:
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": self.browser.width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
     def screenshot(self, path: str | os.PathLike, *, full_page: bool = False, max_height: int = 20000) -> Path:
         """PNG of the viewport, or of the whole page (the viewport is stretched to the page's height)."""
         if full_page:
-            height = int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)"))
-            self.call("Emulation.setDeviceMetricsOverride", {"width": self.browser.width, "height": min(height, max_height),
-                                                           "deviceScaleFactor": 1, "mobile": False})
+            self.resize(min(int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)")), max_height))
             self.cdp.pump(0.5)
         try:
             data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
         finally:
             if full_page:
-                self.call("Emulation.setDeviceMetricsOverride", {"width": self.browser.width, "height": self.browser.height,
-                                                               "deviceScaleFactor": 1, "mobile": False})
+                self.resize(self.browser.height)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
@@ -338,7 +320,6 @@ class PageReport:
 
     page: str
     probe: dict
-    requests: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     js_errors: list[str] = field(default_factory=list)
@@ -370,7 +351,6 @@ def _summarise(page: str, events: list[dict], base: str) -> PageReport:
         if m == "Network.requestWillBeSent":
             url = p["request"]["url"]
             urls[p["requestId"]] = url
-            rep.requests.append(url)
             parts = urlsplit(url)
             if parts.scheme not in ("data", "blob", "about") and parts.netloc != host:
                 rep.external.append(url)
@@ -429,20 +409,3 @@ def check_book(html_dir: str | os.PathLike, *, pages: list[str] | None = None, s
         page.close()
     return reports
 
-
-def expected_outputs(ipynb: str | os.PathLike) -> dict:
-    """What an executed chapter should show: image outputs, HTML tables, widget views, errors."""
-    nb = json.loads(Path(ipynb).read_text())
-    n = {"images": 0, "tables": 0, "widgets": 0, "errors": 0}
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            if out["output_type"] == "error":
-                n["errors"] += 1
-            data = out.get("data", {})
-            if "application/vnd.jupyter.widget-view+json" in data:
-                n["widgets"] += 1
-            elif any(k.startswith("image/") for k in data):
-                n["images"] += 1
-            elif "<table" in "".join(data.get("text/html", "")):
-                n["tables"] += 1
-    return n

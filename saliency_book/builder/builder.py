@@ -1,27 +1,19 @@
 """The book pipeline: ``saliency-study book [--profile quick|full|tiny] [--only NOTEBOOK]``.
 
-:func:`build_book` runs three steps and prints the time of each:
+:func:`build_book` runs its steps and prints the time of each:
 
-1. **Assets.** :func:`saliency_book.builder.assets.install_assets` puts the offline
-   JavaScript into ``book/_offline/vendor/`` (``npm pack`` once, then from the cache).
-2. **Chapters.** Each ``notebooks/*.py`` (jupytext percent format) is converted to
-   ``notebooks/*.ipynb`` and executed by papermill with the profile's parameters,
-   on the kernel of *this* interpreter (:func:`resolve_kernel`). The executed
-   notebook goes to ``book/chapters/``. A failing cell raises
-   :class:`ChapterError` and stops the build; the failed notebook is kept under
-   ``book/_build/failed/``. A chapter whose inputs (source, parameters, library
-   code, data files, official checkpoints) are unchanged since its last execution
-   is not executed again (``force=True`` overrides). With several games (the ``full``
-   profile, or ``games=``), each chapter of :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` also gets a
-   page per further game, ``chapters/<chapter>-<Game>.ipynb``, listed under the
-   chapter in a generated table of contents (:mod:`saliency_book.builder.pages`).
-3. **HTML.** ``jupyter-book build book`` renders the executed notebooks (its own
-   execution is off, see ``book/_config.yml``) with warnings as errors, into
-   ``book/_build/html`` (nitpicky). Every page is then checked for external or broken
-   ``<script>``/``<link>``/``<img>`` references (:func:`~saliency_book.builder.offline.check_offline`).
-
-Expensive results inside chapters are cached separately, by configuration hash,
-under ``data/results/`` (:mod:`saliency_study.cache`).
+1. **Assets.** :func:`~saliency_book.builder.assets.install_assets` puts the offline JavaScript into
+   ``book/_offline/vendor/``.
+2. **Sweep.** The study's stored results for each game of the build (:mod:`saliency_study.study`).
+3. **Chapters.** Each ``notebooks/*.py`` (jupytext) is converted to ``notebooks/*.ipynb`` and
+   executed by papermill on the kernel of *this* interpreter (:func:`resolve_kernel`) into
+   ``book/chapters/``. A failing cell raises :class:`ChapterError`; the failed notebook is kept under
+   ``book/_build/failed/``. A chapter whose inputs (source, parameters, code, data files, stored
+   results, official checkpoints) are unchanged is not executed again. With several games, each
+   chapter of :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` gets a page per further game.
+4. **HTML.** ``jupyter-book build book`` (execution off, warnings as errors, nitpicky) into
+   ``book/_build/html``; every page is then checked for external or broken resources
+   (:func:`~saliency_book.builder.offline.check_offline`).
 """
 
 from __future__ import annotations
@@ -36,26 +28,20 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from saliency_book.builder.assets import install_assets, write_if_changed
 from saliency_book.builder.offline import check_offline
 from saliency_book.builder.pages import book_games, game_page, page_games, toc_with_game_pages
-from saliency_study.paths import (
-    AGENT_SCORES_CSV,
-    AGENTS_DIR,
-    OFFICIAL_SCORES_CSV,
-    REPO_ROOT,
-    RESULTS_DIR,
-    repo_path,
-)
+from saliency_study.paths import AGENT_SCORES_CSV, AGENTS_DIR, OFFICIAL_SCORES_CSV, REPO_ROOT, RESULTS_DIR, repo_path
 from saliency_study.profiles import PROFILE_NAMES
 
-__all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "add_book_parser", "run_book",
-           "EXECUTORS"]
+__all__ = ["build_book", "BookBuild", "ChapterError", "resolve_kernel", "list_notebooks", "add_book_parser", "run_book"]
 
 EXECUTORS = ("local", "processes", "ray")
-"""Where the study's sweep runs before the chapters execute (:mod:`saliency_study.study`)."""
+"""Where the sweep runs: :data:`saliency_lib.sweep.EXECUTORS`, spelt out so that the command line starts without torch."""
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "*.md", "*.bib", "*.svg", "*.png", "_static", "_templates")
 _META_KEY = "saliency_study"
 
@@ -80,8 +66,6 @@ class BookBuild:
     """Step → seconds (``assets``, ``chapters``, ``html``, ``check``, ``total``)."""
 
 
-# -- helpers --------------------------------------------------------------------------------
-
 def list_notebooks(notebooks_dir: str | os.PathLike = "notebooks") -> list[Path]:
     """The chapter sources ``notebooks/*.py``, in file-name order."""
     d = repo_path(notebooks_dir)
@@ -91,15 +75,9 @@ def list_notebooks(notebooks_dir: str | os.PathLike = "notebooks") -> list[Path]
 def resolve_kernel(name: str = "python3") -> str:
     """Check that the Jupyter kernel ``name`` runs this interpreter and return ``name``.
 
-    Papermill starts the kernel from its kernelspec. The venv's own ``python3``
-    kernelspec (``<venv>/share/jupyter/kernels/python3``) has ``argv[0] == "python"``,
-    which jupyter_client replaces by ``sys.executable``. A user-level kernelspec of the
-    same name that points at another interpreter would shadow it; this is refused.
-
-    Raises
-    ------
-    RuntimeError
-        The kernelspec is missing or its command runs another interpreter.
+    The venv's own ``python3`` kernelspec has ``argv[0] == "python"``, which jupyter_client replaces
+    by ``sys.executable``; a user-level kernelspec of the same name that points at another
+    interpreter would shadow it, and raises ``RuntimeError`` (as does a missing kernelspec).
     """
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
     from jupyter_client.manager import KernelManager
@@ -119,6 +97,11 @@ def resolve_kernel(name: str = "python3") -> str:
             f"remove the shadowing kernelspec (jupyter kernelspec remove {name}) or pass another kernel_name"
         )
     return name
+
+
+def book_files() -> list[Path]:
+    """The book's code and data files (``saliency_book/**/*.py`` and ``*.yaml``): they shape every chapter."""
+    return sorted(p for p in (REPO_ROOT / "saliency_book").rglob("*") if p.suffix in (".py", ".yaml"))
 
 
 def _sha_files(paths: Sequence[Path], root: Path) -> str:
@@ -144,18 +127,15 @@ def _table_digest(tables: Sequence) -> str:
 def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None) -> dict:
     """Hashes of what a chapter's output depends on besides its source and parameters.
 
-    ``sweep`` is the digest of the study's result table that the sweep step produced for
-    the page's game (:func:`_table_digest`). Units that a chapter computes itself are not
-    part of it, so a rebuild does not see the chapter's own results as a changed input.
-    Without the sweep step (``sweep=False``) the chapters compute what they miss themselves
-    and stored results are not an input of the key. The packs are (``packs``): chapters 3 to 5
-    read the packed paper-scale study whatever the build's profile, and only a compaction
-    (never a chapter) writes them.
+    ``sweep`` is the digest of the sweep step's result table for the page's game (:func:`_table_digest`;
+    None without the sweep step). Units a chapter computes itself are not part of it, so a rebuild does
+    not see the chapter's own results as a changed input. The packs are: chapters 3 to 5 read the
+    packed paper-scale study whatever the profile, and only a compaction writes them.
     """
     from saliency_lib.agents.official import official_dir
 
     lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py"))
-    book = sorted((REPO_ROOT / "saliency_book").rglob("*.py"))  # the chapters' helpers shape their output too
+    book = book_files()
     agents = repo_path(AGENTS_DIR)
     data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
                                                  repo_path(results_dir) / "_local" / "study_agents.json"]
@@ -175,12 +155,6 @@ def _key(source: str, parameters: Mapping, fingerprint: Mapping) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _write_if_changed(path: Path, text: str) -> None:
-    if not (path.is_file() and path.read_text() == text):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
 def _stage_sources(book_dir: Path, stage: Path) -> Path:
     """Copy the book's sources (not its outputs) to ``stage/book``."""
     dst = stage / "book"
@@ -194,8 +168,6 @@ def _stage_sources(book_dir: Path, stage: Path) -> Path:
                 shutil.copy2(src, target)
     return dst
 
-
-# -- chapters -------------------------------------------------------------------------------
 
 def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_dir: Path, profile: str,
                      parameters: Mapping, results_dir, kernel: str, fingerprint: Mapping, force: bool,
@@ -213,7 +185,7 @@ def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_di
         parameters = {**parameters, "game": page_game}
         source = nbformat.writes(nb)
     ipynb = ipynb_dir / f"{name}.ipynb"
-    _write_if_changed(ipynb, nbformat.writes(nb) + "\n")
+    write_if_changed(ipynb, nbformat.writes(nb) + "\n")
     declared = pm.inspect_notebook(str(ipynb))
     if not declared:
         raise ChapterError(f"{py} has no cell tagged 'parameters'; every chapter needs one (profile, …)")
@@ -255,14 +227,9 @@ def _execute_chapter(py: Path, *, ipynb_dir: Path, chapters_dir: Path, failed_di
 
 
 def _for_the_book(nb):
-    """Adjust an executed chapter for rendering.
-
-    * Papermill's injected-parameters cell is removed from the page (the chapter's
-      configuration cell shows the effective values).
-    * A figure caption (``mystnb.figure`` cell metadata) is dropped from a cell that
-      produced no image, e.g. a note that an input is missing, so that no caption
-      describes a figure that is not there.
-    """
+    """Adjust an executed chapter for rendering: papermill's injected-parameters cell is removed (the
+    configuration cell shows the effective values), and a figure caption is dropped from a cell that
+    produced no image (e.g. a note that an input is missing)."""
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -278,6 +245,15 @@ def _for_the_book(nb):
 
 # -- the pipeline -------------------------------------------------------------------------------
 
+@contextmanager
+def _timed(result: BookBuild, step: str, log: Callable[[str], None], what: str | None = None):
+    """Time one step of the build into ``result.timings[step]`` and log it."""
+    t0 = time.perf_counter()
+    yield
+    result.timings[step] = time.perf_counter() - t0
+    log(f"[book] {what or step}: {result.timings[step]:.1f} s")
+
+
 def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = None, executor: str = "local",
                parameters: Mapping | None = None, book_dir: str | os.PathLike = "book",
                notebooks_dir: str | os.PathLike = "notebooks", build_dir: str | os.PathLike | None = None,
@@ -291,53 +267,36 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     profile : {"quick", "full", "tiny"}
         Execution profile passed to every chapter (:mod:`saliency_study.profiles`).
     only : str or list of str, optional
-        Execute only these chapters (``"01_agents"`` or ``"01_agents.py"``). Other
-        chapters keep their executed notebooks; one that has none is executed too,
-        since the HTML needs it.
-    executor : {"local", "processes", "ray"}
-        Where the study's sweep (sanity checks, insertion, deletion of the profile for the
-        book's game) runs before the chapters, which then read its stored results.
-    ray_address : str, optional
-        With ``executor="ray"``: an existing Ray cluster (default ``$RAY_ADDRESS`` or a local Ray).
+        Execute only these chapters (``"01_agents"`` or ``"01_agents.py"``); the others keep their
+        executed notebooks (one that has none is executed too, since the HTML needs it).
+    executor, ray_address : str
+        Where the study's sweep runs before the chapters read its stored results (``ray``: an existing
+        cluster at ``ray_address``, default ``$RAY_ADDRESS`` or a local Ray).
     sweep : bool
         Run the sweep step (False: chapters compute what they miss themselves, locally).
     parameters : mapping, optional
         Extra parameters for every chapter that declares them (e.g. ``{"game": "MsPacman"}``).
     games : list of str, optional
-        Further games: the sweep runs for each, and every chapter of
-        :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS` gets a page per further game (:mod:`saliency_book.builder.pages`).
-        Default: the profile's (``full``: Huber et al.'s four games; otherwise none).
-    book_dir, notebooks_dir : path
-        Book sources (``_config.yml``, ``_toc.yml``, pages) and chapter sources.
-    build_dir : path, optional
-        Build somewhere else: the book sources are copied to ``build_dir/book``, the
-        chapters are executed into ``build_dir/book/chapters`` and the HTML goes to
-        ``build_dir/book/_build/html``. Default: in place (``book/chapters``,
-        ``book/_build/html``).
+        Further games, each with its sweep and a page per chapter of
+        :data:`~saliency_book.builder.pages.PER_GAME_CHAPTERS`; default the profile's.
+    book_dir, notebooks_dir, build_dir : path
+        Book sources, chapter sources, and where to build (default in place; else the book sources are
+        copied to ``build_dir/book`` and the chapters and HTML go under it).
     results_dir : path, optional
         Passed to chapters as their ``results_dir`` parameter (default: theirs, ``data/results``).
-    force : bool
-        Execute chapters even when their inputs are unchanged.
-    html : bool
-        Build the HTML (False: execute only).
-    kernel_name : str
-        Jupyter kernel; it must run this interpreter (:func:`resolve_kernel`).
-    timeout : float or None
-        Seconds a single cell may run.
-    log : callable, optional
-        Progress messages (default: print to stderr).
-
-    Returns
-    -------
-    BookBuild
+    force, html : bool
+        Execute chapters even when their inputs are unchanged; build the HTML (False: execute only).
+    kernel_name, timeout, log
+        Jupyter kernel (it must run this interpreter, :func:`resolve_kernel`), seconds a cell may run,
+        progress messages (default: stderr).
 
     Raises
     ------
     ChapterError
         A chapter raised; the message names the cell and the kept notebook.
     RuntimeError
-        The kernel runs another interpreter, the HTML build fails, or a page loads an
-        external or missing resource.
+        The kernel runs another interpreter, the HTML build fails, or a page loads an external or
+        missing resource.
     """
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     if profile not in PROFILE_NAMES:
@@ -364,30 +323,22 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     chapters_dir, out_dir = bdir / "chapters", bdir / "_build"
     result = BookBuild(profile=profile, html_dir=None)
 
-    t0 = time.perf_counter()
-    from saliency_book.builder.assets import install_assets
-
-    install_assets(bdir)
-    result.timings["assets"] = time.perf_counter() - t0
-    log(f"[book] assets: {result.timings['assets']:.1f} s")
-
+    with _timed(result, "assets", log):
+        install_assets(bdir)
     all_games = book_games(profile, parameters, games)
     digests: dict[str, str] = {}  # game → digest of its sweep table: what that game's pages read
     if sweep:
-        t0 = time.perf_counter()
         from saliency_study.study import study_results
 
-        for game in all_games:
-            digests[game] = _table_digest([study_results(profile, game, executor=executor, ray_address=ray_address,
-                                                         results_dir=results_dir or RESULTS_DIR, progress=True)])
-        result.timings["sweep"] = time.perf_counter() - t0
-        log(f"[book] sweep ({executor}, {', '.join(all_games)}): {result.timings['sweep']:.1f} s")
-
-    t0 = time.perf_counter()
+        with _timed(result, "sweep", log, f"sweep ({executor}, {', '.join(all_games)})"):
+            for game in all_games:
+                digests[game] = _table_digest([study_results(profile, game, executor=executor, ray_address=ray_address,
+                                                             results_dir=results_dir or RESULTS_DIR, progress=True)])
     kernel = resolve_kernel(kernel_name)
     log(f"[book] kernel {kernel!r} runs {sys.executable}")
     fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
     pages: dict[str, list[str]] = {}
+    t0 = time.perf_counter()
     for py in sources:
         pages[py.stem] = [f"{py.stem}-{g}" for g in page_games(py.stem, all_games)]
         for page_game in [None, *page_games(py.stem, all_games)]:
@@ -406,24 +357,19 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     log(f"[book] chapters: {result.timings['chapters']:.1f} s")
 
     if html:
-        t0 = time.perf_counter()
-        cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
-               "build", str(bdir), "--builder", "html", "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
-        if any(pages.values()):  # the game pages join the table of contents under their chapter
-            cmd += ["--toc", str(toc_with_game_pages(bdir / "_toc.yml", pages, out_dir / "_toc.games.yml"))]
-        proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
-        result.timings["html"] = time.perf_counter() - t0
-        if proc.returncode != 0:
-            tail = (proc.stdout + proc.stderr).strip()[-6000:]
-            raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
-        result.html_dir = out_dir / "html"
-        log(f"[book] html: {result.timings['html']:.1f} s -> {result.html_dir}")
-        t0 = time.perf_counter()
-        problems = check_offline(result.html_dir)
-        result.timings["check"] = time.perf_counter() - t0
-        if problems:
-            raise RuntimeError("the HTML is not self-contained:\n" + "\n".join(problems[:50]))
-        log(f"[book] offline check: every <script>/<link>/<img> of every page is a local file ({result.timings['check']:.1f} s)")
+        with _timed(result, "html", log, f"html -> {out_dir / 'html'}"):
+            cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+                   "build", str(bdir), "--builder", "html", "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
+            if any(pages.values()):  # the game pages join the table of contents under their chapter
+                cmd += ["--toc", str(toc_with_game_pages(bdir / "_toc.yml", pages, out_dir / "_toc.games.yml"))]
+            proc = subprocess.run(cmd, cwd=str(bdir), capture_output=True, text=True)
+            if proc.returncode != 0:
+                tail = (proc.stdout + proc.stderr).strip()[-6000:]
+                raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
+            result.html_dir = out_dir / "html"
+        with _timed(result, "check", log, "offline check: every <script>/<link>/<img> of every page is a local file"):
+            if problems := check_offline(result.html_dir):
+                raise RuntimeError("the HTML is not self-contained:\n" + "\n".join(problems[:50]))
     result.timings["total"] = time.perf_counter() - t_start
     log(f"[book] total: {result.timings['total']:.1f} s (profile {profile})")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -449,8 +395,6 @@ def _param(text: str) -> tuple[str, object]:
 def run_book(args: argparse.Namespace) -> int:
     """Entry point of ``saliency-study book``."""
     if getattr(args, "assets_only", False):
-        from saliency_book.builder.assets import install_assets
-
         print(install_assets(repo_path("book")))
         return 0
     try:

@@ -2,21 +2,15 @@
 
 A Sphinx extension (listed in ``book/_config.yml``), and the paths the browser check expects.
 
-sphinx-book-theme links a notebook page to ``<path_to_book>/<page>.ipynb`` on the
-repository's branch. Our chapter pages are the executed notebooks that ``saliency-study
-book`` writes to ``book/chapters/``, which is generated and git-ignored, so those links
-would name files that are not in the repository. Run after the theme's
-``add_launch_buttons``, :func:`retarget` points them at files that are:
+sphinx-book-theme links a notebook page to ``<path_to_book>/<page>.ipynb`` on the repository's
+branch, but our chapter pages are executed notebooks in the git-ignored ``book/chapters/``. Run after
+the theme's ``add_launch_buttons``, :func:`retarget` points the buttons at files that exist:
 
-* **Binder** (and JupyterHub): the chapter's source, ``notebooks/<chapter>.py`` (jupytext
-  percent format) on the repository's branch (``repository.branch``). Binder builds the
-  locked environment from ``environment.yml``, and jupytext opens the ``.py`` file as a
-  notebook; the reader runs it and changes its widgets. A game page (``01_agents-MsPacman``)
-  opens its chapter's source (set its ``game`` parameter to that game).
-* **Colab** opens only ``.ipynb`` files from GitHub, so it gets the executed page as
-  published: ``_sources/chapters/<page>.ipynb`` on the ``gh-pages`` branch that ``make
-  publish`` writes (Sphinx copies every source notebook to ``_sources/``). It shows the
-  outputs; running it needs the library installed in Colab.
+* **Binder** (and JupyterHub): the chapter's jupytext source ``notebooks/<chapter>.py`` on the
+  repository's branch; Binder builds the locked ``environment.yml``. A game page
+  (``01_agents-MsPacman``) opens its chapter's source.
+* **Colab** opens only ``.ipynb`` files from GitHub: the executed page as published,
+  ``_sources/chapters/<page>.ipynb`` on the ``gh-pages`` branch that ``make publish`` writes.
 
 The repository is ``repository.url`` in ``book/_config.yml``, the one line a fork changes.
 """
@@ -35,20 +29,11 @@ PAGES_BRANCH = "gh-pages"
 
 
 def launch_paths(page: str) -> dict[str, str] | None:
-    """The files a chapter page's launch buttons open, or ``None`` for a page that is not a chapter.
+    """The files the launch buttons of a chapter page (``"chapters/01_agents-MsPacman"``, ``.html`` or not) open.
 
-    Parameters
-    ----------
-    page : str
-        Sphinx page name (``"chapters/01_agents-MsPacman"``) or HTML path
-        (``"chapters/01_agents-MsPacman.html"``).
-
-    Returns
-    -------
-    dict or None
-        ``{"source": "notebooks/01_agents.py"}`` (relative to the repository root, on its
-        branch: Binder) and ``{"executed": "_sources/chapters/01_agents-MsPacman.ipynb"}``
-        (relative to the published HTML, on :data:`PAGES_BRANCH`: Colab).
+    ``source`` (``notebooks/01_agents.py``, in the repository: Binder) and ``executed``
+    (``_sources/chapters/01_agents-MsPacman.ipynb``, in the published HTML on :data:`PAGES_BRANCH`: Colab);
+    ``None`` for a page that is not a chapter.
     """
     name = page.removesuffix(".html")
     folder, _, stem = name.rpartition("/")
@@ -76,17 +61,10 @@ def retarget(app, pagename: str, templatename: str, context: dict, doctree) -> N
 
 def launch_problems(page: str, links: list[dict], html_dir: str | Path | None = None,
                     repo_root: str | Path | None = None) -> list[str]:
-    """What is wrong with a rendered chapter page's launch buttons (empty: nothing).
+    """What is wrong with the launch buttons of the rendered page ``page`` (empty: nothing).
 
-    Parameters
-    ----------
-    page : str
-        The page's path in the HTML (``"chapters/01_agents.html"``); other pages need no buttons.
-    links : list of dict
-        The page's launch links as the browser shows them: ``{"text": "Binder", "href": ...}``.
-    html_dir, repo_root : path, optional
-        When given, the published executed notebook (``html_dir/_sources/...``) and the
-        chapter's source (``repo_root/notebooks/...``) must exist.
+    ``links`` are the page's launch links as the browser shows them (``{"text": "Binder", "href": ...}``);
+    with ``html_dir`` and ``repo_root``, the executed notebook and the chapter's source must exist there.
     """
     paths = launch_paths(page)
     if paths is None:

@@ -1,9 +1,6 @@
-"""The book's pages per game: which games a build covers, and a chapter notebook turned into another game's page.
-
-With several games (the ``full`` profile, or ``games=``), each chapter of
-:data:`PER_GAME_CHAPTERS` gets a page per further game, ``chapters/<chapter>-<Game>.ipynb``,
-listed under the chapter in a generated table of contents.
-"""
+"""The book's pages per game: with several games (the ``full`` profile, or ``games=``), each chapter of
+:data:`PER_GAME_CHAPTERS` gets a page per further game, ``chapters/<chapter>-<Game>.ipynb``, listed under
+the chapter in a generated table of contents."""
 
 from __future__ import annotations
 
@@ -20,12 +17,8 @@ PER_GAME_CHAPTERS: Mapping[str, str] = {
 
 
 def book_games(profile: str, parameters: Mapping | None = None, games: Sequence[str] | None = None) -> list[str]:
-    """The games of a book build, the book's own game first.
-
-    The book's game is the ``game`` chapter parameter (default Breakout). ``games=None``
-    takes the profile's ``book_games`` setting: ``"game"`` (that game only) or ``"all"``
-    (also Huber et al.'s other benchmark games).
-    """
+    """The games of a book build: the ``game`` chapter parameter (default Breakout) first, then ``games``
+    (None: the profile's ``book_games`` setting, ``"game"`` for none or ``"all"`` for Huber et al.'s four)."""
     from saliency_lib.games import HUBER_GAMES, game_info
     from saliency_study.profiles import profile_settings
 
@@ -41,13 +34,11 @@ def book_games(profile: str, parameters: Mapping | None = None, games: Sequence[
 def page_games(name: str, games: Sequence[str]) -> list[str]:
     """The further games (after the book's own) for which chapter ``name`` gets a page."""
     which = PER_GAME_CHAPTERS.get(name)
-    if which is None:
-        return []
     if which == "official":
         from saliency_lib.agents.official import OFFICIAL_GAMES
 
         return [g for g in games[1:] if g in OFFICIAL_GAMES]
-    return list(games[1:])
+    return list(games[1:]) if which else []
 
 
 ALL_GAMES_TAG = "all-games"
