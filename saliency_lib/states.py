@@ -16,6 +16,19 @@ step numbers 4 … 1000). After a game over the next game starts as in
 :func:`saliency_lib.play.play_episode`: fixed start with 1..30 random NOOPs,
 seeded ``seed + game index``.
 
+Distinct states (``collect_states(..., distinct=True)``)
+-------------------------------------------------------
+On the deterministic emulator a greedy agent replays its first game frame for frame after a
+game over: the NOOPs change the emulator's frame counter, not what the agent sees. Its
+screen also stands still at times (a pause between rounds, a death animation), so a
+trajectory of 997 states can hold far fewer distinct ones (:func:`duplicate_states`). A
+repeated state adds nothing to a mean but weight, and makes a sample look larger than it
+is. With ``distinct=True`` a state equal to an earlier one (the stacked observation, and for
+a recurrent agent the recurrent state fed in) is not recorded, and every game after the first
+starts with 1..30 uniformly random actions (seeded ``seed + game index``), so the games differ.
+Up to the first skipped state or game over, the distinct trajectory is the plain one; its
+``meta["first_change"]`` says where they part.
+
 Mask-A3C trajectory (``mask_a3c`` preset)
 -----------------------------------------
 Greedy play in ``make_env(game, "mask_a3c", mode="eval")`` reset with ``seed``;
@@ -49,7 +62,7 @@ from ._io import atomic_write
 from .agents.base import Agent
 from .games import BENCHMARK_STATES, EPISODE_STEP_CAP
 
-__all__ = ["StateSet", "collect_states", "spread_indices", "collect_spread_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
+__all__ = ["StateSet", "collect_states", "duplicate_states", "spread_indices", "collect_spread_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
 
 #: Outputs that are not per-state vectors and are not stored in a StateSet.
 _SKIP_OUTPUTS = ("hidden",)
@@ -143,13 +156,32 @@ def _make_env(agent: Agent, game_index: int):
     return make_env(agent.game, agent.preset, mode="eval")
 
 
-def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool):
+_RANDOM_START = 30
+"""A game after the first of a distinct trajectory starts with 1 to this many random actions."""
+_STILL_STEPS = 500
+"""A game of a distinct trajectory ends after this many agent steps in a row without a new state
+(an agent that waits forever on a still screen), and the next one starts."""
+
+
+def _random_start(env, agent: Agent, rng: np.random.Generator):
+    """Reset ``env`` for a later game of a distinct trajectory: 1..30 random actions first."""
+    obs, info = env.reset(seed=int(rng.integers(2**31 - 1)))
+    for _ in range(int(rng.integers(1, _RANDOM_START + 1))):
+        obs, _, term, trunc, info = env.step(int(rng.integers(env.action_space.n)))
+        if term or trunc:
+            obs, info = env.reset(seed=int(rng.integers(2**31 - 1)))
+    return obs
+
+
+def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool, random_starts: bool = False):
     """Greedy play: per agent step ``(x, action, out, hidden_in, t, game_index, rgb, game_over)``.
 
     ``hidden_in`` is the recurrent state fed into the network at that step (None for
     feed-forward agents), ``t`` the agent step in its game, ``rgb`` the raw frame (None unless
     ``frames``) and ``game_over`` whether the step ended the game. After a game over the next
-    game starts (seed ``seed + game index``), unless ``one_game``, which ends the play.
+    game starts (seed ``seed + game index``), unless ``one_game``, which ends the play; with
+    ``random_starts`` it begins with 1..30 random actions. ``send(True)`` into the generator
+    ends the current game (an agent stuck on a still screen) and starts the next.
     """
     from .envs import raw_frame
 
@@ -168,17 +200,20 @@ def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool):
             hidden_in = hidden
             hidden = out.get("hidden") if agent.recurrent else None
             obs, _, term, trunc, info = env.step(action)
-            yield x, action, out, hidden_in, t, game_index, rgb, bool(term or trunc)
+            stuck = yield x, action, out, hidden_in, t, game_index, rgb, bool(term or trunc)
             t += 1
             if info.get("life_lost") and hidden is not None:
                 hidden = agent.initial_hidden(1)
-            if term or trunc:
+            if term or trunc or stuck:
                 if one_game:
                     return
                 env.close()
                 game_index += 1
                 env = _make_env(agent, game_index)
-                obs, _ = env.reset(seed=seed + game_index)
+                if random_starts:
+                    obs = _random_start(env, agent, np.random.default_rng(seed + game_index))
+                else:
+                    obs, _ = env.reset(seed=seed + game_index)
                 hidden = agent.initial_hidden(1)
                 t = step0
     finally:
@@ -209,8 +244,19 @@ def _check_n(n, name: str = "n") -> None:
         raise ValueError(f"{name} must be a positive integer number of states, got {n!r}")
 
 
+def _state_key(x: torch.Tensor, hidden) -> bytes:
+    """What makes two states the same for the agent: the observation, and the recurrent state fed in."""
+    import hashlib
+
+    h = hashlib.sha256(x.detach().cpu().numpy().tobytes())
+    for part in hidden or ():
+        h.update(part.detach().cpu().numpy().tobytes())
+    return h.digest()
+
+
 @torch.no_grad()
-def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, frames: bool = False, progress: bool = False) -> StateSet:
+def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, frames: bool = False, progress: bool = False,
+                   distinct: bool = False) -> StateSet:
     """Play the greedy agent and record ``n`` consecutive states.
 
     Parameters
@@ -225,6 +271,11 @@ def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, fr
         Also record the raw RGB frames (about 100 kB per state).
     progress : bool, optional
         Show a tqdm bar.
+    distinct : bool, optional
+        Record ``n`` distinct states: a state equal to an earlier one is left out, and every game
+        after the first begins with 1..30 random actions (see the module notes). Its ``meta``
+        records ``selection="distinct"``, ``first_change`` (the first index at which the set differs
+        from the plain trajectory's), ``skipped`` (repeated states left out) and ``games``.
 
     Returns
     -------
@@ -234,12 +285,66 @@ def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, fr
     ------
     ValueError
         If ``n`` is not a positive integer.
+    RuntimeError
+        With ``distinct``, if the play keeps repeating itself (more than ``100 n`` repeats).
     """
     _check_n(n)
-    play = _play(agent, seed, one_game=False, frames=frames)
-    records = [next(play) for _ in _bar(range(n), progress, f"states {agent.game}")]
+    if not distinct:
+        play = _play(agent, seed, one_game=False, frames=frames)
+        records = [next(play) for _ in _bar(range(n), progress, f"states {agent.game}")]
+        play.close()
+        return _state_set(agent, records, seed, frames)
+    play = _play(agent, seed, one_game=False, frames=frames, random_starts=True)
+    records, seen, skipped, still, first_change = [], set(), 0, 0, None
+    bar = _bar(range(n), progress, f"distinct states {agent.game}")
+    rec = next(play)
+    while True:
+        key = _state_key(rec[0], rec[3])
+        if key in seen:
+            skipped, still = skipped + 1, still + 1
+            first_change = len(records) if first_change is None else first_change
+            if skipped > 100 * n + _STILL_STEPS:
+                raise RuntimeError(f"found only {len(records)} distinct states of {n} after {skipped} repeats: the agent's "
+                                   "play does not reach enough different screens")
+        else:
+            seen.add(key)
+            records.append(rec)
+            still = 0
+            if progress:
+                bar.update(1)
+            if len(records) == n:
+                break
+        if rec[7] and first_change is None:  # a game over: the next game starts otherwise than the plain trajectory's
+            first_change = len(records)
+        rec = play.send(still >= _STILL_STEPS)
+        if still >= _STILL_STEPS:
+            still = 0
     play.close()
-    return _state_set(agent, records, seed, frames)
+    if progress:
+        bar.close()
+    meta = {"selection": "distinct", "first_change": n if first_change is None else first_change, "skipped": skipped,
+            "games": int(records[-1][5]) + 1}
+    return _state_set(agent, records, seed, frames, meta)
+
+
+def duplicate_states(states: StateSet) -> np.ndarray:
+    """For each state, the index of the first earlier state equal to it, or -1 (the first of its kind).
+
+    Equal means the same stacked observation and, for a recurrent agent, the same recurrent state
+    fed in: the agent computes the same on both, so a repeated state is no new sample.
+
+    Returns
+    -------
+    ndarray of int64, shape (N,)
+    """
+    first: dict[bytes, int] = {}
+    out = np.full(len(states), -1, dtype=np.int64)
+    for i in range(len(states)):
+        hid = None if states.hidden is None else tuple(h[i] for h in states.hidden)
+        out[i] = first.setdefault(_state_key(states.states[i], hid), i)
+        if out[i] == i:
+            out[i] = -1
+    return out
 
 
 def _bar(it, progress: bool, desc: str):

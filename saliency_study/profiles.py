@@ -10,13 +10,16 @@ One frozen :class:`Profile` per name:
   trajectory per game, the paper's explainer parameters), hours of CPU.
 
 Which states a sweep explains is :attr:`Profile.state_selection`, per agent kind. The DQN
-agents always explain the first ``n_states`` states of the greedy play from the fixed start,
-Huber et al.'s trajectory. The Mask-A3C agents do so in ``tiny`` and ``quick`` (their 5 states
-are the ball launch of Breakout; the committed quick units keep their keys), and in ``full``
-explain ``n_states`` states spread evenly over one whole greedy game (``"spread"``, at most
-``eval_max_steps`` agent steps; :func:`saliency_lib.states.collect_spread_states`), so their
-100 states see the whole game rather than its opening. The selection is part of the state
-set's configuration, so the cached states and the unit keys of the two never mix.
+agents explain the first ``n_states`` *distinct* states of the greedy play from the fixed start
+(``"distinct"``): Huber et al.'s trajectory up to its first game over or repeated screen, then
+new states only, later games starting with random actions, so that no replayed state counts as
+a new sample (:func:`saliency_lib.states.collect_states`). The units of the states before the
+first change keep the keys of the plain trajectory's units (:func:`saliency_lib.sweep.plan_units`).
+The Mask-A3C agents do the same in ``tiny`` and ``quick`` (their 5 states are the ball launch of
+Breakout), and in ``full`` explain ``n_states`` states spread evenly over one whole greedy game
+(``"spread"``, at most ``eval_max_steps`` agent steps; :func:`saliency_lib.states.collect_spread_states`),
+so their 100 states see the whole game rather than its opening. The selection is part of the state
+set's configuration, so the cached states and the unit keys of two selections never mix.
 
 The sweep (:mod:`saliency_study.study`) reads :attr:`Profile.sweep`; a chapter's
 ``parameters`` cell takes ``profile`` and optional overrides, and the chapter's frozen
@@ -98,11 +101,11 @@ class Profile:
     """States of each of :attr:`actor_critic_agents` (None: the ``mask_a3c`` sweep size)."""
     state_selection: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """How each agent kind's sweep picks its states (:data:`~saliency_lib.sweep._units.STATE_SELECTIONS`):
-    ``"first"`` (kinds not named here) or ``"spread"``; see the module notes."""
+    ``"distinct"`` (kinds not named here) or ``"spread"``; see the module notes."""
 
     def selection(self, kind: str) -> str:
-        """The state selection of an agent kind's sweep."""
-        return self.state_selection.get(kind, "first")
+        """The state selection of an agent kind's sweep: ``"distinct"`` unless the profile names another."""
+        return self.state_selection.get(kind, "distinct")
 
     def episode_cap(self) -> int:
         """Agent-step cap of the game a ``"spread"`` selection spreads its states over."""

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from saliency_lib.sweep import SweepSpec, compact, plan_units, run_sweep, stored_bytes, stored_keys, stored_versions
+from saliency_lib.sweep import (
+    SweepSpec,
+    compact,
+    plan_units,
+    run_sweep,
+    stored_bytes,
+    stored_keys,
+    stored_state_index,
+    stored_versions,
+)
 
 from .catalog import ABLATION_METHODS, SEED_METHODS, STUDY_METHODS, shipped_agents, study_agents
 from .paths import RESULTS_DIR, repo_path
@@ -77,9 +86,12 @@ def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | 
                  results_dir=RESULTS_DIR, specs: Sequence[SweepSpec] | None = None) -> dict:
     """How far the study of ``profile`` is, per agent and game, computing nothing.
 
-    Returns ``{"profile", "results_dir", "agents": [{"agent", "game", "n_states", "units_done",
-    "units_total", "bytes"}...], "units_done", "units_total", "bytes"}``; ``bytes`` is the size
-    on disk of the agent's stored units: its loose unit files and its packs (:mod:`.unitstore`).
+    Returns ``{"profile", "results_dir", "agents": [{"agent", "game", "n_states", "distinct_states",
+    "units_done", "units_total", "bytes"}...], "units_done", "units_total", "bytes"}``; ``bytes`` is the
+    size on disk of the agent's stored units: its loose unit files and its packs.
+    ``distinct_states`` counts the states that are not a repeat of an earlier one
+    (:func:`saliency_lib.states.duplicate_states`), from the state set's stored index; None where
+    the states were never collected here.
     """
     results_dir = repo_path(results_dir)
     if specs is None:
@@ -88,8 +100,11 @@ def study_status(profile: str, games: Sequence[str], *, agents: Sequence[str] | 
     for spec in specs:
         units, context = plan_units(spec, results_dir=results_dir, states=False)
         done = stored_keys(units, results_dir=results_dir)
-        rows.append({"agent": spec.agents[0], "game": next(iter(context.values()))[1].game, "n_states": spec.n_states,
-                     "units_done": len(done), "units_total": len(units), "bytes": stored_bytes(units, results_dir=results_dir)})
+        _, agent, _ = next(iter(context.values()))
+        index = stored_state_index(spec.agents[0], agent, spec, results_dir=results_dir) or {}
+        rows.append({"agent": spec.agents[0], "game": agent.game, "n_states": spec.n_states,
+                     "distinct_states": index.get("distinct_states"), "units_done": len(done), "units_total": len(units),
+                     "bytes": stored_bytes(units, results_dir=results_dir)})
     return {"profile": profile, "results_dir": str(results_dir), "agents": rows,
             "units_done": sum(r["units_done"] for r in rows), "units_total": sum(r["units_total"] for r in rows),
             "bytes": sum(r["bytes"] for r in rows)}

@@ -52,13 +52,15 @@ from ._units import (
     plan_units,
     spec_states,
     state_config,
+    state_index,
+    stored_state_index,
     study_states,
 )
 
 __all__ = [
     "SweepSpec", "Unit", "plan_units", "compute_unit", "run_sweep", "SweepReport", "EXECUTORS", "RAY_INSTALL",
     "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "STATE_SELECTIONS",
-    "applicable", "state_config", "study_states", "spec_states", "one_thread", "maps_key",
+    "applicable", "state_config", "state_index", "stored_state_index", "study_states", "spec_states", "one_thread", "maps_key",
     "states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units",
     "mean_curves", "unit_versions", "stored_versions", "stored_bytes", "compact",
     "CURVE_KEY", "SUMMARY_COLUMNS", "BAND_COLUMNS", "summarise_curves", "pool_curves", "curve_bands_table",

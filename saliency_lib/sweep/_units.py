@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import MutableMapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
+from .._io import atomic_write
 from ..explainers import default_precision
 from ..games import EPISODE_STEP_CAP
 from ..metrics.insertion_deletion import SUBSTRATES
@@ -29,13 +31,16 @@ from ._store import states_dir
 
 __all__ = [
     "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "STATE_SELECTIONS", "Unit",
-    "SweepSpec", "applicable", "state_config", "study_states", "spec_states", "one_thread", "plan_units", "compute_unit",
+    "SweepSpec", "applicable", "state_config", "state_index", "stored_state_index", "study_states", "spec_states",
+    "one_thread", "plan_units", "compute_unit",
     "maps_key",
 ]
 
-STATE_SELECTIONS = ("first", "spread")
+STATE_SELECTIONS = ("first", "distinct", "spread")
 """How a sweep picks its states from the agent's greedy play from the fixed start: ``"first"``, the
-first ``n_states`` (Huber et al.'s trajectory, over as many games as it takes); ``"spread"``,
+first ``n_states`` (Huber et al.'s trajectory, over as many games as it takes); ``"distinct"``, the
+first ``n_states`` distinct ones, later games starting with random actions
+(:func:`saliency_lib.states.collect_states` with ``distinct=True``); ``"spread"``,
 ``n_states`` evenly spaced over one whole game of at most ``episode_cap`` agent steps
 (:func:`saliency_lib.states.collect_spread_states`)."""
 
@@ -165,7 +170,7 @@ def applicable(method: str, agent) -> bool:
 
 
 def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first", episode_cap: int = EPISODE_STEP_CAP) -> dict:
-    """What determines a sweep's state set; it goes into every unit key.
+    """What determines a sweep's state set; it goes into every unit key (but see :func:`plan_units`).
 
     The ``"first"`` selection records no selection at all, so the keys of the units stored
     before there was a choice stay valid.
@@ -174,8 +179,26 @@ def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "fi
     if selection != "first":
         if selection not in STATE_SELECTIONS:
             raise ValueError(f"unknown state selection {selection!r}; valid selections are: {', '.join(STATE_SELECTIONS)}")
-        cfg.update(selection=selection, episode_cap=int(episode_cap))
+        cfg.update(selection=selection)
+        if selection == "spread":
+            cfg.update(episode_cap=int(episode_cap))
     return cfg
+
+
+def _index_path(results_dir, cfg: dict) -> Path:
+    return states_dir(results_dir) / f"states-{config_hash(cfg)}.json"
+
+
+def state_index(states) -> dict:
+    """What a plan needs to know of a state set without loading it: its size, how many of its
+    states are distinct (:func:`~saliency_lib.states.duplicate_states`) and, for a ``"distinct"``
+    selection, ``first_change``: the states before it are those of the plain ``"first"`` selection."""
+    from ..states import duplicate_states
+
+    index = {"n": len(states), "distinct_states": int((duplicate_states(states) < 0).sum())}
+    if states.meta.get("selection") == "distinct":
+        index["first_change"] = int(states.meta["first_change"])
+    return index
 
 
 def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir, agent=None, progress: bool = False,
@@ -194,14 +217,26 @@ def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir, agent=N
     cfg = state_config(agent_spec, agent, n, seed, selection, episode_cap)
     path = states_dir(results_dir) / f"states-{config_hash(cfg)}.pt"
     if path.exists():
-        return StateSet.load(path), cfg
-    with one_thread():
-        if selection == "spread":
-            states = collect_spread_states(agent, n, seed=seed, max_steps=episode_cap, frames=True, progress=progress)
-        else:
-            states = collect_states(agent, n, seed=seed, frames=True, progress=progress)
-    states.save(path)
+        states = StateSet.load(path)
+    else:
+        with one_thread():
+            if selection == "spread":
+                states = collect_spread_states(agent, n, seed=seed, max_steps=episode_cap, frames=True, progress=progress)
+            else:
+                states = collect_states(agent, n, seed=seed, frames=True, progress=progress, distinct=selection == "distinct")
+        states.save(path)
+    index = _index_path(results_dir, cfg)
+    if not index.exists():  # small, and kept beside the results: planning reads it instead of the states
+        text = json.dumps(state_index(states), sort_keys=True) + "\n"
+        atomic_write(index, lambda tmp: Path(tmp).write_text(text))
     return states, cfg
+
+
+def stored_state_index(spec_agent: str, agent, spec: SweepSpec, *, results_dir) -> dict | None:
+    """The index of a spec's state set (:func:`state_index`) if its states were ever collected, else None."""
+    cfg = state_config(spec_agent, agent, spec.n_states, spec.state_seed, spec.state_selection, spec.episode_cap)
+    path = _index_path(results_dir, cfg)
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def spec_states(spec: SweepSpec, agent_spec: str | None = None, *, results_dir, agent=None,
@@ -241,13 +276,21 @@ def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
     units, context = [], {}
     for spec_agent in spec.agents:
         agent = load_agent(spec_agent)
-        if states:
+        distinct = spec.state_selection == "distinct"
+        index = None if states else stored_state_index(spec_agent, agent, spec, results_dir=results_dir)
+        if states or (distinct and index is None):  # a distinct set's keys need its first_change: collect it once
             sset, scfg = spec_states(spec, spec_agent, results_dir=results_dir, agent=agent, progress=progress)
+            index = stored_state_index(spec_agent, agent, spec, results_dir=results_dir)
+            sset = sset if states else None
         else:
             sset, scfg = None, state_config(spec_agent, agent, spec.n_states, spec.state_seed, spec.state_selection,
                                             spec.episode_cap)
         skey = canonical_json(scfg)
-        context[skey] = (spec_agent, agent, sset)
+        # Up to its first_change a distinct set holds the plain trajectory's states: the units of those
+        # chunks are the plain selection's units, keys included, so they are computed once for both.
+        plain_key = canonical_json(state_config(spec_agent, agent, spec.n_states, spec.state_seed)) if distinct else skey
+        first_change = index["first_change"] if distinct else 0
+        context[skey] = context[plain_key] = (spec_agent, agent, sset)
         chunks = [tuple(range(i, min(i + spec.chunk, spec.n_states))) for i in range(0, spec.n_states, spec.chunk)]
         methods = [m for m in spec.methods if applicable(m, agent)]
         # one degradation unit per method and chunk: its maps are computed once for every (mode, substrate)
@@ -267,7 +310,8 @@ def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
                 params = canonical_json(params)
                 for ch in chunks:
                     options = {k: v for k, v in metric.items() if k in _OPTIONS_OF[experiment]}
-                    units.append(Unit(experiment, spec_agent, agent.game, method, pairs, ch, skey, params,
+                    units.append(Unit(experiment, spec_agent, agent.game, method, pairs, ch,
+                                      plain_key if ch[-1] < first_change else skey, params,
                                       spec.seed, spec.batch_size, canonical_json(options) if options else ""))
     return units, context
 
