@@ -80,6 +80,12 @@ class StateSet:
         Game index (0 = the first game of the trajectory).
     game, preset, agent : str
     seed : int
+    meta : dict
+    rams : ndarray, shape (N, K, 2, 128), int16, or None
+        The emulator RAM behind each of the state's ``K`` stacked frames (4 for ``dqn``, 1 for
+        ``mask_a3c``), after each of the two raw frames max-pooled into it; ``-1`` for the zero
+        frames of a reset. Recorded with ``rams=True`` (:func:`saliency_lib.envs.ram_stack`), for
+        :mod:`saliency_lib.objects`; ``None`` otherwise. The states do not depend on it.
     """
 
     states: torch.Tensor
@@ -94,6 +100,7 @@ class StateSet:
     agent: str = ""
     seed: int = 0
     meta: dict = field(default_factory=dict)
+    rams: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.states.shape[0])
@@ -111,9 +118,10 @@ class StateSet:
             hidden=None if self.hidden is None else tuple(h[idx] for h in self.hidden),
             frames=None if self.frames is None else self.frames[ni], steps=self.steps[ni], episode=self.episode[ni],
             game=self.game, preset=self.preset, agent=self.agent, seed=self.seed, meta=dict(self.meta),
+            rams=None if self.rams is None else self.rams[ni],
         )
 
-    _ARRAYS = ("frames", "steps", "episode")
+    _ARRAYS = ("frames", "steps", "episode", "rams")
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the set with ``torch.save``, atomically; arrays as tensors, ``meta`` as JSON,
@@ -129,31 +137,33 @@ class StateSet:
         """Read a set written by :meth:`save` (``weights_only=True``: no code runs from the file)."""
         d = torch.load(path, weights_only=True)
         for k in cls._ARRAYS:
-            d[k] = None if d[k] is None else d[k].numpy()
+            d[k] = None if d.get(k) is None else d[k].numpy()  # sets saved before ``rams`` existed lack it
         d["meta"] = json.loads(d["meta"])
         return cls(**d)
 
 
-def _make_env(agent: Agent, game_index: int):
+def _make_env(agent: Agent, game_index: int, rams: bool = False):
     from .envs import make_env
 
     if agent.preset == "dqn":
-        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if game_index == 0 else 30)
-    return make_env(agent.game, agent.preset, mode="eval")
+        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if game_index == 0 else 30,
+                        record_ram=rams)
+    return make_env(agent.game, agent.preset, mode="eval", record_ram=rams)
 
 
-def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool):
-    """Greedy play: per agent step ``(x, action, out, hidden_in, t, game_index, rgb, game_over)``.
+def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool, rams: bool = False):
+    """Greedy play: per agent step ``(x, action, out, hidden_in, t, game_index, rgb, ram, game_over)``.
 
     ``hidden_in`` is the recurrent state fed into the network at that step (None for
     feed-forward agents), ``t`` the agent step in its game, ``rgb`` the raw frame (None unless
-    ``frames``) and ``game_over`` whether the step ended the game. After a game over the next
-    game starts (seed ``seed + game index``), unless ``one_game``, which ends the play.
+    ``frames``), ``ram`` the RAM stack behind the state (None unless ``rams``) and ``game_over``
+    whether the step ended the game. After a game over the next game starts (seed ``seed + game
+    index``), unless ``one_game``, which ends the play.
     """
-    from .envs import raw_frame
+    from .envs import ram_stack, raw_frame
 
     game_index = 0
-    env = _make_env(agent, game_index)
+    env = _make_env(agent, game_index, rams)
     try:
         obs, _ = env.reset(seed=seed)
         hidden = agent.initial_hidden(1)
@@ -164,10 +174,11 @@ def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool):
             out = agent(x, hidden)
             action = int(out[agent.default_output].argmax(1)[0])
             rgb = raw_frame(env).copy() if frames else None
+            ram = ram_stack(env) if rams else None
             hidden_in = hidden
             hidden = out.get("hidden") if agent.recurrent else None
             obs, _, term, trunc, info = env.step(action)
-            yield x, action, out, hidden_in, t, game_index, rgb, bool(term or trunc)
+            yield x, action, out, hidden_in, t, game_index, rgb, ram, bool(term or trunc)
             t += 1
             if info.get("life_lost") and hidden is not None:
                 hidden = agent.initial_hidden(1)
@@ -176,7 +187,7 @@ def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool):
                     return
                 env.close()
                 game_index += 1
-                env = _make_env(agent, game_index)
+                env = _make_env(agent, game_index, rams)
                 obs, _ = env.reset(seed=seed + game_index)
                 hidden = agent.initial_hidden(1)
                 t = step0
@@ -184,7 +195,8 @@ def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool):
         env.close()
 
 
-def _state_set(agent: Agent, records: list, seed: int, frames: bool, meta: dict | None = None) -> StateSet:
+def _state_set(agent: Agent, records: list, seed: int, frames: bool, meta: dict | None = None,
+               rams: bool = False) -> StateSet:
     outs: dict[str, list] = {}
     for _, _, out, *_ in records:
         for k, v in out.items():
@@ -199,7 +211,7 @@ def _state_set(agent: Agent, records: list, seed: int, frames: bool, meta: dict 
         frames=np.stack([r[6] for r in records]) if frames else None,
         steps=np.asarray([r[4] for r in records], dtype=np.int64), episode=np.asarray([r[5] for r in records], dtype=np.int64),
         game=agent.game, preset=agent.preset, agent=str(agent.meta.get("source", type(agent.net).__name__)), seed=int(seed),
-        meta=dict(meta or {}),
+        meta=dict(meta or {}), rams=np.stack([r[7] for r in records]) if rams else None,
     )
 
 
@@ -209,7 +221,8 @@ def _check_n(n, name: str = "n") -> None:
 
 
 @torch.no_grad()
-def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = False, progress: bool = False) -> StateSet:
+def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = False, progress: bool = False,
+                   rams: bool = False) -> StateSet:
     """Play the greedy agent and record ``n`` consecutive states.
 
     Parameters
@@ -224,6 +237,10 @@ def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = 
         Also record the raw RGB frames (about 100 kB per state).
     progress : bool, optional
         Show a tqdm bar.
+    rams : bool, optional
+        Also record the emulator RAM behind every stacked frame (``StateSet.rams``, 1 kB per
+        state), from which :mod:`saliency_lib.objects` reads the game's objects. The states,
+        actions and outputs are the same either way.
 
     Returns
     -------
@@ -235,10 +252,10 @@ def collect_states(agent: Agent, n: int = 997, *, seed: int = 0, frames: bool = 
         If ``n`` is not a positive integer.
     """
     _check_n(n)
-    play = _play(agent, seed, one_game=False, frames=frames)
+    play = _play(agent, seed, one_game=False, frames=frames, rams=rams)
     records = [next(play) for _ in _bar(range(n), progress, f"states {agent.game}")]
     play.close()
-    return _state_set(agent, records, seed, frames)
+    return _state_set(agent, records, seed, frames, rams=rams)
 
 
 def _bar(it, progress: bool, desc: str):
@@ -271,7 +288,7 @@ def spread_indices(length: int, n: int) -> np.ndarray:
 
 @torch.no_grad()
 def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int = 10_000, frames: bool = False,
-                          progress: bool = False) -> StateSet:
+                          progress: bool = False, rams: bool = False) -> StateSet:
     """``n`` states evenly spaced over one whole greedy game from the start (see the module notes).
 
     Parameters
@@ -284,7 +301,7 @@ def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int
     max_steps : int, optional
         Agent-step cap of the game (default 10 000: 40 000 frames, the Mask-A3C environment's
         own cap); a game cut there is spread over its first ``max_steps`` states.
-    frames, progress : bool, optional
+    frames, progress, rams : bool, optional
         As :func:`collect_states`.
 
     Returns
@@ -312,7 +329,7 @@ def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int
     length = len(actions)
     idx = spread_indices(length, n)
     keep, records = set(idx.tolist()), []
-    play = _play(agent, seed, one_game=True, frames=frames)
+    play = _play(agent, seed, one_game=True, frames=frames, rams=rams)
     for i, rec in enumerate(play):
         if rec[1] != actions[i]:
             raise RuntimeError(f"the replay of the game took action {rec[1]} at step {i}, the first play {actions[i]}: "
@@ -323,7 +340,7 @@ def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int
             break
     play.close()
     meta = {"selection": "spread", "episode_length": length, "truncated": not over, "indices": idx.tolist()}
-    return _state_set(agent, records, seed, frames, meta)
+    return _state_set(agent, records, seed, frames, meta, rams=rams)
 
 
 # -- HIGHLIGHTS-DIV ------------------------------------------------------------------
