@@ -125,7 +125,7 @@ def test_cross_check_with_quantus_0_6():
     s = np.stack([_random_boxes(rng, shape, int(rng.integers(1, 6))) for _ in range(n)])
     a[::2] *= 1 + 4 * s[::2]  # half the maps lean on the objects, so the pointing game has hits and misses
     x, y = np.zeros((n, 1, *shape)), np.zeros(n, dtype=int)
-    ours = {m: np.array([localisation_scores(a[i], s[i])[m] for i in range(n)]) for m in LOCALISATION_MEASURES}
+    ours = {m: np.array([localisation_scores(a[i], s[i], baseline="zero")[m] for i in range(n)]) for m in LOCALISATION_MEASURES}
     kw = {"disable_warnings": True, "normalise": False, "abs": False}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -4,15 +4,26 @@ Each measure compares one map ``s`` (``H × W``) with a boolean mask ``M`` of ob
 (the union of object boxes, :meth:`saliency_lib.objects.StateObjects.mask`):
 
 * **relevance mass** (Arras et al. 2022): the share of the map's positive mass inside the
-  mask, ``Σ_M s⁺ / Σ s⁺`` with ``s⁺ = max(s, 0)``;
+  mask, ``Σ_M s⁺ / Σ s⁺`` with ``s⁺ = max(s − b, 0)`` above a baseline ``b`` (below);
 * **relevance rank** (Arras et al. 2022): the share of the ``k`` highest-ranked pixels that lie
   in the mask, with ``k = |M|``;
 * **pointing game** (Zhang et al. 2018): whether the map's maximum lies in the mask.
 
+**Baseline of the mass** (deliberate choice). The maps of the study carry arbitrary offsets:
+Occlusion and Noise Sensitivity score ``1 − f_a(I′)`` as Huber et al., which differs from the
+change ``f_a(I) − f_a(I′)`` by the constant ``1 − f_a(I)`` (a Breakout Q-value near 2 makes every
+pixel negative), and LIME's weights are signed. Rank and pointing do not see an offset; the
+mass does. By default (``baseline="median"``) the mass is counted above the map's median, the
+level of its typical pixel: for Occlusion that is the no-change level of the background, so
+``s⁺`` is the drop that hiding a pixel causes, and the measure becomes invariant to adding a
+constant or scaling the map, like the other two. ``baseline="zero"`` is the literal positive
+part (Arras et al., Quantus), ``baseline="min"`` the mass above the map's minimum.
+
 **Chance level.** A map whose pixels are exchangeable (i.i.d. noise, which knows nothing of the
 objects) scores, in expectation, exactly the mask's area fraction ``|M| / (H W)`` on all three:
 every pixel is equally likely to be among the top ``k`` or to be the maximum, and every pixel
-has the same expected share ``E[s⁺_i / Σ s⁺]`` of the positive mass. :func:`chance_level`
+has the same expected share ``E[s⁺_i / Σ s⁺]`` of the positive mass (for every baseline above,
+each a symmetric function of the pixels). :func:`chance_level`
 returns it; a test checks that uniform random maps sit at it.
 
 **Ties** (deliberate deviation from Quantus 0.6, which breaks them by sort order). Maps of grid
@@ -23,8 +34,8 @@ proportion to the tied pixels inside the mask, and the pointing game scores the 
 maximising pixels that lie in the mask (1 or 0 for a unique maximum). A constant map therefore
 scores chance on rank and pointing, and never depends on pixel order. Without ties the measures
 equal Quantus's ``RelevanceRankAccuracy`` and ``PointingGame`` (``normalise=False``,
-``abs=False``); relevance mass equals ``RelevanceMassAccuracy`` on non-negative maps
-(``tests/test_metrics_localisation.py`` checks all three).
+``abs=False``); relevance mass with ``baseline="zero"`` equals ``RelevanceMassAccuracy`` on
+non-negative maps (``tests/test_metrics_localisation.py`` checks all three).
 
 An empty mask, or a map without positive mass (relevance mass), gives NaN.
 
@@ -43,11 +54,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["LOCALISATION_MEASURES", "relevance_mass", "relevance_rank", "pointing_game", "chance_level",
+__all__ = ["LOCALISATION_MEASURES", "BASELINES", "positive_part", "relevance_mass", "relevance_rank", "pointing_game", "chance_level",
            "localisation_scores", "object_masks", "localisation_table"]
 
 #: The measures, in the order of the tables.
 LOCALISATION_MEASURES = ("relevance_mass", "relevance_rank", "pointing_game")
+#: Levels above which relevance mass counts a map's mass (module notes).
+BASELINES = ("median", "zero", "min")
 
 
 def _check(saliency, mask) -> tuple[np.ndarray, np.ndarray]:
@@ -72,10 +85,22 @@ def chance_level(mask) -> float:
     return float(m.mean()) if m.size else float("nan")
 
 
-def relevance_mass(saliency, mask) -> float:
-    """Share of the map's positive mass inside the mask, ``Σ_M s⁺ / Σ s⁺`` (NaN: empty mask or no positive mass)."""
+def positive_part(saliency, *, baseline: str = "median") -> np.ndarray:
+    """``max(s − b, 0)`` with ``b`` the map's median, zero or minimum (module notes)."""
+    s = np.asarray(saliency, dtype=np.float64)
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline {baseline!r}; valid baselines are: {', '.join(BASELINES)}")
+    b = {"median": np.median, "min": np.min}.get(baseline, lambda _: 0.0)(s)
+    return np.clip(s - b, 0.0, None)
+
+
+def relevance_mass(saliency, mask, *, baseline: str = "median") -> float:
+    """Share of the map's positive mass inside the mask, ``Σ_M s⁺ / Σ s⁺`` (NaN: empty mask or no positive mass).
+
+    ``baseline``: the level above which mass counts, ``"median"`` (default), ``"zero"`` or ``"min"``.
+    """
     s, m = _check(saliency, mask)
-    pos = np.clip(s, 0.0, None)
+    pos = positive_part(s, baseline=baseline)
     total = pos.sum()
     if not m.any() or total <= 0:
         return float("nan")
@@ -106,10 +131,10 @@ def pointing_game(saliency, mask) -> float:
     return float((top & m).sum() / top.sum())
 
 
-def localisation_scores(saliency, mask) -> dict[str, float]:
+def localisation_scores(saliency, mask, *, baseline: str = "median") -> dict[str, float]:
     """All three measures and the chance level of one map and mask."""
     s, m = _check(saliency, mask)
-    return {"relevance_mass": relevance_mass(s, m), "relevance_rank": relevance_rank(s, m),
+    return {"relevance_mass": relevance_mass(s, m, baseline=baseline), "relevance_rank": relevance_rank(s, m),
             "pointing_game": pointing_game(s, m), "chance": chance_level(m)}
 
 
@@ -139,7 +164,7 @@ def object_masks(objects, *, frames=None, classes: bool = True) -> dict[str, np.
 
 
 def localisation_table(maps, objects: Sequence, *, state_ids=None, frames=None, classes: bool = True,
-                       method: str | None = None) -> pd.DataFrame:
+                       method: str | None = None, baseline: str = "median") -> pd.DataFrame:
     """Localisation of ``N`` maps against their states' objects, as a tidy table.
 
     Parameters
@@ -153,6 +178,8 @@ def localisation_table(maps, objects: Sequence, *, state_ids=None, frames=None, 
         See :func:`object_masks`.
     method : str, optional
         Value of a ``method`` column (omitted when None).
+    baseline : {"median", "zero", "min"}, optional
+        Of relevance mass (module notes).
 
     Returns
     -------
@@ -176,7 +203,7 @@ def localisation_table(maps, objects: Sequence, *, state_ids=None, frames=None, 
         for group, m in object_masks(so, frames=frames, classes=classes).items():
             if not m.any():
                 continue
-            sc = localisation_scores(a[i], m)
+            sc = localisation_scores(a[i], m, baseline=baseline)
             for measure in LOCALISATION_MEASURES:
                 rows.append({"state": int(ids[i]), "group": group, "measure": measure, "value": sc[measure],
                              "chance": sc["chance"], "area": int(m.sum())})

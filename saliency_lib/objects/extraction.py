@@ -274,12 +274,15 @@ class StateObjects:
         ``K``: frames in the state's stack.
     objects : tuple of FrameObject
         Ordered by frame, then slot.
+    empty_frames : tuple of int
+        Frames of the stack that are the zero frames of a reset (no game behind them).
     """
 
     game: str
     preset: str
     n_frames: int
     objects: tuple[FrameObject, ...]
+    empty_frames: tuple[int, ...] = ()
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -352,7 +355,8 @@ def state_objects(states, *, hud: bool = True, progress: bool = False) -> list[S
         for k in range(rams.shape[1]):
             for o in frame_objects(game, rams[i, k], hud=hud):
                 objs.append(FrameObject(k, o, map_box(o.box, states.preset, game)))
-        out.append(StateObjects(game, states.preset, int(rams.shape[1]), tuple(objs)))
+        empty = tuple(k for k in range(rams.shape[1]) if (rams[i, k] < 0).all())
+        out.append(StateObjects(game, states.preset, int(rams.shape[1]), tuple(objs), empty))
     return out
 
 
