@@ -34,12 +34,15 @@ def test_hand_computed_scores():
                   [1.0, 3.0, 0.0]])
     m = _mask(s.shape, (0, 0, 1, 2))  # the first column
     # positive mass 4 + 1 of 8; top-2 pixels are 4 and 3: one inside; the maximum 4 is inside
-    assert relevance_mass(s, m) == pytest.approx(5 / 8)
+    assert relevance_mass(s, m, baseline="zero") == pytest.approx(5 / 8)
+    # above the median 0.5: 3.5 + 0.5 of 3.5 + 0.5 + 2.5; above the minimum −2: 6 + 3 of 6+2+0+3+5+2
+    assert relevance_mass(s, m) == pytest.approx(4 / 6.5)
+    assert relevance_mass(s, m, baseline="min") == pytest.approx(9 / 18)
     assert relevance_rank(s, m) == pytest.approx(1 / 2)
     assert pointing_game(s, m) == 1.0
     assert chance_level(m) == pytest.approx(2 / 6)
     m2 = _mask(s.shape, (1, 1, 3, 2))  # 3 and 0 of the bottom row
-    assert relevance_mass(s, m2) == pytest.approx(3 / 8)
+    assert relevance_mass(s, m2, baseline="zero") == pytest.approx(3 / 8)
     assert relevance_rank(s, m2) == pytest.approx(1 / 2)  # top-2: 4 (out), 3 (in)
     assert pointing_game(s, m2) == 0.0
 
@@ -57,15 +60,18 @@ def test_ties_count_by_expectation():
     mm = _mask(c.shape, (0, 0, 3, 2))
     assert relevance_rank(c, mm) == pytest.approx(chance_level(mm))
     assert pointing_game(c, mm) == pytest.approx(chance_level(mm))
-    assert relevance_mass(c, mm) == pytest.approx(chance_level(mm))
+    assert relevance_mass(c, mm, baseline="zero") == pytest.approx(chance_level(mm))
+    assert np.isnan(relevance_mass(c, mm))  # nothing above its median: no mass to share
 
 
 def test_degenerate_and_bad_inputs():
     s = np.random.default_rng(0).random((6, 6))
     empty = np.zeros((6, 6), dtype=bool)
     assert np.isnan(relevance_mass(s, empty)) and np.isnan(relevance_rank(s, empty)) and np.isnan(pointing_game(s, empty))
-    assert np.isnan(relevance_mass(-s, _mask((6, 6), (0, 0, 2, 2))))  # no positive mass
+    assert np.isnan(relevance_mass(-s, _mask((6, 6), (0, 0, 2, 2)), baseline="zero"))  # no positive mass
     full = np.ones((6, 6), dtype=bool)
+    with pytest.raises(ValueError, match="unknown baseline"):
+        relevance_mass(s, full, baseline="mean")
     assert relevance_rank(s, full) == 1.0 and relevance_mass(s, full) == 1.0
     with pytest.raises(ValueError, match=r"one \(H, W\) map"):
         relevance_mass(s[None], full[None])
@@ -97,13 +103,15 @@ def test_random_maps_sit_at_the_chance_level():
     agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
     maps = RandomMap(agent, seed=3).attribute(torch.rand(n, 4, 84, 84, generator=torch.Generator().manual_seed(1))).maps.numpy()
     rng = np.random.default_rng(0)
-    diffs = {m: [] for m in LOCALISATION_MEASURES}
+    diffs = {m: [] for m in (*LOCALISATION_MEASURES, "mass_zero", "mass_min")}
     chance = []
     for i in range(n):
         mask = _random_boxes(rng, (84, 84), int(rng.integers(1, 8)))
         sc = localisation_scores(maps[i], mask)
+        sc["mass_zero"] = relevance_mass(maps[i], mask, baseline="zero")
+        sc["mass_min"] = relevance_mass(maps[i], mask, baseline="min")
         chance.append(sc["chance"])
-        for m in LOCALISATION_MEASURES:
+        for m in diffs:
             diffs[m].append(sc[m] - sc["chance"])
     assert 0.01 < np.mean(chance) < 0.3
     for m, d in diffs.items():
