@@ -31,7 +31,7 @@ def test_a_box_that_shows_only_background_is_left_unchanged():
     so = StateObjects("Breakout", "dqn", 4, tuple(_fo(k, 3, (40, 40, 46, 44)) for k in range(4)))
     out = remove_object(x, so, 3)
     assert torch.equal(out, x) and out is not x
-    # and with a one-frame state (no other frame to copy from: the ring's median is the background)
+    # and with a one-frame state (no other frame to copy from: the frame's background colour)
     so1 = StateObjects("Breakout", "mask_a3c", 1, (_fo(0, 3, (40, 40, 46, 44)),))
     x1 = torch.full((1, 80, 80), -0.3)
     assert torch.equal(remove_object(x1, so1, 3), x1)
@@ -50,15 +50,16 @@ def test_a_moving_object_is_replaced_by_what_the_other_frames_show_behind_it():
     assert torch.equal(out, clean)
 
 
-def test_a_static_object_is_filled_with_the_ring_median_outside_other_objects():
+def test_a_static_object_is_filled_with_the_background_colour_outside_the_objects():
     x = _state(value=0.1)
     x[:, 20:24, 20:30] = 0.9  # the object, in every frame
-    x[:, 24:26, 20:30] = 0.6  # a neighbouring object just below: excluded from the ring
+    x[:, 24:60, 20:30] = 0.6  # a large neighbouring object: not background although it surrounds the first
+    x[:, 19, 19:31] = 0.5  # a thin border around the object: no object, but not the frame's background either
     so = StateObjects("Breakout", "dqn", 4, tuple(_fo(k, 2, (20, 20, 30, 24)) for k in range(4))
-                      + tuple(_fo(k, 5, (20, 24, 30, 26)) for k in range(4)))
+                      + tuple(_fo(k, 5, (20, 24, 30, 60)) for k in range(4)))
     out = remove_object(x, so, 2)
     assert torch.allclose(out[:, 20:24, 20:30], torch.tensor(0.1))
-    assert torch.equal(out[:, 24:26], x[:, 24:26]) and torch.equal(out[:, :20], x[:, :20])
+    assert torch.equal(out[:, 24:], x[:, 24:]) and torch.equal(out[:, :20], x[:, :20])
 
 
 def test_the_zero_frames_of_a_reset_are_no_source_of_background():
@@ -169,5 +170,11 @@ def test_removing_the_ball_leaves_no_ball_pixels_in_breakout_states():
         outside = ~so.mask(cls="Ball")
         assert np.array_equal(out[:, outside], ss.states[i].numpy()[:, outside])
     assert removed > 20
+    # a brick row is in every frame: it is painted with the game's background, black
+    so = objs[0]
+    row = so.select(cls="Block", frames=[3])[2]
+    out = remove_object(ss.states[0], so, row.slot).numpy()
+    x0, y0, x1, y1 = row.box
+    assert (out[:, y0:y1, x0:x1] == 0).all() and (ss.states[0].numpy()[:, y0:y1, x0:x1] > 0).any()
     eff = object_effects(agent, ss.states, objs)
     assert set(eff["cls"]) >= {"Ball", "Player", "Block"} and not eff["unchanged"].any()

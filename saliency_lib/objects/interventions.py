@@ -12,10 +12,13 @@ Removing object ``o`` (an OCAtari slot, :mod:`saliency_lib.objects.extraction`) 
    without ``o`` (``o`` absent from ``j``, or its box there disjoint from ``B_k``), the pixels of
    ``B_k`` are copied from the nearest such frame (ties: the older one). A moving object
    (ball, ghost, bullet) thus leaves what was behind it.
-3. **Background of the region.** Otherwise (``o`` covers ``B_k`` in every frame: bricks, pills,
-   shields, a paddle at rest, and every object of a one-frame Mask-A3C state) ``B_k`` is filled
-   with the median of the one-pixel ring around it that lies outside every object's box in
-   frame ``k`` (the whole frame outside the boxes if the ring has none).
+3. **The game's background colour.** Otherwise (``o`` covers ``B_k`` in every frame: bricks,
+   pills, shields, a paddle at rest, and every object of a one-frame Mask-A3C state) ``B_k`` is
+   filled with the most common value of frame ``k`` outside every object's box. On the study's
+   states that is the colour behind the objects of play: black in Breakout and Space Invaders,
+   the maze's corridors in Ms. Pac-Man, the water in Frostbite. (A local estimate, such as the
+   ring of pixels around the box, fails where objects touch: around a middle row of Breakout's
+   bricks only the grey side walls lie outside the other rows.)
 
 Frames are never changed outside the object's boxes, and a box whose pixels already show the
 background is left unchanged (tested). The agent's change is read for the explained action
@@ -56,19 +59,11 @@ def _disjoint(a, b) -> bool:
     return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
 
 
-def _ring_fill(frame: np.ndarray, box, others: np.ndarray) -> float:
-    """Median of the one-pixel ring around ``box`` outside every object box (``others``)."""
-    h, w = frame.shape
-    x0, y0, x1, y1 = box
-    ring = np.zeros((h, w), dtype=bool)
-    ring[max(y0 - 1, 0):min(y1 + 1, h), max(x0 - 1, 0):min(x1 + 1, w)] = True
-    ring[y0:y1, x0:x1] = False
-    keep = ring & ~others
-    if not keep.any():
-        keep = ~others
-    if not keep.any():
-        keep = np.ones_like(others)
-    return float(np.median(frame[keep]))
+def _background(frame: np.ndarray, others: np.ndarray) -> float:
+    """The most common value of ``frame`` outside the object boxes ``others`` (the whole frame if they cover it)."""
+    px = frame[~others] if not others.all() else frame.reshape(-1)
+    values, counts = np.unique(px, return_counts=True)
+    return float(values[np.argmax(counts)])  # ties: the smallest value
 
 
 def remove_object(state, objects, slot: int):
@@ -110,7 +105,7 @@ def remove_object(state, objects, slot: int):
             out[k, y0:y1, x0:x1] = x[j, y0:y1, x0:x1]
         else:
             others = box_mask([o.box for o in objects.objects if o.frame == k], objects.shape)
-            out[k, y0:y1, x0:x1] = _ring_fill(x[k], b, others)
+            out[k, y0:y1, x0:x1] = _background(x[k], others)
     if is_tensor:
         return torch.as_tensor(out, dtype=state.dtype, device=state.device)
     return out.astype(x.dtype, copy=False)
