@@ -23,7 +23,7 @@ LAYERS = {
     "envs": 1,
     "agents": 2, "states": 2, "play": 2,
     "explainers": 3, "train": 3,
-    "metrics": 4,
+    "metrics": 4, "objects": 4,
     "experiments": 5,
     "cli": 6,
 }
