@@ -350,10 +350,14 @@ def state_objects(states, *, hud: bool = True, progress: bool = False) -> list[S
 
         it = tqdm(it, desc=f"objects {game}")
     out = []
+    seen: dict[bytes, list[SceneObject]] = {}  # consecutive states share 3 of their 4 frames: read each once
     for i in it:
         objs = []
         for k in range(rams.shape[1]):
-            for o in frame_objects(game, rams[i, k], hud=hud):
+            key = rams[i, k].tobytes()
+            if key not in seen:
+                seen[key] = frame_objects(game, rams[i, k], hud=hud)
+            for o in seen[key]:
                 objs.append(FrameObject(k, o, map_box(o.box, states.preset, game)))
         empty = tuple(k for k in range(rams.shape[1]) if (rams[i, k] < 0).all())
         out.append(StateObjects(game, states.preset, int(rams.shape[1]), tuple(objs), empty))
