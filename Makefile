@@ -34,7 +34,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	  $(UV) pip install --quiet --python $(PY) --no-deps -e . ; \
 	else \
 	  set -x; \
-	  $(PY) -m pip install --quiet $(FIND_LINKS) -r $(LOCK) && \
+	  $(PY) -m pip install --quiet --no-deps $(FIND_LINKS) -r $(LOCK) && \
 	  $(PY) -m pip install --quiet --no-deps -e . ; \
 	fi
 	touch $(STAMP)

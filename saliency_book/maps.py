@@ -43,13 +43,14 @@ def highlight_states(agent, spec: str, selection: StateSelection, *,
     """HIGHLIGHTS-DIV states of one greedy trajectory, most important first, with their raw frames (a ``StateSet``).
 
     Plays ``selection.trajectory`` greedy steps (:func:`saliency_lib.states.collect_states`) and keeps the
-    ``selection.budget`` states :func:`saliency_lib.states.select_highlights` chooses, cached under
+    ``selection.budget`` states :func:`saliency_lib.highlights.select_highlights` chooses, cached under
     ``<results_dir>/_local/media``. ``meta`` holds ``key`` (the selection's cache key), ``trajectory_index``,
     ``importance`` and ``threshold`` (the diversity threshold).
     """
     import torch
 
-    from saliency_lib.states import StateSet, collect_states, importance, select_highlights
+    from saliency_lib.highlights import importance, select_highlights
+    from saliency_lib.states import StateSet, collect_states
 
     config = {"what": "highlight_states", "agent": spec, "sha256": agent.meta.get("sha256"), "game": agent.game,
               "preset": agent.preset, **asdict(selection)}

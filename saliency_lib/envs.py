@@ -64,7 +64,7 @@ from .games import game_info, mask_a3c_crop, valid_games
 
 gym.register_envs(ale_py)
 
-__all__ = ["PRESETS", "MODES", "make_env", "raw_frame", "obs_shape", "NormalizeObservation"]
+__all__ = ["PRESETS", "MODES", "make_env", "raw_frame", "ram_stack", "obs_shape", "NormalizeObservation"]
 
 PRESETS = ("dqn", "mask_a3c")
 MODES = ("train", "eval")
@@ -102,29 +102,44 @@ class NoopReset(gym.Wrapper):
 
 
 class MaxAndSkip(gym.Wrapper):
-    """Repeat the action ``skip`` raw frames; observation = max of the last two raw frames."""
+    """Repeat the action ``skip`` raw frames; observation = max of the last two raw frames.
 
-    def __init__(self, env: gym.Env, skip: int = 4):
+    With ``record_ram=True``, ``info["ram"]`` holds the emulator RAM after each of the raw
+    frames behind the observation: ``(2, 128)`` uint8 (the row repeated where the observation
+    is one raw frame, as after a reset).
+    """
+
+    def __init__(self, env: gym.Env, skip: int = 4, record_ram: bool = False):
         super().__init__(env)
         self.skip = skip
+        self.record_ram = record_ram
         self.last_rgb: np.ndarray | None = None
+
+    def _ram(self) -> np.ndarray:
+        return self.unwrapped.ale.getRAM().copy()
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
         self.last_rgb = obs
+        if self.record_ram:
+            info = {**info, "ram": np.stack([self._ram()] * 2)}
         return obs, info
 
     def step(self, action):
-        total, frames, info = 0.0, [], {}
+        total, frames, rams, info = 0.0, [], [], {}
         term = trunc = False
         for _ in range(self.skip):
             obs, r, term, trunc, info = self.env.step(action)
             total += float(r)
             frames.append(obs)
+            if self.record_ram:
+                rams.append(self._ram())
             if term or trunc:
                 break
         obs = frames[-1] if len(frames) == 1 else np.maximum(frames[-2], frames[-1])
         self.last_rgb = obs
+        if self.record_ram:
+            info = {**info, "ram": np.stack(rams[-2:] if len(rams) > 1 else rams * 2)}
         return obs, total, term, trunc, info
 
 
@@ -181,7 +196,10 @@ class FireOnLifeLoss(gym.Wrapper):
         obs, r, term, trunc, info = self.env.step(action)
         lives = self.unwrapped.ale.lives()
         if lives < self.lives and not (term or trunc):
-            _, r2, term, trunc, info = self.env.step(1)
+            _, r2, term, trunc, fire_info = self.env.step(1)
+            if "ram" in info:  # the RAM behind the returned (pre-FIRE) observation
+                fire_info = {**fire_info, "ram": info["ram"]}
+            info = fire_info
             r += r2
         self.lives = lives
         return obs, r, term, trunc, info
@@ -211,6 +229,44 @@ class WarpGray84(gym.ObservationWrapper):
     def observation(self, obs):
         gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
         return cv2.resize(gray, (84, 84), interpolation=cv2.INTER_AREA)
+
+
+class RecordRam(gym.Wrapper):
+    """Keep the RAM behind each of the last ``k`` observations, beside :class:`StackFrames`.
+
+    Sits directly inside the frame stack (or the frame processing, ``k = 1``) and reads the
+    ``info["ram"]`` that :class:`MaxAndSkip` writes with ``record_ram=True``. ``ram_stack`` is
+    ``(k, 2, 128)`` int16, oldest first like the stack: the RAM after each of the two raw
+    frames that were max-pooled into each stacked frame, ``-1`` for the zero frames of a reset.
+    Observations and rewards pass through unchanged.
+    """
+
+    def __init__(self, env: gym.Env, k: int):
+        super().__init__(env)
+        self.k = k
+        self.rams: deque = deque(maxlen=k)
+
+    @property
+    def ram_stack(self) -> np.ndarray:
+        return np.stack(list(self.rams))
+
+    def _push(self, info) -> None:
+        ram = info.get("ram")
+        if ram is None:
+            raise RuntimeError("RecordRam needs MaxAndSkip(record_ram=True) below it; build the env with make_env(..., record_ram=True)")
+        self.rams.append(np.asarray(ram, dtype=np.int16))
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        for _ in range(self.k - 1):
+            self.rams.append(np.full((2, 128), -1, dtype=np.int16))
+        self._push(info)
+        return obs, info
+
+    def step(self, action):
+        obs, r, term, trunc, info = self.env.step(action)
+        self._push(info)
+        return obs, r, term, trunc, info
 
 
 class StackFrames(gym.Wrapper):
@@ -339,6 +395,7 @@ def make_env(
     max_episode_frames: int | None = None,
     render_mode: str | None = None,
     repeat_action_probability: float = 0.0,
+    record_ram: bool = False,
 ) -> gym.Env:
     """Build the wrapped Atari environment of one preset.
 
@@ -365,6 +422,10 @@ def make_env(
         Sticky actions: ALE's probability of repeating the previous action at each raw
         frame (0.25 in Machado et al. 2018). Default 0: the deterministic emulator of
         both papers.
+    record_ram : bool, optional
+        Also record the emulator RAM behind every stacked frame (:class:`RecordRam`; read
+        it with :func:`ram_stack`), for the object extraction of :mod:`saliency_lib.objects`.
+        Observations, rewards and the emulator's course are the same either way.
 
     Returns
     -------
@@ -395,26 +456,29 @@ def make_env(
     if preset == "dqn":
         extra = 0 if train else info.reset_noop_frames
         env = NoopReset(env, noop_max or (30 if train else 1), extra)
-        env = MaxAndSkip(env, 4)
+        env = MaxAndSkip(env, 4, record_ram)
         if train:
             env = EpisodicLife(env)
         if info.fire_reset:
             env = FireReset(env)
             if not train:
                 env = FireOnLifeLoss(env)
-        env = StackFrames(WarpGray84(env), 4, scale=True)
+        env = WarpGray84(env)
+        env = StackFrames(RecordRam(env, 4) if record_ram else env, 4, scale=True)
         if train:
             env = ScaleReward(env, info.min_reward, clip_rewards)
         if fixed_start:
             env = FixedStart(env, info.fixed_start_noops, info.fill_action)
     else:
         env = NoopReset(env, noop_max or 30, 0)
-        env = MaxAndSkip(env, 4)
+        env = MaxAndSkip(env, 4, record_ram)
         env = EpisodicLife(env)
         if env.unwrapped.get_action_meanings()[1] == "FIRE":
             env = FireReset(env)
         if not train:
             env = ContinueAfterLifeLoss(env)
+        if record_ram:
+            env = RecordRam(env, 1)
         env = NormalizeObservation(MaskA3CFrame(env, mask_a3c_crop(game)))
         if train:
             env = ScaleReward(env, None, clip=True)
@@ -424,6 +488,17 @@ def make_env(
 def raw_frame(env: gym.Env) -> np.ndarray:
     """The last max-pooled raw RGB frame (210×160×3) behind the current observation."""
     return env.get_wrapper_attr("last_rgb")
+
+
+def ram_stack(env: gym.Env) -> np.ndarray:
+    """The RAM behind each frame of the current observation: ``(k, 2, 128)`` int16 (see :class:`RecordRam`).
+
+    Raises
+    ------
+    AttributeError
+        If the env was not built with ``make_env(..., record_ram=True)``.
+    """
+    return env.get_wrapper_attr("ram_stack")
 
 
 def _all_games() -> list[str]:  # used by the CLI's help text

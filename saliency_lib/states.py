@@ -1,8 +1,8 @@
 """Which states are explained: the benchmark trajectory and HIGHLIGHTS-DIV summaries.
 
 :func:`collect_states` plays the greedy agent and records every state it sees
-(reference §2.1). :func:`highlights_div` picks a few important, mutually
-different states (reference §2.2; Amir & Amir 2018, as adapted in HIGHLIGHTS-LRP).
+(reference §2.1); :mod:`saliency_lib.highlights` picks a few important, mutually
+different ones among them (reference §2.2).
 
 Benchmark trajectory (``dqn`` preset)
 -------------------------------------
@@ -62,7 +62,7 @@ from ._io import atomic_write
 from .agents.base import Agent
 from .games import BENCHMARK_STATES, EPISODE_STEP_CAP
 
-__all__ = ["StateSet", "collect_states", "duplicate_states", "spread_indices", "collect_spread_states", "importance", "diversity_threshold", "Highlights", "highlights_div", "select_highlights"]
+__all__ = ["StateSet", "collect_states", "duplicate_states", "spread_indices", "collect_spread_states"]
 
 #: Outputs that are not per-state vectors and are not stored in a StateSet.
 _SKIP_OUTPUTS = ("hidden",)
@@ -94,6 +94,12 @@ class StateSet:
         Game index (0 = the first game of the trajectory).
     game, preset, agent : str
     seed : int
+    meta : dict
+    rams : ndarray, shape (N, K, 2, 128), int16, or None
+        The emulator RAM behind each of the state's ``K`` stacked frames (4 for ``dqn``, 1 for
+        ``mask_a3c``), after each of the two raw frames max-pooled into it; ``-1`` for the zero
+        frames of a reset. Recorded with ``rams=True`` (:func:`saliency_lib.envs.ram_stack`), for
+        :mod:`saliency_lib.objects`; ``None`` otherwise. The states do not depend on it.
     """
 
     states: torch.Tensor
@@ -108,6 +114,7 @@ class StateSet:
     agent: str = ""
     seed: int = 0
     meta: dict = field(default_factory=dict)
+    rams: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.states.shape[0])
@@ -125,9 +132,10 @@ class StateSet:
             hidden=None if self.hidden is None else tuple(h[idx] for h in self.hidden),
             frames=None if self.frames is None else self.frames[ni], steps=self.steps[ni], episode=self.episode[ni],
             game=self.game, preset=self.preset, agent=self.agent, seed=self.seed, meta=dict(self.meta),
+            rams=None if self.rams is None else self.rams[ni],
         )
 
-    _ARRAYS = ("frames", "steps", "episode")
+    _ARRAYS = ("frames", "steps", "episode", "rams")
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the set with ``torch.save``, atomically; arrays as tensors, ``meta`` as JSON,
@@ -143,17 +151,18 @@ class StateSet:
         """Read a set written by :meth:`save` (``weights_only=True``: no code runs from the file)."""
         d = torch.load(path, weights_only=True)
         for k in cls._ARRAYS:
-            d[k] = None if d[k] is None else d[k].numpy()
+            d[k] = None if d.get(k) is None else d[k].numpy()  # sets saved before ``rams`` existed lack it
         d["meta"] = json.loads(d["meta"])
         return cls(**d)
 
 
-def _make_env(agent: Agent, game_index: int):
+def _make_env(agent: Agent, game_index: int, rams: bool = False):
     from .envs import make_env
 
     if agent.preset == "dqn":
-        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if game_index == 0 else 30)
-    return make_env(agent.game, agent.preset, mode="eval")
+        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if game_index == 0 else 30,
+                        record_ram=rams)
+    return make_env(agent.game, agent.preset, mode="eval", record_ram=rams)
 
 
 _RANDOM_START = 30
@@ -173,20 +182,21 @@ def _random_start(env, agent: Agent, rng: np.random.Generator):
     return obs
 
 
-def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool, random_starts: bool = False):
-    """Greedy play: per agent step ``(x, action, out, hidden_in, t, game_index, rgb, game_over)``.
+def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool, rams: bool = False, random_starts: bool = False):
+    """Greedy play: per agent step ``(x, action, out, hidden_in, t, game_index, rgb, ram, game_over)``.
 
     ``hidden_in`` is the recurrent state fed into the network at that step (None for
     feed-forward agents), ``t`` the agent step in its game, ``rgb`` the raw frame (None unless
-    ``frames``) and ``game_over`` whether the step ended the game. After a game over the next
-    game starts (seed ``seed + game index``), unless ``one_game``, which ends the play; with
-    ``random_starts`` it begins with 1..30 random actions. ``send(True)`` into the generator
-    ends the current game (an agent stuck on a still screen) and starts the next.
+    ``frames``), ``ram`` the RAM stack behind the state (None unless ``rams``) and ``game_over``
+    whether the step ended the game. After a game over the next game starts (seed ``seed + game
+    index``), unless ``one_game``, which ends the play; with ``random_starts`` it begins with
+    1..30 random actions. ``send(True)`` into the generator ends the current game (an agent stuck
+    on a still screen) and starts the next.
     """
-    from .envs import raw_frame
+    from .envs import ram_stack, raw_frame
 
     game_index = 0
-    env = _make_env(agent, game_index)
+    env = _make_env(agent, game_index, rams)
     try:
         obs, _ = env.reset(seed=seed)
         hidden = agent.initial_hidden(1)
@@ -197,10 +207,11 @@ def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool, random_start
             out = agent(x, hidden)
             action = int(out[agent.default_output].argmax(1)[0])
             rgb = raw_frame(env).copy() if frames else None
+            ram = ram_stack(env) if rams else None
             hidden_in = hidden
             hidden = out.get("hidden") if agent.recurrent else None
             obs, _, term, trunc, info = env.step(action)
-            stuck = yield x, action, out, hidden_in, t, game_index, rgb, bool(term or trunc)
+            stuck = yield x, action, out, hidden_in, t, game_index, rgb, ram, bool(term or trunc)
             t += 1
             if info.get("life_lost") and hidden is not None:
                 hidden = agent.initial_hidden(1)
@@ -209,7 +220,7 @@ def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool, random_start
                     return
                 env.close()
                 game_index += 1
-                env = _make_env(agent, game_index)
+                env = _make_env(agent, game_index, rams)
                 if random_starts:
                     obs = _random_start(env, agent, np.random.default_rng(seed + game_index))
                 else:
@@ -220,7 +231,8 @@ def _play(agent: Agent, seed: int, *, one_game: bool, frames: bool, random_start
         env.close()
 
 
-def _state_set(agent: Agent, records: list, seed: int, frames: bool, meta: dict | None = None) -> StateSet:
+def _state_set(agent: Agent, records: list, seed: int, frames: bool, meta: dict | None = None,
+               rams: bool = False) -> StateSet:
     outs: dict[str, list] = {}
     for _, _, out, *_ in records:
         for k, v in out.items():
@@ -235,7 +247,7 @@ def _state_set(agent: Agent, records: list, seed: int, frames: bool, meta: dict 
         frames=np.stack([r[6] for r in records]) if frames else None,
         steps=np.asarray([r[4] for r in records], dtype=np.int64), episode=np.asarray([r[5] for r in records], dtype=np.int64),
         game=agent.game, preset=agent.preset, agent=str(agent.meta.get("source", type(agent.net).__name__)), seed=int(seed),
-        meta=dict(meta or {}),
+        meta=dict(meta or {}), rams=np.stack([r[7] for r in records]) if rams else None,
     )
 
 
@@ -256,7 +268,7 @@ def _state_key(x: torch.Tensor, hidden) -> bytes:
 
 @torch.no_grad()
 def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, frames: bool = False, progress: bool = False,
-                   distinct: bool = False) -> StateSet:
+                   distinct: bool = False, rams: bool = False) -> StateSet:
     """Play the greedy agent and record ``n`` consecutive states.
 
     Parameters
@@ -276,6 +288,10 @@ def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, fr
         after the first begins with 1..30 random actions (see the module notes). Its ``meta``
         records ``selection="distinct"``, ``first_change`` (the first index at which the set differs
         from the plain trajectory's), ``skipped`` (repeated states left out) and ``games``.
+    rams : bool, optional
+        Also record the emulator RAM behind every stacked frame (``StateSet.rams``, 1 kB per
+        state), from which :mod:`saliency_lib.objects` reads the game's objects. The states,
+        actions and outputs are the same either way.
 
     Returns
     -------
@@ -290,11 +306,11 @@ def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, fr
     """
     _check_n(n)
     if not distinct:
-        play = _play(agent, seed, one_game=False, frames=frames)
+        play = _play(agent, seed, one_game=False, frames=frames, rams=rams)
         records = [next(play) for _ in _bar(range(n), progress, f"states {agent.game}")]
         play.close()
-        return _state_set(agent, records, seed, frames)
-    play = _play(agent, seed, one_game=False, frames=frames, random_starts=True)
+        return _state_set(agent, records, seed, frames, rams=rams)
+    play = _play(agent, seed, one_game=False, frames=frames, rams=rams, random_starts=True)
     records, seen, skipped, still, first_change = [], set(), 0, 0, None
     bar = _bar(range(n), progress, f"distinct states {agent.game}")
     rec = next(play)
@@ -314,7 +330,7 @@ def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, fr
                 bar.update(1)
             if len(records) == n:
                 break
-        if rec[7] and first_change is None:  # a game over: the next game starts otherwise than the plain trajectory's
+        if rec[8] and first_change is None:  # a game over: the next game starts otherwise than the plain trajectory's
             first_change = len(records)
         rec = play.send(still >= _STILL_STEPS)
         if still >= _STILL_STEPS:
@@ -324,7 +340,7 @@ def collect_states(agent: Agent, n: int = BENCHMARK_STATES, *, seed: int = 0, fr
         bar.close()
     meta = {"selection": "distinct", "first_change": n if first_change is None else first_change, "skipped": skipped,
             "games": int(records[-1][5]) + 1}
-    return _state_set(agent, records, seed, frames, meta)
+    return _state_set(agent, records, seed, frames, meta, rams=rams)
 
 
 def duplicate_states(states: StateSet) -> np.ndarray:
@@ -377,7 +393,7 @@ def spread_indices(length: int, n: int) -> np.ndarray:
 
 @torch.no_grad()
 def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int = EPISODE_STEP_CAP, frames: bool = False,
-                          progress: bool = False) -> StateSet:
+                          progress: bool = False, rams: bool = False) -> StateSet:
     """``n`` states evenly spaced over one whole greedy game from the start (see the module notes).
 
     Parameters
@@ -390,7 +406,7 @@ def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int
     max_steps : int, optional
         Agent-step cap of the game (default 10 000: 40 000 frames, the Mask-A3C environment's
         own cap); a game cut there is spread over its first ``max_steps`` states.
-    frames, progress : bool, optional
+    frames, progress, rams : bool, optional
         As :func:`collect_states`.
 
     Returns
@@ -418,7 +434,7 @@ def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int
     length = len(actions)
     idx = spread_indices(length, n)
     keep, records = set(idx.tolist()), []
-    play = _play(agent, seed, one_game=True, frames=frames)
+    play = _play(agent, seed, one_game=True, frames=frames, rams=rams)
     for i, rec in enumerate(play):
         if rec[1] != actions[i]:
             raise RuntimeError(f"the replay of the game took action {rec[1]} at step {i}, the first play {actions[i]}: "
@@ -429,163 +445,4 @@ def collect_spread_states(agent: Agent, n: int, *, seed: int = 0, max_steps: int
             break
     play.close()
     meta = {"selection": "spread", "episode_length": length, "truncated": not over, "indices": idx.tolist()}
-    return _state_set(agent, records, seed, frames, meta)
-
-
-# -- HIGHLIGHTS-DIV ------------------------------------------------------------------
-def importance(scores) -> np.ndarray:
-    """HIGHLIGHTS importance: best minus second-best output per state (``compare_to='second'``).
-
-    Parameters
-    ----------
-    scores : array_like, shape (N, A), A >= 2
-        Q-values (or policy logits) per state.
-    """
-    s = np.asarray(scores.detach().cpu() if isinstance(scores, torch.Tensor) else scores, dtype=np.float64)
-    if s.ndim != 2 or s.shape[1] < 2:
-        raise ValueError(f"scores must have shape (N, A) with A >= 2 actions, got {s.shape}")
-    top2 = np.sort(s, axis=1)[:, -2:]
-    return top2[:, 1] - top2[:, 0]
-
-
-def _features(features) -> np.ndarray:
-    f = np.asarray(features.detach().cpu() if isinstance(features, torch.Tensor) else features, dtype=np.float64)
-    if f.ndim < 2:
-        raise ValueError(f"features must have shape (N, D), got {f.shape}")
-    return f.reshape(f.shape[0], -1)
-
-
-def diversity_threshold(features, *, percentile: float = 3.0, n_sample: int = 1000, seed: int = 42) -> float:
-    """The ``percentile``-th percentile of pairwise Euclidean feature distances.
-
-    Distances are taken among ``n_sample`` states drawn without replacement
-    (all states if there are fewer), over all unordered pairs.
-    """
-    from scipy.spatial.distance import pdist
-
-    f = _features(features)
-    if not 0 <= percentile <= 100:
-        raise ValueError(f"percentile must lie in [0, 100], got {percentile!r}")
-    if isinstance(n_sample, bool) or not isinstance(n_sample, (int, np.integer)) or n_sample < 2:
-        raise ValueError(f"n_sample must be an integer >= 2, got {n_sample!r}")
-    if f.shape[0] < 2:
-        raise ValueError(f"need at least 2 states to compute a diversity threshold, got {f.shape[0]}")
-    if f.shape[0] > n_sample:
-        f = f[np.random.default_rng(seed).choice(f.shape[0], n_sample, replace=False)]
-    return float(np.percentile(pdist(f), percentile))
-
-
-@dataclass(frozen=True)
-class Highlights:
-    """Result of :func:`highlights_div`.
-
-    Attributes
-    ----------
-    states : list of int
-        The chosen states, in ascending order.
-    with_context : list of int
-        The chosen states with ``context_length`` neighbours on each side
-        (clipped to the trajectory), ascending, no duplicates.
-    threshold : float
-        The diversity threshold used.
-    """
-
-    states: list[int]
-    with_context: list[int]
-    threshold: float
-
-
-def _context(chosen: list[int], context_length: int, n: int) -> list[int]:
-    out: set[int] = set()
-    for s in chosen:
-        out.update(range(max(s - context_length, 0), min(s + context_length, n - 1) + 1))
-    return sorted(out)
-
-
-def highlights_div(
-    importance_scores,
-    features,
-    *,
-    budget: int = 5,
-    context_length: int = 10,
-    minimum_gap: int = 10,
-    percentile: float = 3.0,
-    n_sample: int = 1000,
-    seed: int = 42,
-    threshold: float | None = None,
-) -> Highlights:
-    """HIGHLIGHTS-DIV summary states (reference §2.2).
-
-    Greedy loop over the states in descending importance (ties: lower index first):
-
-    1. skip a state if an already chosen state lies closer than
-       ``context_length + minimum_gap`` steps (strictly) to it;
-    2. otherwise accept it if nothing is chosen yet, or if its minimum Euclidean
-       feature distance to every chosen state *and their ±context_length
-       neighbours* exceeds the diversity threshold;
-    3. stop when ``budget`` states are chosen.
-
-    Parameters
-    ----------
-    importance_scores : array_like, shape (N,)
-        E.g. :func:`importance` of the Q-values.
-    features : array_like, shape (N, D)
-        Penultimate-layer activations (the ``features`` output).
-    budget, context_length, minimum_gap : int
-        Paper: 5, 10, 10.
-    percentile : float
-        Diversity threshold = this percentile of the pairwise distances among up
-        to ``n_sample`` random states (paper: 3; its Breakout figures: 75).
-    n_sample : int
-        States sampled for the threshold (paper: 1000).
-    seed : int
-        Seed of that sample.
-    threshold : float, optional
-        Use this threshold instead of computing it.
-
-    Returns
-    -------
-    Highlights
-
-    Raises
-    ------
-    ValueError
-        For mismatched lengths, negative context or gap, or a budget below 1.
-    """
-    imp = np.asarray(importance_scores.detach().cpu() if isinstance(importance_scores, torch.Tensor) else importance_scores, dtype=np.float64).reshape(-1)
-    f = _features(features)
-    n = imp.shape[0]
-    if f.shape[0] != n:
-        raise ValueError(f"importance_scores ({n}) and features ({f.shape[0]}) must have one entry per state")
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-        raise ValueError(f"budget must be a positive integer, got {budget!r}")
-    for name, v in (("context_length", context_length), ("minimum_gap", minimum_gap)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    if np.isnan(imp).any():
-        raise ValueError("importance_scores contain NaN")
-    thr = float(threshold) if threshold is not None else diversity_threshold(f, percentile=percentile, n_sample=n_sample, seed=seed)
-    span = context_length + minimum_gap
-    chosen: list[int] = []
-    for s in np.argsort(-imp, kind="stable"):
-        s = int(s)
-        if any(abs(s - c) < span for c in chosen):
-            continue
-        if chosen:
-            ctx = _context(chosen, context_length, n)
-            dmin = float(np.sqrt(((f[ctx] - f[s]) ** 2).sum(axis=1)).min())
-            if not dmin > thr:
-                continue
-        chosen.append(s)
-        if len(chosen) == budget:
-            break
-    chosen.sort()
-    return Highlights(states=chosen, with_context=_context(chosen, context_length, n), threshold=thr)
-
-
-def select_highlights(states: StateSet, **kwargs) -> Highlights:
-    """:func:`highlights_div` on a :class:`StateSet`: importance of its ``q``/``logits``, its ``features``."""
-    scores = states.outputs.get("q", states.outputs.get("logits"))
-    if scores is None or "features" not in states.outputs:
-        raise ValueError("the StateSet needs 'q' or 'logits' and 'features' outputs for HIGHLIGHTS-DIV")
-    return highlights_div(importance(scores), states.outputs["features"], **kwargs)
+    return _state_set(agent, records, seed, frames, meta, rams=rams)

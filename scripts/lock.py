@@ -24,13 +24,19 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements.lock"
 PYPROJECT = ROOT / "pyproject.toml"
 #: The optional-dependency groups that ``make env`` installs, in the lock.
-EXTRAS = ("dev", "book", "captum", "ray")
+EXTRAS = ("dev", "book", "captum", "ray", "objects")
+#: Requirements that replace what a package declares (``uv pip compile --override``). OCAtari 2.2.1
+#: declares numpy<2, which its RAM arithmetic needs only on uint8 RAM (saliency_lib.objects passes
+#: int64; tests/fixtures/ocatari_objects.json proves the objects equal numpy 1.26's). Quantus declares
+#: opencv-python, whose cv2 would overwrite opencv-python-headless's: a never-true marker drops it.
+OVERRIDES = ("numpy>=1.24", "opencv-python; sys_platform == 'never'")
 #: The lock's target: uv resolves for this interpreter and platform, whatever runs it.
 PYTHON_VERSION = "3.11"
 PYTHON_PLATFORM = "x86_64-manylinux_2_28"
@@ -117,7 +123,8 @@ def header(pyproject: Path = PYPROJECT) -> str:
         f"# Exact versions of everything `make env` installs: CPython {PYTHON_VERSION}, Linux x86-64"
         f" ({PYTHON_PLATFORM}).\n"
         "# Regenerate with `make lock` (`make lock UPGRADE=1` to move every pin); never edit by hand.\n"
-        f"# Inputs: pyproject.toml's project.dependencies and the extras {', '.join(EXTRAS)}.\n"
+        f"# Inputs: pyproject.toml's project.dependencies and the extras {', '.join(EXTRAS)};\n"
+        f"# overrides (scripts/lock.py): {'; '.join(OVERRIDES)}. Install with --no-deps: the lock is complete.\n"
         f"# {HASH_KEY}: {dependency_hash(pyproject)}\n"
         "# torch is the CPU build, found through --find-links (Makefile: TORCH_FIND_LINKS), not PyPI.\n"
     )
@@ -154,7 +161,10 @@ def compile_lock(
         cmd += ["--find-links", link]
     if upgrade:
         cmd.append("--upgrade")
-    subprocess.run(cmd, check=True, cwd=pyproject.parent)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as overrides:
+        overrides.write("\n".join(OVERRIDES) + "\n")
+        overrides.flush()
+        subprocess.run([*cmd, "--override", overrides.name], check=True, cwd=pyproject.parent)
     body = Path(lock).read_text()
     Path(lock).write_text(header(pyproject) + body)
     p = pins(lock)

@@ -27,9 +27,9 @@ ROOMS = (LIB, STUDY, BOOK)
 LAYERS = {
     "_io": 0, "games": 0, "results": 0, "validation": 0, "versions": 0, "viz": 0, "__init__": 9, "__main__": 9,
     "envs": 1,
-    "agents": 2, "states": 2, "play": 2, "inference": 2,
+    "agents": 2, "states": 2, "highlights": 2, "play": 2, "inference": 2,
     "explainers": 3, "train": 3,
-    "metrics": 4, "video": 4, "game_video": 4,
+    "metrics": 4, "video": 4, "game_video": 4, "objects": 4,
     "sweep": 5,
     "cli": 6,
 }

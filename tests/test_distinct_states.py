@@ -47,7 +47,7 @@ class CycleEnv:
 
 @pytest.fixture
 def agent(monkeypatch):
-    monkeypatch.setattr(st, "_make_env", lambda agent, game_index: CycleEnv())
+    monkeypatch.setattr(st, "_make_env", lambda agent, game_index, rams=False: CycleEnv())
     monkeypatch.setattr("saliency_lib.envs.raw_frame", lambda env: np.zeros((210, 160, 3), np.uint8))
     torch.manual_seed(0)
     return QAgent(PatchQNet(), game="Breakout", preset="dqn", n_actions=4)
@@ -86,7 +86,7 @@ def test_the_plain_trajectory_replays_and_the_distinct_one_does_not(agent):
 
 
 def test_a_play_that_only_repeats_itself_is_refused(monkeypatch, agent):
-    monkeypatch.setattr(st, "_make_env", lambda agent, game_index: CycleEnv(period=3, length=5))
+    monkeypatch.setattr(st, "_make_env", lambda agent, game_index, rams=False: CycleEnv(period=3, length=5))
     with pytest.raises(RuntimeError, match="found only 3 distinct states of 5"):
         collect_states(agent, 5, seed=0, distinct=True)
 

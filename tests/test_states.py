@@ -5,16 +5,8 @@ import pytest
 import torch
 
 from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, build_agent
-from saliency_lib.states import (
-    StateSet,
-    collect_spread_states,
-    collect_states,
-    diversity_threshold,
-    highlights_div,
-    importance,
-    select_highlights,
-    spread_indices,
-)
+from saliency_lib.highlights import diversity_threshold, highlights_div, importance, select_highlights
+from saliency_lib.states import StateSet, collect_spread_states, collect_states, spread_indices
 
 torch.set_num_threads(1)
 

@@ -63,7 +63,8 @@ import numpy as np
 
 from ..validation import check_choice, check_float, check_int
 
-__all__ = ["INTERVALS", "DEFAULT_INTERVAL", "autocorrelation", "effective_sample_size", "ess_t_ci", "block_length",
+__all__ = ["INTERVALS", "DEFAULT_INTERVAL", "finite_series", "ess_weighted", "autocorrelation", "effective_sample_size",
+           "ess_t_ci", "block_length",
            "block_indices", "block_bootstrap_ci", "mean_ci", "paired_block_test", "pooled_block_ci"]
 
 INTERVALS = ("ess_t", "block")
@@ -74,7 +75,8 @@ DEFAULT_INTERVAL = "ess_t"
 """The interval that covers on dependent series (see the module's coverage table)."""
 
 
-def _finite_series(values) -> np.ndarray:
+def finite_series(values) -> np.ndarray:
+    """``values`` as a flat float64 array without its non-finite entries, in order."""
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     # a state without a value is dropped; its neighbours close up, which shortens one block a little
     return v[np.isfinite(v)]
@@ -87,7 +89,7 @@ def autocorrelation(values, max_lag: int | None = None) -> np.ndarray:
     every lag), which keeps the sequence positive semi-definite. A constant series, for which
     ``acf`` is undefined, has ``ρ_k = 0`` for ``k ≥ 1`` here.
     """
-    v = _finite_series(values)
+    v = finite_series(values)
     n = v.size
     if n < 2:
         raise ValueError(f"autocorrelation needs at least 2 finite values, got {n}")
@@ -117,7 +119,7 @@ def effective_sample_size(values) -> float:
     Ours: NaNs are dropped; fewer than 4 values give their count (too few to split and pair);
     the result is capped at ``n`` (arviz-stats reaches ``n log10 n`` on anti-correlated series).
     """
-    v = _finite_series(values)
+    v = finite_series(values)
     n = v.size
     if n < 4 or np.ptp(v) == 0:
         return float(n)
@@ -126,7 +128,7 @@ def effective_sample_size(values) -> float:
     return float(min(n, float(array_stats.ess(v, chain_axis=None, draw_axis=-1, method="mean"))))
 
 
-def _ess_weighted(v: np.ndarray, n_eff: float):
+def ess_weighted(v: np.ndarray, n_eff: float):
     """statsmodels' ``DescrStatsW`` of ``v`` with frequency weights that sum to ``n_eff``."""
     from statsmodels.stats.weightstats import DescrStatsW
 
@@ -162,7 +164,7 @@ def ess_t_ci(values, *, confidence: float = 0.95, n_eff: float | None = None) ->
         trajectory worth one state has no spread to measure); ``(v, v)`` if all values equal ``v``.
     """
     check_float("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
-    v = _finite_series(values)
+    v = finite_series(values)
     if v.size < 2:
         return float("nan"), float("nan")
     if np.ptp(v) == 0:
@@ -170,7 +172,7 @@ def ess_t_ci(values, *, confidence: float = 0.95, n_eff: float | None = None) ->
     n_eff = effective_sample_size(v) if n_eff is None else float(n_eff)
     if not n_eff >= 2:
         return float("nan"), float("nan")
-    lo, hi = _ess_weighted(v, n_eff).tconfint_mean(alpha=1 - confidence)
+    lo, hi = ess_weighted(v, n_eff).tconfint_mean(alpha=1 - confidence)
     return float(lo), float(hi)
 
 
@@ -185,7 +187,7 @@ def block_length(values) -> int:
     and fewer than 4 values get 1; a series too short for arch's lag window (fewer than about
     12 values) gets the cap, the cautious choice when the dependence cannot be measured.
     """
-    v = _finite_series(values)
+    v = finite_series(values)
     n = v.size
     if n < 4 or np.ptp(v) == 0:
         return 1
@@ -249,7 +251,7 @@ def block_bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2
     """
     check_float("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
     check_int("n_resamples", n_resamples, minimum=1)
-    v = _finite_series(values)
+    v = finite_series(values)
     if v.size < 2:
         return float("nan"), float("nan")
     if np.ptp(v) == 0:
@@ -325,7 +327,7 @@ def paired_block_test(a, b, *, confidence: float = 0.95, n_resamples: int = 2000
     n_eff = effective_sample_size(d)
     if interval == "ess_t":
         if n_eff >= 2:
-            w = _ess_weighted(d, n_eff)
+            w = ess_weighted(d, n_eff)
             lo, hi = w.tconfint_mean(alpha=1 - confidence)
             p = w.ttest_mean(0.0)[1]
         else:
@@ -384,7 +386,7 @@ def pooled_block_ci(series: Mapping[str, Sequence[float]] | Sequence[Sequence[fl
     check_int("n_resamples", n_resamples, minimum=1)
     check_choice("interval", interval, INTERVALS)
     items = series.items() if isinstance(series, Mapping) else enumerate(series)
-    parts = {str(k): _finite_series(v) for k, v in items}
+    parts = {str(k): finite_series(v) for k, v in items}
     parts = {k: v for k, v in parts.items() if v.size}
     n = sum(v.size for v in parts.values())
     if n == 0:
@@ -419,7 +421,7 @@ def _pooled_t(spread: dict[str, np.ndarray], n_effs: dict[str, float], n: int, m
 
     if any(n_effs[k] < 2 for k in spread):
         return float("nan"), float("nan")
-    terms = {k: (v.size / n) ** 2 * _ess_weighted(v, n_effs[k]).std_mean ** 2 for k, v in spread.items()}
+    terms = {k: (v.size / n) ** 2 * ess_weighted(v, n_effs[k]).std_mean ** 2 for k, v in spread.items()}
     var = sum(terms.values())
     dof = var**2 / sum(t**2 / (n_effs[k] - 1) for k, t in terms.items())
     half = float(student_t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(var)

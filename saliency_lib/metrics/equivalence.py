@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..validation import check_float
-from .dependence import _ess_weighted, _finite_series, effective_sample_size
+from .dependence import effective_sample_size, ess_weighted, finite_series
 
 __all__ = ["VERDICTS", "MIN_ESS", "Verdict", "equivalence_verdict", "compare_with_reference"]
 
@@ -227,7 +227,7 @@ def compare_with_reference(values, reference: float, *, margin: float, reference
             raise ValueError(f"reference_ddof must be 0 (np.std's population std) or 1 (the sample std), "
                              f"got {reference_ddof!r}; say which standard deviation reference_sd is")
         ref = _summary_sample(reference, sd, n_ref, reference_ddof)
-    v = _finite_series(values)
+    v = finite_series(values)
     n = int(v.size)
     n_eff = effective_sample_size(v)
     diff = float(v.mean()) - reference if n else float("nan")
@@ -235,7 +235,7 @@ def compare_with_reference(values, reference: float, *, margin: float, reference
     if n < 2 or not n_eff >= 2:
         return equivalence_verdict(diff, float("nan"), float("nan"), margin=margin, n_eff=n_eff,
                                    confidence=confidence, n=n, min_ess=min_ess)
-    ours = _ess_weighted(v, n_eff)
+    ours = ess_weighted(v, n_eff)
     with np.errstate(divide="ignore", invalid="ignore"):  # a constant series has no spread: t = ±inf
         if ref is None:
             p = ours.ttost_mean(reference - margin, reference + margin)[0]
