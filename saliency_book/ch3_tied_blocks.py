@@ -1,20 +1,10 @@
 """Chapter 3: maps that are constant on the black background, and what that does to the Spearman test.
 
-On a black region many maps take one value whatever the weights: Integrated Gradients is zero there
-(it multiplies by the input minus its black baseline), SARFA's black disk and Occlusion's black patch
-change nothing. The trained and the randomised agent's maps then share a block of tied pixels. At the
-bottom of both maps the block alone gives a high rank correlation; at the bottom of one and in the
-middle of the other it gives almost none.
-
-* :func:`tied_blocks`: per method and state, each map's largest tie
-  (:func:`~saliency_lib.metrics.similarity.largest_tie`), the shared block, the Spearman similarity
-  over all pixels (the sweep's) and outside the block
-  (:func:`~saliency_lib.metrics.similarity.spearman_untied`), and what the block alone gives
-  (:func:`tie_floor`); the sweep's models (cascading, Glorot, the chapter's seed), parameters and states.
-* :func:`tied_block_test`: the pre-stated test of "the failure comes from the black screen, not from
-  the weights", per method; :func:`tied_block_summary`: the means per method.
-* :func:`study_tied_block_tests`: the same test on every state of the stored paper-scale study, per
-  game, from the sweep's own ``spearman_untied``.
+On a black region many maps take one value whatever the weights (Integrated Gradients is zero there;
+SARFA's black disk and Occlusion's black patch change nothing), so the trained and the randomised
+agent's maps share a block of tied pixels. At the bottom of both maps the block alone gives a high rank
+correlation; at the bottom of one and in the middle of the other it gives almost none. The maps use the
+sweep's models, parameters and states, so the similarity over all pixels equals the sweep's.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Chapter 4 against Huber et al.: method orders, the two factors, per-game AUCs, the state value V, and the
 advantage stream.
 
-* :func:`side_by_side`, :func:`rank_agreement`, :func:`agreement_counts`: the paper's insertion AUCs of a
-  game beside ours, the rank correlation of the two orders per setting, and what agrees, counted;
-  :func:`stored_agreement`, :func:`study_agreement`: the same on the stored paper-scale study.
-* :func:`factors`, :func:`paper_factor_counts`: Huber et al.'s two factors (what is explained, the
-  substrate) in their tables and ours.
-* :func:`insertion_aucs`, :func:`per_game`, :func:`pooled`, :func:`verdict_counts`: the paper's mean AUC
-  beside ours per game and pooled (:mod:`saliency_study.paper` computes the comparison and its verdict).
-* :func:`mean_curve_table`, :func:`measure_degeneracy`: whether a substrate moves a measure at all, the
-  check behind :data:`saliency_study.evidence.DEGENERATE_MEASURES`.
-* :func:`stream_results`, :func:`clean_outputs`, :func:`stream_agreement`, :func:`stream_table`: the
-  paper's benchmark on the advantage stream alone of our dueling DQN agent (``advstream:``).
+:mod:`saliency_study.paper` computes the per-game comparisons and their verdicts; this module reads the
+chapter's and the stored study's AUCs into them, and computes the rank agreements, the factors, the
+degeneracy check behind :data:`saliency_study.evidence.DEGENERATE_MEASURES` and the paper's benchmark on
+the advantage stream alone of our dueling DQN agent (``advstream:``).
 """
 
 from __future__ import annotations
