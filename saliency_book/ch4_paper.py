@@ -33,7 +33,7 @@ from saliency_study.evidence import DEGENERATE_MEASURES, enough_states, too_few
 __all__ = ["side_by_side", "rank_agreement", "agreement_counts", "stored_agreement", "study_agreement", "factors",
            "paper_factor_counts", "insertion_aucs", "per_game", "pooled", "verdict_counts", "KEYS", "CURVE_COLUMNS",
            "mean_curve_table", "summary_curves", "measure_degeneracy", "SCHEME", "stream_spec", "stream_results",
-           "clean_outputs", "stream_agreement", "stream_table"]
+           "clean_outputs", "stream_agreement", "stream_better"]
 
 KEYS = ("substrate", "measure", "method")
 """The columns of one insertion setting of the paper's tables."""
@@ -396,20 +396,11 @@ def stream_agreement(results: pd.DataFrame, stream: pd.DataFrame, game: str, *, 
                                              "full Q"))
 
 
-@notes_pass
-def stream_table(agreement: pd.DataFrame) -> pd.DataFrame | Note:
-    """Both readings side by side per setting (paper's order): ``substrate, paper_measure, methods``, Spearman ρ
-    and its p with the full Q and with the advantage stream, and the common methods with a negative mean AUC in
-    the paper and in each reading."""
-    wide = agreement.pivot_table(index=["substrate", "paper_measure"], columns="reading", aggfunc="first",
-                                 values=["spearman", "spearman_p", "our_negative", "paper_negative", "methods"])
-    if "advantage stream" not in wide["spearman"] or "full Q" not in wide["spearman"]:
-        return Note("Both readings are needed for the comparison.", title="Incomplete")
-    order = [(s, m) for s in PAPER_SUBSTRATES for m in ("q_ratio", "advantage") if (s, m) in wide.index]
-    w = wide.loc[order]
-    return pd.DataFrame({"methods": w[("methods", "full Q")].astype(int), "rho_full": w[("spearman", "full Q")],
-                         "p_full": w[("spearman_p", "full Q")], "rho_stream": w[("spearman", "advantage stream")],
-                         "p_stream": w[("spearman_p", "advantage stream")],
-                         "negative_paper": w[("paper_negative", "full Q")].astype(int),
-                         "negative_full": w[("our_negative", "full Q")].astype(int),
-                         "negative_stream": w[("our_negative", "advantage stream")].astype(int)}).reset_index()
+def stream_better(agreement: pd.DataFrame | Note) -> dict[str, object]:
+    """In how many settings the advantage stream's method order agrees better with the paper's than the full Q's
+    (the higher Spearman ρ), of how many settings (``"–"`` without both readings)."""
+    rho = None if isinstance(agreement, Note) else agreement.pivot_table(
+        index=["substrate", "paper_measure"], columns="reading", values="spearman", dropna=False)
+    if rho is None or not {"full Q", "advantage stream"} <= set(rho.columns):
+        return {"better": "–", "settings": "–"}
+    return {"better": int((rho["advantage stream"] > rho["full Q"]).sum()), "settings": len(rho)}
