@@ -25,8 +25,8 @@
 #
 # This chapter repeats the test for every method of the study, on the study's DQN agent
 # and on the official Mask-A3C agent of {cite:t}`itaya2021visual`. The similarities come
-# from the study's sweep (`saliency_study.study`); `saliency_book.ch3_sanity`
-# summarises, plots and judges them. The cells below only call it.
+# from the study's sweep (`saliency_study.study`); `saliency_book.ch3_sanity` tabulates and
+# judges them, `saliency_book.ch3_figures` shows them. The cells below only call it.
 
 # %% [markdown]
 # ## Parameters
@@ -50,18 +50,49 @@ study_profile = "full"  # the stored study that the per-game comparisons with th
 # states the sweep explains and with which explainer parameters.
 
 # %%
-from saliency_book.common import describe_agents, versions_note
+from IPython.display import display
+from myst_nb import glue
+
+from saliency_book.ch3_figures import (
+    show_comparison,
+    show_curves,
+    show_ns_curves,
+    show_ns_example,
+    show_table,
+    show_tied_block_test,
+    show_tied_blocks,
+    show_verdicts,
+)
 from saliency_book.ch3_sanity import (
     SanityChapter,
     chapter_results,
+    chapter_verdicts,
+    extremes,
     layer_groups_table,
-    sweep_note,
-    verdict_rules,
+    ns_example,
+    ns_table,
+    per_game,
+    pooled,
+    precedents,
+    sanity_rows,
+    sweep_table,
+    verdict_counts,
 )
-from saliency_book.ch3_figures import style_layer_groups, style_verdicts
+from saliency_book.ch3_tied_blocks import (
+    study_tied_block_tests,
+    tied_block_summary,
+    tied_block_test,
+    tied_blocks,
+    zero_share,
+)
+from saliency_book.common import describe_agents, versions_note
+from saliency_study.evidence import MIN_STATES
+from saliency_study.paper import GAME_LABELS, GAME_ORDER
 
 cfg = SanityChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
                     results_dir=results_dir, executor=executor, threshold=threshold, study_profile=study_profile)
+glue("tau", cfg.threshold, display=False)
+glue("min_states", MIN_STATES, display=False)
 cfg
 
 # %% [markdown]
@@ -77,7 +108,8 @@ cfg
 # length chosen from the measured autocorrelation; `saliency_lib.metrics.dependence`), and
 # every table gives the **effective sample size** (ESS) beside the number of states: how
 # many independent states the trajectory is worth. No verdict is printed from fewer than
-# 50 states (`saliency_study.evidence.MIN_STATES`); below that a row says "too few states".
+# {glue:text}`min_states` states (`saliency_study.evidence.MIN_STATES`); below that a row says "too few
+# states".
 #
 # ## The test
 #
@@ -116,15 +148,16 @@ cfg
 
 # %%
 res = chapter_results(cfg)
-describe_agents(list(res.agents.values()))
+agents = list(res.agents.values())
+describe_agents(agents)
 
 # %% [markdown]
 # The cascade runs through each agent's layer groups in this order. Level 1 randomises
 # the first group, level 2 the first two, and so on.
 
 # %%
-caption = "Layer groups of the cascade, from the output down, with their modules and parameter counts."
-style_layer_groups(layer_groups_table(list(res.agents.values()), cfg.device), caption)
+show_table(layer_groups_table(agents, cfg.device), "Layer groups of the cascade, from the output down, with their "
+           "modules and parameter counts.", formats={"Parameters": "{:,}"})
 
 # %% [markdown]
 # The study's DQN agents have Huber et al.'s five groups: output, fully connected layer and three
@@ -133,10 +166,13 @@ style_layer_groups(layer_groups_table(list(res.agents.values()), cfg.device), ca
 # 1 × 1 convolutions, which form the second group, so randomising the heads cannot
 # change the masks.
 #
-# The results cover these states and explainer parameters:
+# The results cover the first states of each agent's greedy game. Outside the `full` profile
+# some explainers run with coarser parameters than Huber et al.'s final ones (every other
+# method as in the paper):
 
 # %%
-sweep_note(cfg, list(res.agents.values()))
+show_table(sweep_table(cfg, agents), f"The states of each agent's results and the explainer parameters that differ "
+           f"from Huber et al.'s in the profile `{cfg.profile}`.")
 
 # %% [markdown]
 # The package versions that made the stored results, against the ones running now:
@@ -151,7 +187,7 @@ versions_note(cfg.profile, cfg.game, results_dir=cfg.results_dir)
 # randomised DQN agent is to the trained agent's map.
 
 # %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the study's DQN agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % moving-block bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-dqn"}}
-res.curves("dqn")
+show_curves(res, "dqn")
 
 # %% [markdown]
 # A curve that falls quickly as the layers are randomised belongs to a method whose map
@@ -164,11 +200,11 @@ res.curves("dqn")
 # methods.
 
 # %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the official Mask-A3C agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % moving-block bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-mask-a3c"}}
-res.curves("mask_a3c")
+show_curves(res, "mask_a3c")
 
 # %% [markdown]
 # The policy and value masks cannot change at the first level, where only the heads are
-# random. Their test starts with the attention layer.
+# random: they are computed before the heads. Their test starts with the attention layer.
 #
 # ## Noise Sensitivity: the failure and its fix
 #
@@ -196,13 +232,20 @@ res.curves("mask_a3c")
 # level at which only the output layer (DQN) or the heads (Mask-A3C) are random.
 
 # %% mystnb={"figure": {"caption": "NS original against NS chosen action under cascading randomisation, one row per available agent (the study's DQN agent and/or the official Mask-A3C agent), one panel per measure. Lines: mean over the states; bands: 95 % moving-block bootstrap confidence intervals; shaded column: only the output layer or heads randomised.", "name": "fig-sanity-ns-curves"}}
-res.ns_curves()
+show_ns_curves(res)
 
 # %% [markdown]
-# The next sentences are generated from the same numbers.
+# The table reads the shaded column. Huber et al.'s finding holds for an agent when NS
+# original stays more similar to its original map than NS chosen action and the two
+# intervals do not overlap; with overlapping intervals the states do not settle it, and
+# below {glue:text}`min_states` states the table gives no verdict.
 
 # %%
-res.ns_text()
+show_table(ns_table(res), "NS original and NS chosen action once only the output layer (the heads) is random: mean "
+           "Spearman similarity to the trained agent's map [95 % moving-block bootstrap CI], the states and each "
+           "variant's ESS, and whether Huber et al.'s finding holds.",
+           names={"layer": "Randomised", "original": "NS original", "chosen": "NS chosen action",
+                  "original_ess": "ESS, original", "chosen_ess": "ESS, chosen"})
 
 # %% [markdown]
 # An example makes the difference visible. For one state, the figure shows both
@@ -214,10 +257,10 @@ res.ns_text()
 # that state.
 
 # %% mystnb={"figure": {"caption": "The study's DQN agent: NS original (top) and NS chosen action (bottom) on one state for the trained agent, the agent with a random output layer and the fully random agent, overlaid on the raw frame (inferno, min-max normalised per map). ρ: Spearman similarity with the trained agent's map.", "name": "fig-sanity-ns-example-dqn"}}
-res.example("dqn")
+show_ns_example(ns_example(cfg, res.agents["dqn"], res.tables["dqn"]))
 
 # %% mystnb={"figure": {"caption": "The official Mask-A3C agent: NS original (top) and NS chosen action (bottom) on one state for the trained agent, the agent with random heads and the fully random agent, overlaid on the agent's crop of the raw frame (inferno, min-max normalised per map). ρ: Spearman similarity with the trained agent's map.", "name": "fig-sanity-ns-example-mask-a3c"}}
-res.example("mask_a3c")
+show_ns_example(ns_example(cfg, res.agents["mask_a3c"], res.tables["mask_a3c"]))
 
 # %% [markdown]
 # Both variants perturb the input in the same way and differ only in how they score the
@@ -238,34 +281,24 @@ res.example("mask_a3c")
 # output layer random and with every layer random, beside our DQN agent's mean with its
 # 95 % block-bootstrap CI, the number of states, their effective number and a verdict:
 # **consistent** when the paper's mean lies inside our interval, **differs** when it does
-# not, **too few states** below 50 states, **not yet run** for a game the study has not
-# reached. Our results are the stored paper-scale study (the parameter `study_profile`,
+# not, **too few states** below {glue:text}`min_states` states, **not yet run** for a game the study has
+# not reached. Our results are the stored paper-scale study (the parameter `study_profile`,
 # `full` unless changed), whatever profile builds the chapter; nothing is computed here.
 
 # %%
-from IPython.display import display
-
-from saliency_book.ch3_paper import (
-    per_game,
-    per_game_sentence,
-    pooled,
-    precedent_sentence,
-    sanity_rows,
-    style_per_game,
-    style_pooled,
-)
-from saliency_study.paper import GAME_ORDER
-
-rows = sanity_rows(cfg)
+rows = sanity_rows(cfg, measures=("spearman", "spearman_untied"))
 games_table = per_game(rows, seed=cfg.seed)
 for g in GAME_ORDER:
-    display(style_per_game(games_table, g))
+    display(show_comparison(games_table, f"{GAME_LABELS[g]}: mean Spearman rank correlation to the trained agent's "
+                            "map, Huber et al.'s (≈ 135 states of their DQN agent) beside our DQN agent's [95 % "
+                            "moving-block bootstrap CI], the states and their effective number (ESS).", game=g))
 
 # %% [markdown]
 # Counted per game:
 
 # %%
-per_game_sentence(games_table)
+show_table(verdict_counts(games_table, by="game"), "Verdicts against Huber et al.'s similarities, per game, "
+           "with the most states behind one.")
 
 # %% [markdown]
 # Huber et al.'s figures pool the states of their four games and draw the mean with a 99 %
@@ -274,7 +307,9 @@ per_game_sentence(games_table)
 # straddles two games), beside the paper's mean over the same games.
 
 # %%
-style_pooled(pooled(rows, seed=cfg.seed))
+show_comparison(pooled(rows, seed=cfg.seed), "Spearman rank correlation pooled over the games we have run, every "
+                "state counting once as in Huber et al.'s figures: their mean over the same games beside ours [99 % "
+                "CI: moving blocks within each game, then combined], states and ESS.")
 
 # %% [markdown]
 # The extract's states are partial (two stretches of 997), and the paper's means are
@@ -287,13 +322,17 @@ style_pooled(pooled(rows, seed=cfg.seed))
 # ## Verdicts
 #
 # The table below lists every method's similarity to the trained agent's map once **all**
-# layers are random, with a verdict on the Spearman similarity against a threshold τ
-# (parameter `threshold`, 0.5 by default). A method:
-
-# %%
-verdict_rules(cfg.threshold)
-
-# %% [markdown]
+# layers are random, with a verdict on the Spearman similarity against a threshold
+# τ = {glue:text}`tau:.2f` (parameter `threshold`). A method
+#
+# * **passes** when the whole 95 % moving-block bootstrap confidence interval of the mean
+#   Spearman similarity lies below τ;
+# * **fails** when the whole interval lies at or above τ;
+# * is **undecided** when the interval contains τ;
+# * has **too few states** for a verdict when fewer than {glue:text}`min_states` states have a finite
+#   similarity: consecutive states of one game are worth far fewer independent ones (the
+#   ESS in the table), and an interval from a handful of them is little more than their range.
+#
 # Why 0.5 by default? At ρ < 0.5, the ranking of the pixels by the randomised map
 # explains less than a quarter (ρ² < 0.25) of the variance of the trained agent's
 # ranking. The value also
@@ -307,29 +346,41 @@ verdict_rules(cfg.threshold)
 # scales.
 
 # %%
-verdicts = res.verdicts()
-caption = ("Similarity to the trained agent's map once every layer is randomised: mean [95 % moving-block bootstrap "
-           "CI] over the states, with their effective sample size (ESS). Verdict on the Spearman CI against the "
-           "threshold τ of the configuration above; none below 50 states. 'Spearman, random map': the original map "
-           "against a uniform-random map.")
-style_verdicts(verdicts, res.labels(), caption)
+verdicts = chapter_verdicts(res, cfg.threshold)
+most, least = extremes(verdicts, res.agents["dqn"].label)
+glue("most_similar", most, display=False)
+glue("least_similar", least, display=False)
+show_verdicts(verdicts, "Similarity to the trained agent's map once every layer is randomised: mean [95 % "
+              "moving-block bootstrap CI] over the states, with their effective sample size (ESS). Verdict on the "
+              "Spearman CI against the threshold τ of the configuration above; none below 50 states. 'Spearman, "
+              "random map': the original map against a uniform-random map.")
 
 # %% [markdown]
 # ## Discussion
 #
-# The following paragraph is generated from the numbers above.
+# Counted per agent, once every layer down to the input is random:
 
 # %%
-res.discussion(verdicts)
+show_table(verdict_counts(verdicts), "Methods per verdict and agent after full randomisation, with the most states "
+           "behind one.")
 
 # %% [markdown]
+# For the study's DQN agent, the map that stays most similar to its original is that of
+# {glue:text}`most_similar`, the least similar that of {glue:text}`least_similar` (by the means; the
+# verdicts say which differences the states support).
+#
 # Where a map stays similar once every layer is random, Huber et al.'s own numbers may
-# already show it; the next paragraph, generated from both, says where they do. It takes
-# our means from the stored paper-scale study where that study has this game, else from
-# the table above:
+# already show it. The next table lists every method whose mean Spearman similarity stays at
+# or above τ, beside the paper's mean for this game with every layer random: where the paper
+# shows it too, it is their finding as much as ours, not a new one. Our means come from the
+# stored paper-scale study where it has this game, else from the table above (the column
+# "Source" says which).
 
 # %%
-precedent_sentence(verdicts, res.agents["dqn"], cfg.game, threshold=cfg.threshold, study=rows)
+show_table(precedents(verdicts, res.agents["dqn"], cfg.game, threshold=cfg.threshold, study=rows),
+           f"Methods whose map of the study's DQN agent keeps a mean Spearman similarity of at least τ once every "
+           f"layer is random, beside Huber et al.'s mean for {GAME_LABELS.get(cfg.game, cfg.game)} (≈ 135 states of "
+           f"their agent).")
 
 # %% [markdown]
 # Three limits apply to every verdict here. First, outside the full profile the sweep
@@ -364,55 +415,41 @@ precedent_sentence(verdicts, res.agents["dqn"], cfg.game, threshold=cfg.threshol
 # elsewhere.
 
 # %%
-from saliency_book.ch3_tied_blocks import (
-    style_tied_block_test,
-    style_tied_blocks,
-    tied_block_sentence,
-    tied_block_summary,
-    tied_block_test,
-    tied_blocks,
-)
-
 tied = {kind: tied_blocks(cfg, who) for kind, who in res.agents.items()}
-blocks = {kind: tied_block_summary(t) for kind, t in tied.items()}
 tests = {kind: tied_block_test(t, threshold=cfg.threshold, seed=cfg.seed, game=cfg.game) for kind, t in tied.items()}
+glue("zero_share", zero_share(tied["dqn"]), display=False)
 caption = ("{}: share of the pixels in the largest tie of the trained map, of the fully randomised map and of "
            "both; share of each map's other pixels below its tied value; and the Spearman similarity of the "
            "two maps over all pixels, outside the shared block, and of the block alone. Mean over the first "
            "states of the sweep.")
-style_tied_blocks(blocks["dqn"], caption.format("The study's DQN agent"))
+show_tied_blocks(tied_block_summary(tied["dqn"]), caption.format("The study's DQN agent"))
 
 # %% [markdown]
-# Formatted from the table:
-
-# %%
-tied_block_sentence(blocks["dqn"], res.title("dqn"), test=tests["dqn"], threshold=cfg.threshold)
-
-# %% [markdown]
+# In these states of the study's DQN agent, {glue:text}`zero_share` of the pixel locations
+# are zero in every stacked frame. A block that covers a large share of the pixels and sits
+# at the bottom of both maps gives a high similarity on its own (last column); one that sits
+# away from both ends of a ranking, or covers few pixels, gives almost none.
+#
 # The same split for the Mask-A3C agent, whose input is standardised by a running mean
 # rather than scaled from black:
 
 # %%
-style_tied_blocks(blocks["mask_a3c"], caption.format("The official Mask-A3C agent"))
-
-# %%
-tied_block_sentence(blocks["mask_a3c"], res.title("mask_a3c"), test=tests["mask_a3c"], threshold=cfg.threshold)
+show_tied_blocks(tied_block_summary(tied["mask_a3c"]), caption.format("The official Mask-A3C agent"))
 
 # %% [markdown]
 # The claim "this method fails because of the black screen, not because of the weights" is
 # tested the same way for every method, with a rule fixed before looking at the numbers
 # (`saliency_book.ch3_tied_blocks.tied_block_test`). It holds for a method only when, over
-# at least 50 states, (1) the block-bootstrap CI of its similarity over all pixels lies at
-# or above τ, (2) the CI outside the shared block lies below τ, and (3) the paired
-# difference of the two has a CI above zero. The generated sentences above make the claim
-# only where the test finds it.
+# at least {glue:text}`min_states` states, (1) the block-bootstrap CI of its similarity over all pixels
+# lies at or above τ, (2) the CI outside the shared block lies below τ, and (3) the paired
+# difference of the two has a CI above zero. The verdict column says where it holds.
 
 # %%
 caption = ("{}, {}: the test of the black-screen claim per method: Spearman similarity after full randomisation "
            "over all pixels and outside the shared tied block, and their paired difference, each mean [95 % "
            "moving-block bootstrap CI], with the states and the effective sample size of the differences.")
-display(style_tied_block_test(tests["dqn"], caption.format("The study's DQN agent", cfg.game)))
-display(style_tied_block_test(tests["mask_a3c"], caption.format("The official Mask-A3C agent", cfg.game)))
+display(show_tied_block_test(tests["dqn"], caption.format("The study's DQN agent", cfg.game)))
+display(show_tied_block_test(tests["mask_a3c"], caption.format("The official Mask-A3C agent", cfg.game)))
 
 # %% [markdown]
 # The tables above recompute maps for the first states of this chapter's sweep. The stored
@@ -420,20 +457,12 @@ display(style_tied_block_test(tests["mask_a3c"], caption.format("The official Ma
 # beside the Spearman similarity over all pixels, the Spearman similarity outside the block
 # where both maps sit at their largest tie (`spearman_untied`). The same pre-stated test
 # runs on those numbers, per game, for the study's DQN agents; nothing is computed here.
+# A method that fails outside the block as well keeps its failure whatever the block does.
 
 # %%
-from saliency_book.ch3_tied_blocks import study_tied_block_sentence, study_tied_block_tests
-from saliency_book.common import Note
-
-study_tests = study_tied_block_tests(sanity_rows(cfg, measures=("spearman", "spearman_untied")),
-                                     threshold=cfg.threshold, seed=cfg.seed)
-caption = ("The study's DQN agent, {}: the test of the black-screen claim on every stored state of the "
-           "paper-scale study, as in the table above.")
-if not isinstance(study_tests, Note):
-    for g in GAME_ORDER:
-        if (study_tests["game"] == g).any():
-            display(style_tied_block_test(study_tests[study_tests["game"] == g], caption.format(g)))
-study_tied_block_sentence(study_tests, threshold=cfg.threshold)
+show_tied_block_test(study_tied_block_tests(rows, threshold=cfg.threshold, seed=cfg.seed),
+                     "The study's DQN agents: the test of the black-screen claim on every stored state of the "
+                     "paper-scale study, per game, as in the tables above.")
 
 # %% [markdown]
 # {cite:t}`adebayo2018sanity` noted that maps which multiply by the input, such as
@@ -454,4 +483,4 @@ study_tied_block_sentence(study_tests, threshold=cfg.threshold)
 #   in curves and in an example state.
 # * Per game, the paper's similarities stand beside ours with block-bootstrap CIs, the
 #   effective sample size and a verdict, and pooled over the games as the paper pools them.
-#   No verdict rests on fewer than 50 states.
+#   No verdict rests on fewer than {glue:text}`min_states` states.

@@ -26,8 +26,9 @@
 #
 # This chapter repeats their insertion benchmark, adds deletion and a third substrate, puts
 # the paper's numbers beside ours and asks which of the paper's findings hold. The numbers
-# come from the study's sweep (`saliency_study.study`); `saliency_book.ch4_degradation`
-# tabulates, plots, ranks and compares them. The cells below only call it.
+# come from the study's sweep (`saliency_study.study`); `saliency_book.ch4_degradation` tabulates and
+# ranks them, `saliency_book.ch4_paper` compares them with the paper, `saliency_book.ch4_figures` shows
+# them. The cells below only call it.
 
 # %% [markdown]
 # ## Parameters
@@ -54,6 +55,9 @@ study_profile = "full"  # the stored study that the per-game comparisons with th
 # illustration.
 
 # %%
+from IPython.display import display
+from myst_nb import glue
+
 from saliency_book.ch4_degradation import (
     DegradationChapter,
     auc_summary,
@@ -61,32 +65,48 @@ from saliency_book.ch4_degradation import (
     our_auc_table,
     paper_layout_table,
     pick_agent,
-    sweep_note,
-)
-from saliency_book.ch4_rankings import (
-    comparison_summary,
-    factors_summary,
-    paper_factors_summary,
-    rank_agreement,
     ranking_detail,
     rankings,
+    significance_counts,
+    sweep_table,
+)
+from saliency_book.ch4_figures import (
+    show_agreement,
+    show_auc_table,
+    show_comparison,
+    show_curves,
+    show_paths,
+    show_ranking_detail,
+    show_rankings,
+    show_side_by_side,
+    show_table,
+)
+from saliency_book.ch4_paper import (
+    agreement_counts,
+    clean_outputs,
+    factors,
+    insertion_aucs,
+    mean_curve_table,
+    measure_degeneracy,
+    paper_factor_counts,
+    per_game,
+    pooled,
+    rank_agreement,
     side_by_side,
-    significance_summary,
+    stream_agreement,
+    stream_better,
+    stream_results,
+    study_agreement,
+    verdict_counts,
 )
 from saliency_book.common import versions_note
-from saliency_book.ch4_figures import (
-    curves_figure,
-    degradation_figure,
-    style_agreement,
-    style_our_aucs,
-    style_paper_layout,
-    style_ranking_detail,
-    style_rankings,
-    style_side_by_side,
-)
+from saliency_study.evidence import MIN_STATES
+from saliency_study.paper import GAME_LABELS, GAME_ORDER
 
 cfg = DegradationChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
                          results_dir=results_dir, executor=executor, alpha=alpha, study_profile=study_profile)
+glue("min_states", MIN_STATES, display=False)
+glue("alpha", cfg.alpha, display=False)
 cfg
 
 # %% [markdown]
@@ -97,7 +117,7 @@ cfg
 # have similar AUCs. Every confidence interval and paired test below resamples blocks of
 # consecutive states (the moving-block bootstrap, `saliency_lib.metrics.dependence`), the
 # tables give the effective sample size (ESS) beside the number of states, and no verdict
-# or significant difference is printed from fewer than 50 states
+# or significant difference is printed from fewer than {glue:text}`min_states` states
 # (`saliency_study.evidence.MIN_STATES`).
 #
 # ## The metric
@@ -131,12 +151,15 @@ cfg
 # ## The results
 #
 # The next cell reads the study's stored insertion and deletion results for the chapter's
-# agents and computes only the units that are missing.
+# agents and computes only the units that are missing. Below the `full` profile some
+# explainers run with coarser parameters than Huber et al.'s final ones; their numbers are
+# then not those of the final methods.
 
 # %%
 results = degradation_results(cfg)
 dqn, mask_a3c = pick_agent(results, "dqn"), pick_agent(results, "mask_a3c")
-sweep_note(cfg, results)
+show_table(sweep_table(cfg, results), f"The chapter's agents: their states and the explainer parameters that differ "
+           f"from Huber et al.'s final ones in the profile `{cfg.profile}`.")
 
 # %% [markdown]
 # The package versions that made the stored results, against the ones running now:
@@ -158,7 +181,7 @@ versions_note(cfg.profile, cfg.game, results_dir=cfg.results_dir)
 # the study's DQN agent when it exists, otherwise the official Mask-A3C agent.
 
 # %% mystnb={"figure": {"caption": "Inputs along the insertion (top three rows) and deletion (bottom three rows) paths of one state, ordered by its occlusion map (top left), for the black, random and blur substrates; the percentages are the share of pixel locations changed. The newest stacked frame is shown, on the grey scale of the clean state.", "name": "fig-degradation-paths"}}
-degradation_figure(cfg, dqn or mask_a3c)
+show_paths(cfg, dqn or mask_a3c)
 
 # %% [markdown]
 # For the DQN agent, insertion from black starts from an empty screen, so the first pixels
@@ -173,14 +196,13 @@ degradation_figure(cfg, dqn or mask_a3c)
 # map. A faithful method rises above it early. First the DQN agent:
 
 # %% mystnb={"figure": {"caption": "Insertion curves of the study's DQN agent: mean over the explained states and 95 % moving-block bootstrap band, per substrate (columns) and measure (rows); dashed black: random map.", "name": "fig-degradation-insertion-dqn"}}
-curves_figure(results, "dqn", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+show_curves(results, "dqn", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
 
 # %% [markdown]
 # Then the official Mask-A3C agent, with the state value and the policy probability:
 
 # %% mystnb={"figure": {"caption": "Insertion curves of the official Mask-A3C agent: mean over the explained states and 95 % moving-block bootstrap band, per substrate (columns) and measure (rows: state value V, policy probability of the action); dashed black: random map.", "name": "fig-degradation-insertion-mask-a3c"}}
-curves_figure(results, "mask_a3c", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples,
-              seed=cfg.seed)
+show_curves(results, "mask_a3c", "insertion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
 
 # %% [markdown]
 # A curve need not rise monotonically: a half-revealed state can look more promising to
@@ -195,14 +217,13 @@ curves_figure(results, "mask_a3c", "insertion", confidence=cfg.confidence, n_res
 # a faithful method makes the curve fall early, below the random map.
 
 # %% mystnb={"figure": {"caption": "Deletion curves of the study's DQN agent: mean over the explained states and 95 % moving-block bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-dqn"}}
-curves_figure(results, "dqn", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+show_curves(results, "dqn", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
 
 # %% [markdown]
 # And for the official Mask-A3C agent:
 
 # %% mystnb={"figure": {"caption": "Deletion curves of the official Mask-A3C agent: mean over the explained states and 95 % moving-block bootstrap band; lower is better; dashed black: random map.", "name": "fig-degradation-deletion-mask-a3c"}}
-curves_figure(results, "mask_a3c", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples,
-              seed=cfg.seed)
+show_curves(results, "mask_a3c", "deletion", confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
 
 # %% [markdown]
 # Huber et al. did not use deletion. It asks the complementary question: not "which pixels
@@ -221,29 +242,29 @@ curves_figure(results, "mask_a3c", "deletion", confidence=cfg.confidence, n_resa
 
 # %%
 summary = auc_summary(results, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
-style_paper_layout(paper_layout_table(summary, "black", "q_ratio"),
-                   "Black insertion, Q-value measure: insertion AUC, mean ± std over states.")
+show_auc_table(paper_layout_table(summary, "black", "q_ratio"),
+               "Black insertion, Q-value measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # The same substrate with the advantage measure:
 
 # %%
-style_paper_layout(paper_layout_table(summary, "black", "advantage"),
-                   "Black insertion, advantage measure: insertion AUC, mean ± std over states.")
+show_auc_table(paper_layout_table(summary, "black", "advantage"),
+               "Black insertion, advantage measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # Random insertion, first with the Q-value measure:
 
 # %%
-style_paper_layout(paper_layout_table(summary, "random", "q_ratio"),
-                   "Random insertion, Q-value measure: insertion AUC, mean ± std over states.")
+show_auc_table(paper_layout_table(summary, "random", "q_ratio"),
+               "Random insertion, Q-value measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # and with the advantage measure:
 
 # %%
-style_paper_layout(paper_layout_table(summary, "random", "advantage"),
-                   "Random insertion, advantage measure: insertion AUC, mean ± std over states.")
+show_auc_table(paper_layout_table(summary, "random", "advantage"),
+               "Random insertion, advantage measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # The paper's standard deviations are large compared with the differences between the
@@ -254,17 +275,15 @@ style_paper_layout(paper_layout_table(summary, "random", "advantage"),
 # list every setting of each of our agents.
 
 # %%
-style_our_aucs(our_auc_table(summary, "dqn"),
-               "Study's DQN agent: AUC (mean ± std over states) in every setting; bold: best non-random "
-               "method (insertion: highest, deletion: lowest).")
+show_auc_table(our_auc_table(summary, "dqn"), "Study's DQN agent: AUC (mean ± std over states) in every setting; "
+               "bold: best non-random method (insertion: highest, deletion: lowest).")
 
 # %% [markdown]
 # The same for the official Mask-A3C agent:
 
 # %%
-style_our_aucs(our_auc_table(summary, "mask_a3c"),
-               "Official Mask-A3C agent: AUC (mean ± std over states) in every setting; bold: best "
-               "non-random method (insertion: highest, deletion: lowest).")
+show_auc_table(our_auc_table(summary, "mask_a3c"), "Official Mask-A3C agent: AUC (mean ± std over states) in every "
+               "setting; bold: best non-random method (insertion: highest, deletion: lowest).")
 
 # %% [markdown]
 # ## The state value V is degenerate
@@ -281,27 +300,26 @@ style_our_aucs(our_auc_table(summary, "mask_a3c"),
 # disturbing the image rather than the order of the map.
 
 # %%
-from saliency_book.ch4_paper import degeneracy_sentence, mean_curve_table, measure_degeneracy, style_degeneracy
-
-degeneracy = measure_degeneracy(results, mean_curve_table(cfg, results))
-style_degeneracy(degeneracy, "Does the substrate move the measure? Mean on the clean state and on the substrate, their "
-                             "gap over the largest swing of a mean curve, the highest point of a mean curve over the "
-                             "clean value, and the random map's rank by mean AUC (1 = best) under insertion and "
-                             "deletion; bold: degenerate.")
-
-# %% [markdown]
-# Formatted from the table:
-
-# %%
-degeneracy_sentence(degeneracy)
+show_table(measure_degeneracy(results, mean_curve_table(cfg, results)),
+           "Does the substrate move the measure? Mean on the clean state and on the substrate, their gap over the "
+           "largest swing of a mean curve, the highest point of a mean curve over the clean value, and the random "
+           "map's rank by mean AUC (1 = best) under insertion and deletion among the methods.", digits=2,
+           formats={"peak": "{:.1f}", "random_insertion": "{:.0f}", "random_deletion": "{:.0f}", "methods": "{:.0f}"},
+           names={"substrate_value": "Substrate value", "gap_share": "Gap / swing", "peak": "Peak / clean",
+                  "random_insertion": "Random map, insertion", "random_deletion": "Random map, deletion"})
 
 # %% [markdown]
-# The Mask-A3C agent's "black" substrate is the running mean of its standardised input, an
-# average grey screen, and to the value head that screen looks about as promising as the
-# real one. Half-revealed screens look far more promising. V therefore stays out of every
-# ranking, every bold "best method" and the comparison with the paper; its curves and AUCs
-# above are shown for what they are. The policy probability, the Mask-A3C agent's measure
-# in the action role, is not affected.
+# Where a row is degenerate, its numbers say why: the substrate leaves the measure near its
+# clean level, while half-revealed inputs push it far above. The Mask-A3C agent's "black"
+# substrate is the running mean of its standardised input, an average grey screen, and to the
+# value head that screen looks about as promising as the real one. V therefore stays out of
+# every ranking, every bold "best method" and the comparison with the paper, whatever the
+# check says for one agent: a normalised measure (V − V on the substrate) / (V on the clean
+# state − V on the substrate) would divide by about zero, and a substrate that moves V would
+# need a new sweep. Its curves and AUCs above are shown for what they are. The policy
+# probability, the Mask-A3C agent's measure in the action role, is not affected. A measure
+# the check flags on fewer than {glue:text}`min_states` states is flagged on too few states to say
+# more.
 #
 # ## Rankings and significance
 #
@@ -311,12 +329,18 @@ degeneracy_sentence(degeneracy)
 # resamples the same blocks of consecutive states for both methods, Holm-corrected over
 # all pairs of the setting {cite}`holm1979simple` (`saliency_lib.metrics.ranking_table`).
 # A Wilcoxon signed-rank test {cite}`wilcoxon1945individual` would treat the states as
-# independent and find differences that the trajectory does not support. Below 50 states
-# no difference is called significant.
+# independent and find differences that the trajectory does not support. Below
+# {glue:text}`min_states` states no difference is called significant. The table counts, per agent,
+# the pairwise differences significant at a family-wise level of {glue:text}`alpha` per setting,
+# the method × setting cells significantly better or worse than the random map, and the
+# settings where the random map has the best mean. The state value V is not ranked.
 
 # %%
 ranks = rankings(results, alpha=cfg.alpha, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
-significance_summary(ranks, alpha=cfg.alpha)
+show_table(significance_counts(ranks), "Significant differences per agent (paired block-bootstrap tests, Holm): "
+           "states, the range of the ESS, settings, significant pairs of all pairs, cells better or worse than the "
+           "random map of all method × setting cells, and settings where the random map has the best mean.",
+           names={"ess": "ESS"})
 
 # %% [markdown]
 # In the tables below, each cell holds a method's rank and mean AUC in one setting. **Bold**:
@@ -324,42 +348,39 @@ significance_summary(ranks, alpha=cfg.alpha)
 # better than the random map; red: significantly worse. Rows are sorted by the mean rank.
 
 # %%
-style_rankings(ranks, "dqn", "insertion",
-               "Study's DQN agent, insertion: rank (mean AUC) per substrate and measure.")
+show_rankings(ranks, "dqn", "insertion", "Study's DQN agent, insertion: rank (mean AUC) per substrate and measure.")
 
 # %% [markdown]
 # The Mask-A3C agent under insertion:
 
 # %%
-style_rankings(ranks, "mask_a3c", "insertion",
-               "Official Mask-A3C agent, insertion: rank (mean AUC) per substrate and measure.")
+show_rankings(ranks, "mask_a3c", "insertion",
+              "Official Mask-A3C agent, insertion: rank (mean AUC) per substrate and measure.")
 
 # %% [markdown]
 # And both agents under deletion, where lower AUCs rank first:
 
 # %%
-style_rankings(ranks, "dqn", "deletion",
-               "Study's DQN agent, deletion: rank (mean AUC, lower is better) per substrate and measure.")
+show_rankings(ranks, "dqn", "deletion",
+              "Study's DQN agent, deletion: rank (mean AUC, lower is better) per substrate and measure.")
 
 # %%
-style_rankings(ranks, "mask_a3c", "deletion",
-               "Official Mask-A3C agent, deletion: rank (mean AUC, lower is better) per substrate and measure.")
+show_rankings(ranks, "mask_a3c", "deletion",
+              "Official Mask-A3C agent, deletion: rank (mean AUC, lower is better) per substrate and measure.")
 
 # %% [markdown]
 # The full ranking of the paper's first setting, black insertion with the value measure,
-# lists the confidence intervals and every significant difference; rows with one are bold.
+# lists the confidence intervals and every significant difference.
 # The Mask-A3C agent's value measure is V, which is not ranked, so its detail uses the
 # action measure, the policy probability.
 
 # %%
-style_ranking_detail(ranking_detail(ranks, "dqn"),
-                     "ranking with 95 % moving-block bootstrap CIs and the significant differences (Holm-corrected "
-                     "paired block-bootstrap tests).")
+show_ranking_detail(ranking_detail(ranks, "dqn"), "ranking with 95 % moving-block bootstrap CIs and the significant "
+                    "differences (Holm-corrected paired block-bootstrap tests).")
 
 # %%
-style_ranking_detail(ranking_detail(ranks, "mask_a3c", role="action"),
-                     "ranking with 95 % moving-block bootstrap CIs and the significant differences (Holm-corrected "
-                     "paired block-bootstrap tests).")
+show_ranking_detail(ranking_detail(ranks, "mask_a3c", role="action"), "ranking with 95 % moving-block bootstrap CIs "
+                    "and the significant differences (Holm-corrected paired block-bootstrap tests).")
 
 # %% [markdown]
 # ## The two factors
@@ -368,25 +389,39 @@ style_ranking_detail(ranking_detail(ranks, "mask_a3c", role="action"),
 # fidelity (reference notes §7). The first is **what is explained**: the agent's estimate
 # of the state's value (their Q-value measure) or its choice of action (the advantage).
 # The second is the **substrate**: which kind of "missing information" the insertion
-# starts from. Their own tables show both, as the next sentences count:
+# starts from. The next table reads both off their tables and ours: per source and
+# substrate, the best non-random method under the value and under the action measure, the
+# rank correlation of the method means under the two measures (factor 1), the rank
+# correlation with the black substrate's order (factor 2), and whether the random map has the
+# highest mean of all methods.
 
 # %%
-paper_factors_summary()
+factor_table = factors(summary)
+for key, value in paper_factor_counts(factor_table).items():
+    glue(f"paper_{key}", value, display=False)
+show_table(factor_table, "The two factors under insertion: best non-random method per measure role, Spearman ρ of "
+           "the method means between the two measures and with the black substrate, and whether the random map "
+           "has the best mean.", digits=2, index=["source", "substrate"],
+           names={"best_value": "Best, value measure", "best_action": "Best, action measure", "rho_roles": "ρ, value vs action",
+                  "rho_black_value": "ρ with black, value", "rho_black_action": "ρ with black, action",
+                  "random_first_value": "Random first, value", "random_first_action": "Random first, action"})
 
 # %% [markdown]
-# The same questions for our agents, formatted from our numbers: does the best method
-# change between the value and the action measure, and between the substrates, and how
-# similar are the method orders (Spearman ρ of the method means)?
-
-# %%
-factors_summary(summary, ranks)
-
-# %% [markdown]
-# The reference notes read the paper's substrate factor as a match between perturbation
-# and substrate (§6.2): occlusion, SARFA and LIME black out regions and look better under
-# black insertion, while RISE and Noise Sensitivity (which blurs) look better under random
-# insertion. A winner that changes while few differences are significant is weak evidence
-# for a factor at this number of states.
+# In Huber et al.'s tables, the best non-random method differs between the Q-value and the
+# advantage measure in {glue:text}`paper_roles_differ_black` of {glue:text}`paper_games` games under black
+# insertion and in {glue:text}`paper_roles_differ_random` under random insertion; it differs between the
+# black and the random substrate in {glue:text}`paper_substrates_differ_value` games for the Q-value and
+# {glue:text}`paper_substrates_differ_action` for the advantage. SARFA is best under black insertion
+# with the advantage in {glue:text}`paper_sarfa_best`; under random insertion with the advantage the
+# random map has the highest mean of all columns in {glue:text}`paper_random_first`.
+#
+# Our rows ask the same questions of our agents (an agent whose value measure is degenerate has
+# none). Below {glue:text}`min_states` states they give the order of the means only, and the rankings
+# above say which differences are significant. The reference notes read the paper's substrate
+# factor as a match between perturbation and substrate (§6.2): occlusion, SARFA and LIME black
+# out regions and look better under black insertion, while RISE and Noise Sensitivity (which
+# blurs) look better under random insertion. A winner that changes while few differences are
+# significant is weak evidence for a factor at this number of states.
 #
 # ## Against the paper
 #
@@ -398,42 +433,37 @@ factors_summary(summary, ranks)
 
 # %%
 side = side_by_side(summary, cfg.game)
-style_side_by_side(side, f"{cfg.game}, insertion: Huber et al.'s mean AUC (997 states) beside ours, with the rank "
-                         "among the common methods in brackets; columns: substrate and the paper's measure.")
+show_side_by_side(side, f"{cfg.game}, insertion: Huber et al.'s mean AUC (997 states) beside ours, with the rank "
+                  "among the common methods in brackets; columns: substrate and the paper's measure.")
 
 # %% [markdown]
 # The rank correlation between the paper's and our means summarises each setting. With only
 # the few methods that both studies ran, a rank correlation needs to be large to be
-# significant.
+# significant. The last columns say whether the random map comes first, or last, among the
+# common methods, in the paper's table and in ours: where ours comes first and the paper's
+# does too, that is their finding as much as ours.
 
 # %%
 agreement = rank_agreement(side)
-style_agreement(agreement, "Rank agreement between Huber et al.'s and our insertion AUCs over the common "
-                           "methods: Spearman ρ and Kendall τ with p-values, best non-random method, random map last.")
-
-# %% [markdown]
-# What reproduced and what did not, formatted from the table:
-
-# %%
-comparison_summary(agreement, cfg.game)
+show_agreement(agreement, "Rank agreement between Huber et al.'s and our insertion AUCs over the common methods: "
+               "Spearman ρ and Kendall τ with p-values, best non-random method, random map first and last.")
 
 # %% [markdown]
 # The same comparison on the stored paper-scale study, over every state it holds of this
 # game (nothing is computed here; a game it has not reached says so):
 
 # %%
-from saliency_book.ch4_paper import study_agreement
-
-comparison_summary(study_agreement(cfg, cfg.game), cfg.game)
+study = study_agreement(cfg, cfg.game)
+show_agreement(study, f"The paper-scale study, {cfg.game}: rank agreement with Huber et al.'s insertion AUCs, as above.")
 
 # %% [markdown]
-# Where our random map comes first, the paper's own table may already have it first; the
-# next sentence, generated from both, says so:
+# Counted per source:
 
 # %%
-from saliency_book.ch4_paper import random_map_precedent
-
-random_map_precedent(summary, cfg.game)
+show_table(agreement_counts({"this chapter": agreement, "paper-scale study": study}),
+           "Settings where our order of the mean AUCs agrees with the paper's significantly (Spearman ρ > 0, p < "
+           "0.05), the best non-random common method is the same, whether the random map comes last agrees, and "
+           "the random map comes first (in ours; in the paper's too).")
 
 # %% [markdown]
 # ## Per game: the paper's AUCs beside ours
@@ -442,29 +472,27 @@ random_map_precedent(summary, cfg.game)
 # every game of the paper: the paper's mean insertion AUC over 997 states beside our DQN
 # agent's mean, with its 95 % moving-block bootstrap CI, the number of states and their
 # effective number (ESS), and a verdict: **consistent** when the paper's mean lies inside
-# our interval, **differs** when it does not, **too few states** below 50 states, and
-# **not yet run** for a game the study has not reached. The paper's numbers come from the
+# our interval, **differs** when it does not, **too few states** below {glue:text}`min_states` states,
+# and **not yet run** for a game the study has not reached. The paper's numbers come from the
 # committed extract of its result files (`data/reference/huber2021/`); ours are the stored
 # paper-scale study (the parameter `study_profile`, `full` unless changed), whatever profile
 # builds the chapter, and nothing is computed here. Only the DQN agent is compared: its measures are
 # the paper's own, while the Mask-A3C agent's are analogues on another scale.
 
 # %%
-from IPython.display import display
-
-from saliency_book.ch4_paper import insertion_aucs, per_game, per_game_sentence, pooled, style_per_game, style_pooled
-from saliency_study.paper import GAME_ORDER
-
 aucs = insertion_aucs(cfg)
 games_table = per_game(aucs, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
 for g in GAME_ORDER:
-    display(style_per_game(games_table, g, confidence=cfg.confidence))
+    display(show_comparison(games_table, f"{GAME_LABELS[g]}, insertion AUC: Huber et al.'s mean over 997 states "
+                            "beside our DQN agent's mean [95 % moving-block bootstrap CI], the states and their "
+                            "effective number (ESS).", game=g))
 
 # %% [markdown]
 # Counted per game:
 
 # %%
-per_game_sentence(games_table)
+show_table(verdict_counts(games_table), "Verdicts against Huber et al.'s insertion AUCs, per game, with the most "
+           "states behind one.")
 
 # %% [markdown]
 # Pooled over the games we have run, every state counting once as in the paper's pooled
@@ -472,7 +500,9 @@ per_game_sentence(games_table)
 # beside the paper's mean over the same games:
 
 # %%
-style_pooled(pooled(aucs, n_resamples=cfg.n_resamples, seed=cfg.seed))
+show_comparison(pooled(aucs, n_resamples=cfg.n_resamples, seed=cfg.seed), "Insertion AUC pooled over the games we "
+                "have run, every state counting once: Huber et al.'s mean over the same games beside ours [99 % CI: "
+                "moving blocks within each game, then combined], states and ESS.")
 
 # %% [markdown]
 # For the DQN agent the measures are the paper's own, so agreement means that the paper's
@@ -497,38 +527,29 @@ style_pooled(pooled(aucs, n_resamples=cfg.n_resamples, seed=cfg.seed))
 # insertion benchmark on it (black and random substrates).
 
 # %%
-from saliency_book.ch4_advantage_stream import (
-    clean_outputs,
-    stream_agreement,
-    stream_results,
-    stream_sentence,
-    style_clean_outputs,
-)
-
 stream = stream_results(cfg, results)
-style_clean_outputs(clean_outputs(cfg, stream),
-                    "The explained output on the clean states (the Q-ratio's denominator), for the action the "
-                    "agent takes, in both readings of the study's DQN agent. Near 0: |output| below a tenth of "
-                    "the median |Q(a)|.")
+show_table(clean_outputs(cfg, stream), "The explained output on the clean states (the Q-ratio's denominator), for "
+           "the action the agent takes, in both readings of the study's DQN agent. Near 0: |output| below a tenth of "
+           "the median |Q(a)|.", index=["reading"], formats={"negative": "{:.0%}", "near_zero": "{:.0%}"},
+           names={"reading": "Explained output", "mean": "Mean", "negative": "Below 0", "near_zero": "Near 0"})
 
 # %% [markdown]
 # The rank agreement with the paper, as in the previous section, now for both readings;
-# the last columns count the common methods whose mean AUC is negative.
+# the last column counts the common methods whose mean AUC is negative.
 
 # %%
 both = stream_agreement(results, stream, cfg.game, confidence=cfg.confidence, n_resamples=cfg.n_resamples,
                         seed=cfg.seed)
-style_agreement(both, "Rank agreement with Huber et al.'s insertion AUCs for the full Q-values of the study's DQN "
-                      "agent and for its advantage stream alone (Spearman ρ and Kendall τ with p-values, best "
-                      "non-random method, random map last).")
+for key, value in stream_better(both).items():
+    glue(f"stream_{key}", value, display=False)
+show_agreement(both, "Rank agreement with Huber et al.'s insertion AUCs for the full Q-values of the study's DQN "
+               "agent and for its advantage stream alone (Spearman ρ and Kendall τ with p-values, best non-random "
+               "method, random map first and last, negative means).")
 
 # %% [markdown]
-# Formatted from the table:
-
-# %%
-stream_sentence(both, cfg.game)
-
-# %% [markdown]
+# The advantage stream's method order agrees better with the paper's (a higher Spearman ρ)
+# in {glue:text}`stream_better` of {glue:text}`stream_settings` settings.
+#
 # The advantage measure, A(a) − mean A, is the same function of the network in both
 # readings, so there only the maps differ: the explainers follow A(a) instead of Q(a). The
 # Q-ratio changes in both its maps and its values. If the advantage-stream reading agrees
@@ -545,10 +566,10 @@ stream_sentence(both, cfg.game)
 # * The tables put Huber et al.'s insertion AUCs beside ours in their layout and, per game,
 #   with our block-bootstrap CIs, the effective sample size and a verdict; the rankings
 #   say which differences are significant after the Holm correction, and none is called
-#   significant below 50 states.
+#   significant below {glue:text}`min_states` states.
 # * The state value V of the Mask-A3C agents is degenerate as an insertion/deletion
 #   measure: the substrate leaves it at its clean level, and the random map scores best on
 #   insertion and worst on deletion. No map is ranked on it.
-# * The sentences above, computed from the numbers, say whether the best method depends on
-#   what is explained (value or action) and on the substrate, in the paper and here, and how
-#   far the paper's method order carries over to the study's agents.
+# * The tables say whether the best method depends on what is explained (value or action)
+#   and on the substrate, in the paper and here, and how far the paper's method order carries
+#   over to the study's agents.

@@ -1,157 +1,218 @@
-"""Chapter 3 (sanity checks): its figures and styled tables.
+"""Chapter 3 (sanity checks): one ``show_`` function per displayed figure or table.
 
-The numbers come from :mod:`saliency_book.ch3_sanity`; this module only draws them.
+The numbers come from :mod:`saliency_book.ch3_sanity` and :mod:`saliency_book.ch3_tied_blocks`;
+this module only draws and styles them. :func:`show_table` styles any of the chapter's tables,
+the comparisons with the paper included: whatever numeric and verdict columns they have.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 
-from saliency_book.ch3_ns_example import NSExample
-from saliency_book.ch3_sanity import (
-    COLORS,
-    CONFIDENCE,
-    GRADIENT_METHODS,
-    MEASURE_LABELS,
-    MEASURES,
-    NS_METHODS,
-    ci,
-    level_labels,
-    ordered,
-)
-from saliency_book.common import Note, figure_image
+from saliency_book.ch3_sanity import CONFIDENCE, MEASURES, NS_METHODS, NSExample, SanityResults, level_labels
+from saliency_book.common import METHODS, Note, figure_image
 from saliency_book.maps import overlay_map
 from saliency_lib.explainers import method_label
+from saliency_study.evidence import TOO_FEW
+from saliency_study.paper import GAME_LABELS, NOT_RUN
 
-__all__ = ["curves_figure", "ns_figure", "ns_example_figure", "style_verdicts", "style_layer_groups"]
+__all__ = ["show_table", "show_curves", "show_ns_curves", "show_ns_example", "show_verdicts", "show_comparison",
+           "show_tied_blocks", "show_tied_block_test"]
+
+MEASURE_LABELS = MappingProxyType({"spearman": "Spearman rank correlation", "ssim": "SSIM (1-D, as Huber et al.)",
+                                   "hog_pearson": "Pearson correlation of HOG features"})
+COLORS = MappingProxyType({
+    "occlusion": "tab:blue", "ns_original": "tab:red", "ns_chosen": "tab:orange", "ns_black": "tab:gray",
+    "sarfa": "tab:green", "rise": "tab:purple", "lime_slic": "tab:brown", "lime_quickshift": "#8c6d31",
+    "lime_felzenszwalb": "#e7969c", "gradient": "tab:pink", "integrated_gradients": "tab:olive", "gradcam": "tab:cyan",
+    "mask_policy": "black", "mask_value": "0.55"})
+"""One colour per method, shared by every figure; the line style says the family."""
+GOOD, BAD, OPEN, GREY = "color: #1a7f37", "color: #cf222e; font-weight: bold", "color: #9a6700", "color: #6e7781"
+VERDICT_STYLE = MappingProxyType({
+    "passes": GOOD, "consistent": GOOD, "reproduced": GOOD, "yes": GOOD, "fails": BAD, "differs": BAD,
+    "undecided": OPEN, "inconclusive": OPEN, TOO_FEW: OPEN, NOT_RUN: GREY, "carried by the block": BAD})
+"""Colour of a verdict cell (a verdict that starts with one of these keys takes its colour)."""
+NAMES = MappingProxyType({
+    "method": "Method", "agent": "Agent", "title": "Agent", "game": "Game", "games": "Games", "paper": "Huber et al.",
+    "mean": "Ours", "ours": "Ours", "n": "States", "n_eff": "ESS", "verdict": "Verdict", "margin": "Margin",
+    "difference": "Difference", "diff": "Difference", "level": "Randomised"})
+ALIASES = MappingProxyType({"ci": ("mean", "ours"), "diff": ("difference", "diff")})
+"""``<prefix>_low``/``<prefix>_high`` columns whose interval belongs to a differently named column."""
+LEVEL_NAMES = MappingProxyType({1: "output layer", 2: "down to fc", 3: "down to conv3", 4: "down to conv2",
+                                5: "all layers"})
 
 
-def _style(method: str) -> dict:
-    ls = "--" if method in GRADIENT_METHODS else ":" if method.startswith("mask_") else "-"
-    return {"color": COLORS.get(method, "0.3"), "ls": ls}
+def _interval(m, lo, hi, digits: int) -> str:
+    """"m [lo, hi]" ("[lo, hi]" when ``m`` is None), "–" without a value."""
+    ci = f"[{lo:.{digits}f}, {hi:.{digits}f}]" if np.isfinite(lo) and np.isfinite(hi) else ""
+    if m is None or not np.isfinite(m):
+        return ci if m is None and ci else "–"
+    return f"{m:.{digits}f} {ci}".rstrip()
 
 
-def style_verdicts(table: pd.DataFrame | Note, labels: dict[str, str], caption: str):
-    """The verdict table as a captioned Styler, one row group per agent; ``labels`` maps agent specs to names."""
+def _label(col: str, v):
+    return method_label(v) if col == "method" else GAME_LABELS.get(v, v) if col == "game" else LEVEL_NAMES.get(v, v)
+
+
+def show_table(table: pd.DataFrame | Note, caption: str, *, names: dict | None = None, index=None, digits: int = 2,
+               formats: dict | None = None):
+    """A tidy table as a captioned Styler, whatever its numeric and verdict columns.
+
+    Every ``x``, ``x_low``, ``x_high`` become one cell "x [low, high]" (``ci_*`` go with ``mean`` or
+    ``ours``, ``diff_*`` with ``difference``: :data:`ALIASES`); numbers get ``digits`` decimals, ESS
+    one, states none; ``verdict``, ``finding`` and ``paper_shows_it`` cells are coloured
+    (:data:`VERDICT_STYLE`); methods, games and levels get their names. Columns are renamed by
+    ``names``, then :data:`NAMES`; ``index`` columns become the index, else it is hidden. A Note
+    passes through.
+    """
     if isinstance(table, Note):
         return table
     if table.empty:
-        return Note("No sanity-check results to tabulate.", title="No results")
-    short = {"spearman": "Spearman", "ssim": "SSIM", "hog_pearson": "HOG"}
-    t = pd.DataFrame({
-        "Agent": table["agent"].map(lambda a: labels.get(a, a)),
-        "Method": table["method"].map(method_label),
-        "States": table["n"],
-        "ESS": table["n_eff"] if "n_eff" in table else np.nan,
-        **{short[m]: [ci(r.get(m, np.nan), r.get(f"{m}_low", np.nan), r.get(f"{m}_high", np.nan))
-                      for _, r in table.iterrows()] for m in MEASURES},
-        "Spearman, random map": table["random_spearman"],
-        "Verdict": table["verdict"],
-    }).set_index(["Agent", "Method"])
-    colors = {"passes": "color: #1a7f37", "fails": "color: #cf222e; font-weight: bold", "undecided": "color: #9a6700"}
-    return (t.style.format({"States": "{:.0f}", "ESS": "{:.1f}", "Spearman, random map": "{:.2f}"}, na_rep="–")
-            .map(lambda v: colors.get(v, ""), subset=["Verdict"]).set_caption(caption))
+        return Note("Nothing to tabulate.", title="No results")
+    t = table.copy()
+    for low in [c for c in t.columns if c.endswith("_low") and c[:-4] + "_high" in t.columns]:
+        prefix, high = low[:-4], low[:-4] + "_high"
+        base = next((b for b in ALIASES.get(prefix, (prefix,)) if b in t.columns), None)
+        m = t[base].astype(float) if base else [None] * len(t)
+        t[base or prefix] = [_interval(*v, digits) for v in zip(m, t[low].astype(float), t[high].astype(float))]
+        t = t.drop(columns=[low, high])
+    for col in ("method", "game", "level"):
+        if col in t.columns:
+            t[col] = t[col].map(lambda v, col=col: _label(col, v))
+    fmt = {c: f"{{:.{digits}f}}" for c in t.columns if pd.api.types.is_float_dtype(t[c])}
+    fmt |= {c: "{:.1f}" for c in t.columns if c.endswith("ess") or c == "n_eff"}
+    fmt |= {c: "{:.0f}" for c in ("n", "states") if c in t.columns} | (formats or {})
+    rename = {c: (names or {}).get(c, NAMES.get(c, c.replace("_", " ").capitalize())) for c in t.columns}
+    verdicts = [rename[c] for c in t.columns if c in ("verdict", "finding", "paper_shows_it")]
+    t = t.rename(columns=rename)
+    s = (t.set_index([rename[c] for c in index]) if index else t).style
+    s = s.format({rename[c]: f for c, f in fmt.items() if c in rename}, na_rep="–")
+    if verdicts:
+        s = s.map(lambda v: next((css for k, css in VERDICT_STYLE.items() if str(v).startswith(k)), ""), subset=verdicts)
+    return (s if index else s.hide(axis="index")).set_caption(caption)
 
 
-def _errorbar(ax, xs, d: pd.DataFrame, method: str, offset: float, label: str | None):
-    # clip: when every state has the same similarity the interval equals the mean up to rounding
-    lo = np.clip(np.nan_to_num((d["mean"] - d["ci_low"]).to_numpy(dtype=float)), 0.0, None)
-    hi = np.clip(np.nan_to_num((d["ci_high"] - d["mean"]).to_numpy(dtype=float)), 0.0, None)
-    return ax.errorbar(xs + offset, d["mean"].to_numpy(dtype=float), yerr=np.vstack([lo, hi]),
-                       marker="o", ms=3.5, lw=1.3, capsize=2, label=label, **_style(method))
+def show_verdicts(verdicts: pd.DataFrame | Note, caption: str):
+    """The verdict table (:func:`~saliency_book.ch3_sanity.chapter_verdicts`): every measure after full
+    randomisation, the random-map floor and the verdict, one row group per agent."""
+    if isinstance(verdicts, Note):
+        return verdicts
+    cols = ["title", "method", "n", "n_eff", *[f"{m}{s}" for m in MEASURES for s in ("", "_low", "_high")],
+            "random_spearman", "verdict"]
+    return show_table(verdicts[[c for c in cols if c in verdicts.columns]], caption, index=["title", "method"],
+                      names={"ssim": "SSIM", "hog_pearson": "HOG", "spearman": "Spearman",
+                             "random_spearman": "Spearman, random map"})
 
 
-def curves_figure(summary: pd.DataFrame | Note, refs: pd.DataFrame | None, title: str, *,
-                  measures: Sequence[str] = MEASURES, methods: Sequence[str] | None = None, dpi: int = 100):
-    """Similarity to the original map after each cascade level, one panel per measure, every method.
+def show_comparison(table: pd.DataFrame, caption: str, *, game: str | None = None, digits: int = 2):
+    """A comparison with the paper (:func:`~saliency_book.ch3_sanity.per_game` rows of ``game``, or
+    :func:`~saliency_book.ch3_sanity.pooled`), whatever its numeric and verdict columns."""
+    t = table if game is None else table[table["game"] == game].drop(columns="game")
+    return show_table(t, caption, digits=digits)
 
-    Points are means over the states, bars the bootstrap CIs; the dotted grey line is the
-    mean similarity of the original maps with a uniform-random map (all methods pooled).
-    A Note passes through.
-    """
-    from matplotlib.figure import Figure
 
+def show_tied_blocks(summary: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch3_tied_blocks.tied_block_summary` with shares in per cent."""
     if isinstance(summary, Note):
         return summary
-    if summary.empty:
-        return Note("No sanity-check results to plot.", title="No results")
-    methods = list(methods or ordered(summary["method"]))
-    ticks = level_labels(summary)
-    levels = [lv for lv, _ in ticks]
-    xs = np.arange(len(levels), dtype=float)
-    fig = Figure(figsize=(4.1 * len(measures), 4.2), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(measures), sharey=True))
-    spread = 0.35 / max(len(methods) - 1, 1)
-    for ax, meas in zip(axes, measures):
-        sm = summary[summary["measure"] == meas]
-        for k, m in enumerate(methods):
-            d = sm[sm["method"] == m].set_index("level").reindex(levels)
-            _errorbar(ax, xs, d, m, (k - (len(methods) - 1) / 2) * spread, method_label(m))
-        if refs is not None and len(refs):
-            r = refs[(refs["measure"] == meas) & (refs["layer"] == "random_uniform")]
-            if len(r) and r["n"].sum() > 0:
-                ax.axhline(float(np.average(r["mean"], weights=r["n"])), color="0.45", ls=(0, (1, 3)), lw=1.2,
-                           label="uniform-random map")
-        ax.set_xticks(xs, [lab for _, lab in ticks], rotation=35, ha="right", fontsize=8)
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(MEASURE_LABELS.get(meas, meas), fontsize=10)
-        ax.grid(alpha=0.3)
+    shares = ["tied_trained", "tied_random", "shared", "below_trained", "below_random"]
+    return show_table(summary.drop(columns="input_zero"), caption, index=["method"], formats=dict.fromkeys(shares, "{:.0%}"),
+                      names={"tied_trained": "Tied, trained", "tied_random": "Tied, random", "shared": "Tied in both",
+                             "below_trained": "Below the tie, trained", "below_random": "Below the tie, random",
+                             "spearman": "Spearman, all pixels", "spearman_outside": "Spearman, outside the block",
+                             "tie_floor": "Spearman of the block alone"})
+
+
+def show_tied_block_test(test: pd.DataFrame | Note, caption: str):
+    """:func:`~saliency_book.ch3_tied_blocks.tied_block_test` (one game, or several stacked) per method."""
+    if isinstance(test, Note):
+        return test
+    games = ["game"] if test["game"].nunique() > 1 else []
+    return show_table(test.drop(columns=["p", *([] if games else ["game"])]), caption, index=games + ["method"],
+                      names={"spearman": "Spearman, all pixels", "outside": "Spearman, outside the block"})
+
+
+# -- figures ------------------------------------------------------------------------------------------
+
+def _style(method: str) -> dict:
+    ls = "--" if method in ("gradient", "integrated_gradients", "gradcam") else ":" if method.startswith("mask_") else "-"
+    return {"color": COLORS.get(method, "0.3"), "ls": ls}
+
+
+def _panel(ax, s: pd.DataFrame, methods, measure: str, *, bands: bool):
+    """One measure's similarity after each level: points with CI bars (``bands=False``) or lines with CI bands."""
+    ticks = level_labels(s)
+    xs = np.arange(len(ticks), dtype=float)
+    spread = 0.0 if bands else 0.35 / max(len(methods) - 1, 1)
+    for k, m in enumerate(methods):
+        d = s[(s["method"] == m) & (s["measure"] == measure)].set_index("level").reindex([lv for lv, _ in ticks])
+        mean, lo, hi = (d[c].to_numpy(dtype=float) for c in ("mean", "ci_low", "ci_high"))
+        if bands:
+            ax.plot(xs, mean, marker="o", ms=4, lw=1.8, label=method_label(m), **_style(m))
+            ax.fill_between(xs, lo, hi, color=_style(m)["color"], alpha=0.18, lw=0)
+        else:  # clip: with equal values the interval equals the mean up to rounding
+            err = np.clip(np.nan_to_num(np.vstack([mean - lo, hi - mean])), 0.0, None)
+            ax.errorbar(xs + (k - (len(methods) - 1) / 2) * spread, mean, yerr=err, marker="o", ms=3.5, lw=1.3,
+                        capsize=2, label=method_label(m), **_style(m))
+    ax.set_xticks(xs, [lab for _, lab in ticks], rotation=35, ha="right", fontsize=8)
+    ax.set_ylim(-0.05, 1.05)
+    ax.grid(alpha=0.3)
+
+
+def show_curves(res: SanityResults, kind: str, *, dpi: int = 100):
+    """Similarity to the original map after each cascade level of one agent, one panel per measure,
+    every method; dotted grey: the mean similarity with a uniform-random map. A Note for a missing agent."""
+    from matplotlib.figure import Figure
+
+    s, refs, who = res.summaries[kind], res.refs[kind], res.agents[kind]
+    if isinstance(s, Note) or s.empty:
+        return s if isinstance(s, Note) else Note("No sanity-check results to plot.", title="No results")
+    rank = {m: i for i, m in enumerate(METHODS)}
+    methods = sorted(dict.fromkeys(s["method"]), key=lambda m: (rank.get(m, len(rank)), m))
+    fig = Figure(figsize=(4.1 * len(MEASURES), 4.2), layout="constrained")
+    axes = fig.subplots(1, len(MEASURES), sharey=True)
+    for ax, meas in zip(axes, MEASURES):
+        _panel(ax, s, methods, meas, bands=False)
+        r = refs[(refs["measure"] == meas) & (refs["layer"] == "random_uniform")]
+        if len(r) and r["n"].sum() > 0:
+            ax.axhline(float(np.average(r["mean"], weights=r["n"])), color="0.45", ls=(0, (1, 3)), lw=1.2,
+                       label="uniform-random map")
+        ax.set_title(MEASURE_LABELS[meas], fontsize=10)
         ax.set_xlabel("layers randomised (cumulative, from the output)", fontsize=8)
     axes[0].set_ylabel(f"similarity to the original map\n(mean, {CONFIDENCE:.0%} bootstrap CI)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=11)
+    n = int(s.loc[s["level"] == 0, "n"].max()) if (s["level"] == 0).any() else 0
+    fig.suptitle(f"{who.label[0].upper() + who.label[1:]}, {who.game}: cascading randomisation ({n} states)", fontsize=11)
     return figure_image(fig, dpi=dpi)
 
 
-def ns_figure(summaries: dict[str, pd.DataFrame], *, measures: Sequence[str] = MEASURES, dpi: int = 100):
-    """NS original against NS chosen action: one row per agent (``{title: summary}``), one panel per measure.
-
-    Lines are means, bands bootstrap CIs; the shaded column marks the level where only the
-    output layer(s) are randomised. Returns a Note when no agent has NS results.
-    """
+def show_ns_curves(res: SanityResults, *, dpi: int = 100):
+    """NS original against NS chosen action, one row per available agent, one panel per measure; shaded:
+    the level where only the output layer (the heads) is random."""
     from matplotlib.figure import Figure
 
-    rows = {k: s[s["method"].isin(NS_METHODS)] for k, s in summaries.items()
+    rows = {res.agents[k].label: s[s["method"].isin(NS_METHODS)] for k, s in res.summaries.items()
             if isinstance(s, pd.DataFrame) and s["method"].isin(NS_METHODS).any()}
     if not rows:
         return Note("No Noise Sensitivity results to plot.", title="No results")
-    fig = Figure(figsize=(4.1 * len(measures), 3.3 * len(rows) + 0.6), layout="constrained")
-    axes = fig.subplots(len(rows), len(measures), squeeze=False, sharey=True)
+    fig = Figure(figsize=(4.1 * len(MEASURES), 3.3 * len(rows) + 0.6), layout="constrained")
+    axes = fig.subplots(len(rows), len(MEASURES), squeeze=False, sharey=True)
     for r, (title, s) in enumerate(rows.items()):
-        ticks = level_labels(s)
-        levels = [lv for lv, _ in ticks]
-        xs = np.arange(len(levels), dtype=float)
-        for c, meas in enumerate(measures):
-            ax = axes[r][c]
+        for ax, meas in zip(axes[r], MEASURES):
             ax.axvspan(0.6, 1.4, color="gold", alpha=0.18, lw=0)
-            for m in NS_METHODS:
-                d = s[(s["method"] == m) & (s["measure"] == meas)].set_index("level").reindex(levels)
-                st = _style(m)
-                ax.plot(xs, d["mean"].to_numpy(dtype=float), marker="o", ms=4, lw=1.8, label=method_label(m), **st)
-                ax.fill_between(xs, d["ci_low"].to_numpy(dtype=float), d["ci_high"].to_numpy(dtype=float),
-                                color=st["color"], alpha=0.18, lw=0)
-            ax.set_xticks(xs, [lab for _, lab in ticks], rotation=35, ha="right", fontsize=8)
-            ax.set_ylim(-0.05, 1.05)
-            ax.grid(alpha=0.3)
-            ax.set_title(f"{title}: {MEASURE_LABELS.get(meas, meas)}", fontsize=9)
+            _panel(ax, s, NS_METHODS, meas, bands=True)
+            ax.set_title(f"{title}: {MEASURE_LABELS[meas]}", fontsize=9)
         axes[r][0].set_ylabel("similarity to the original map")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9, frameon=False)
     return figure_image(fig, dpi=dpi)
 
 
-def style_layer_groups(table: pd.DataFrame | Note, caption: str):
-    """:func:`layer_groups_table` as a captioned Styler (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
-    return table.style.format({"Parameters": "{:,}"}).hide(axis="index").set_caption(caption)
-
-
-def ns_example_figure(ex: NSExample | Note, *, dpi: int = 100):
+def show_ns_example(ex: NSExample | Note, *, dpi: int = 100):
     """The example's maps overlaid on the raw frame: rows NS original / NS chosen, columns the three models."""
     from matplotlib import cm, colors
     from matplotlib.figure import Figure
@@ -160,15 +221,14 @@ def ns_example_figure(ex: NSExample | Note, *, dpi: int = 100):
         return ex
     fig = Figure(figsize=(2.3 * len(ex.levels) + 0.6, 6.4), layout="constrained")
     axes = fig.subplots(len(NS_METHODS), len(ex.levels), squeeze=False)
-    heads = {0: "original model"}
     for r, m in enumerate(NS_METHODS):
         for c, (lv, name) in enumerate(ex.levels):
             ax = axes[r][c]
             ax.imshow(overlay_map(ex.frame, ex.maps[(m, lv)], preset=ex.preset, game=ex.agent.game), interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
-            head = heads.get(lv, f"{name} randomised" if c == 1 else "all layers randomised")
             rho = ex.spearman[(m, lv)]
+            head = "original model" if lv == 0 else f"{name} randomised" if c == 1 else "all layers randomised"
             ax.set_title(head + ("" if lv == 0 else f"\nρ = {rho:.2f}" if np.isfinite(rho) else "\nρ undefined"), fontsize=8)
             if c == 0:
                 ax.set_ylabel(method_label(m), fontsize=9)

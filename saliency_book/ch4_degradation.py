@@ -1,20 +1,9 @@
-"""Chapter 4 (Input degradation): insertion and deletion curves, AUC tables beside Huber et al.'s, rankings.
+"""Chapter 4 (Input degradation): insertion and deletion AUCs, the paper's tables beside ours, rankings.
 
-The chapter's notebook (``notebooks/04_degradation.py``) only calls these functions.
-Every number comes from the study's result table (:func:`saliency_study.study.study_results`
-units, experiments ``"insertion"`` and ``"deletion"``); nothing here scores a map.
-
-* :class:`DegradationChapter`: the chapter's frozen configuration.
-* :func:`degradation_results`: the study's insertion/deletion rows of the chapter's agents
-  (computes only the units that are not stored).
-* :data:`PAPER_AUC`: Huber et al.'s insertion AUCs (reference notes §6.1), a typed table.
-* :func:`auc_summary`, :func:`paper_layout_table`, :func:`our_auc_table`: AUC means and
-  tables, the paper's four tables in their layout with our rows beside them.
-* :func:`curve_bands`, :func:`curves_figure`: mean curves with moving-block bootstrap bands over states.
-* :mod:`saliency_book.ch4_rankings`: the rankings, the paper's order beside ours and the sentences
-  on both; :mod:`saliency_book.ch4_paper`: the paper's AUCs beside ours for every game.
-
-Functions whose input is missing return a :class:`~saliency_book.common.Note`.
+The notebook (``notebooks/04_degradation.py``) says what the tables show; :mod:`saliency_book.ch4_paper`
+compares with Huber et al. and :mod:`saliency_book.ch4_figures` draws and styles. Every number comes
+from the study's result table (experiments ``"insertion"`` and ``"deletion"``); nothing here scores a
+map. Functions whose input is missing return a :class:`~saliency_book.common.Note`.
 """
 
 from __future__ import annotations
@@ -22,69 +11,57 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 
-from saliency_book.common import Note
-from saliency_lib.games import game_info
-from saliency_study.evidence import DEGENERATE_MEASURES
-from saliency_study.paths import RESULTS_DIR
+from saliency_book.common import Note, describe_params
+from saliency_book.config import ChapterConfig, as_float
+from saliency_study import paper as huber
+from saliency_study.evidence import DEGENERATE_MEASURES, MIN_STATES
+from saliency_study.profiles import get_profile, profile_settings
 
 __all__ = [
     "DegradationChapter", "PAPER_AUC", "PAPER_GAMES", "PAPER_METHODS", "PAPER_SUBSTRATES", "MEASURE_ROLE",
     "MEASURE_LABELS", "PAPER_ANALOGUE", "SHORT_LABELS", "agent_label", "short_label", "measure_label", "pick_agent",
-    "no_agent", "notes_pass", "chapter_agents", "degradation_results", "sweep_note", "auc_rows", "measures_of",
-    "auc_summary", "best_non_random", "paper_layout_table", "our_auc_table",
+    "no_agent", "notes_pass", "chapter_agents", "degradation_results", "sweep_table", "auc_rows", "measures_of",
+    "auc_summary", "best_non_random", "paper_layout_table", "our_auc_table", "rankings", "vs_random",
+    "ranking_detail", "significance_counts",
 ]
 
 DEGRADATION_EXPERIMENTS = ("insertion", "deletion")
 PAPER_SUBSTRATES = ("black", "random")
 """Substrates of Huber et al.'s insertion metric; ``blur`` and deletion are this study's additions."""
-
 PAPER_GAMES = MappingProxyType({"MsPacman": "Pac-Man", "Breakout": "Breakout", "Frostbite": "Frostbite",
                                 "SpaceInvaders": "Space Inv."})
 """Our game name → the name in Huber et al.'s tables, in their row order."""
-
 PAPER_METHODS = ("occlusion", "ns_original", "sarfa", "rise", "lime_felzenszwalb", "lime_quickshift", "lime_slic",
                  "random")
-"""Registry names of the columns of Huber et al.'s tables, in their order (Occl, NS, SARFA, RISE,
-LIME-Felz, LIME-Quick, LIME-SLIC, Rnd). Their NS is ``noise_3_1``, the original score with blur: our
-``ns_original``."""
-
+"""Registry names of the columns of Huber et al.'s tables, in their order (their NS is ``noise_3_1``, the
+original score with blur: our ``ns_original``)."""
 SHORT_LABELS = MappingProxyType({
     "occlusion": "Occl", "ns_original": "NS", "ns_chosen": "NS chosen", "ns_black": "NS black", "sarfa": "SARFA",
     "rise": "RISE", "lime_felzenszwalb": "LIME-Felz", "lime_quickshift": "LIME-Quick", "lime_slic": "LIME-SLIC",
     "gradient": "Gradient", "integrated_gradients": "IG", "gradcam": "Grad-CAM", "mask_policy": "Mask policy",
-    "mask_value": "Mask value", "random": "Rnd",
-})
+    "mask_value": "Mask value", "random": "Rnd"})
 """Short column labels (the paper's where it has the method)."""
-
 MEASURE_ROLE = MappingProxyType({"q_ratio": "value", "advantage": "action", "value": "value", "prob": "action"})
-"""What a measure follows: the agent's estimate of the state's worth (``value``) or its choice of
-action (``action``). Huber et al.'s first factor (reference §7): the Q-ratio of the chosen action
-tracks the value estimate, the advantage tracks the action choice; for actor-critic agents the state
-value V and the policy probability of the action play these roles."""
-
+"""What a measure follows (Huber et al.'s first factor, reference §7): the agent's estimate of the state's
+worth (``value``: the Q-ratio, or V for actor-critic agents) or its choice of action (``action``: the
+advantage, or the policy probability)."""
 MEASURE_LABELS = MappingProxyType({"q_ratio": "Q-ratio", "advantage": "advantage", "value": "state value V",
                                    "prob": "policy probability"})
-SHORT_MEASURES = {"q_ratio": "Q-ratio", "advantage": "advantage", "value": "V", "prob": "π(a)"}
-SMALL = 'style="font-size: 0.82em"'
-"""Table attribute of the wide tables, so that they fit the page."""
-
+SHORT_MEASURES = MappingProxyType({"q_ratio": "Q-ratio", "advantage": "advantage", "value": "V", "prob": "π(a)"})
 PAPER_ANALOGUE = MappingProxyType({"q_ratio": "q_ratio", "advantage": "advantage", "value": "q_ratio",
                                    "prob": "advantage"})
-"""Our measure → the paper's measure it is compared with. ``q_ratio`` and ``advantage`` are the
-paper's own definitions; ``value`` and ``prob`` (actor-critic agents) are analogues by role
-(:data:`MEASURE_ROLE`), comparable by rank only."""
+"""Our measure → the paper's measure it is compared with (``value`` and ``prob``: analogues by role,
+comparable by rank only)."""
 
 
 def _paper_auc() -> pd.DataFrame:
-    from saliency_study.paper import paper_insertion
-
-    p = paper_insertion("main")
+    p = huber.paper_insertion("main")
     p = p[p["method"].isin(PAPER_METHODS)].assign(experiment="insertion")
     order = {m: i for i, m in enumerate(PAPER_METHODS)}
     p = p.sort_values(["game", "substrate", "measure", "method"], key=lambda c: c.map(order) if c.name == "method" else c)
@@ -94,17 +71,9 @@ def _paper_auc() -> pd.DataFrame:
 
 
 PAPER_AUC: pd.DataFrame = _paper_auc()
-"""Huber et al.'s insertion AUCs: mean ± std over 997 states per game, substrate, measure and method.
-
-Source: the main rows of ``data/reference/huber2021/insertion_mean_aucs.csv``, read through
-:func:`saliency_study.paper.paper_insertion`: the official result files
-``applications/atari/insertion_metric/results/<game>_mean_AUCS.csv`` (commit c534007d) of
-belimmer/PerturbationSaliencyEvaluation, the paper's tables (reference notes §6.1). AUC = the plain mean of the 85 step values (our ``<measure>_auc``). Every cell of those
-tables is present, so the table has no NA. Columns: ``game`` (our name, :data:`PAPER_GAMES`),
-``experiment`` (``"insertion"``), ``substrate`` (``"black"``/``"random"``), ``measure``
-(``"q_ratio"``: the paper's "Q-value" measure; ``"advantage"``), ``method`` (registry name,
-:data:`PAPER_METHODS`), ``mean``, ``std``, ``n`` (states).
-"""
+"""Huber et al.'s insertion AUCs (their tables, reference notes §6.1): mean ± std over 997 states per game,
+substrate, measure (``q_ratio``: their "Q-value"; ``advantage``) and method (:data:`PAPER_METHODS`),
+read through :func:`saliency_study.paper.paper_insertion`. Every cell is present."""
 
 
 def short_label(name: str) -> str:
@@ -123,8 +92,7 @@ def agent_label(spec: str) -> str:
     if spec.startswith("official:"):
         return f"Mask-A3C ({spec})"
     stream = spec.startswith("advstream:")
-    name = os.path.basename(spec.removeprefix("advstream:").rstrip("/"))
-    return f"DQN{', advantage stream' if stream else ''} ({name})"
+    return f"DQN{', advantage stream' if stream else ''} ({os.path.basename(spec.removeprefix('advstream:').rstrip('/'))})"
 
 
 @functools.lru_cache(maxsize=32)
@@ -152,55 +120,19 @@ def notes_pass(func):
 
 
 def no_agent(preset: str, what: str) -> Note:
+    """The Note of a chapter without an agent of ``preset``, saying how to get one."""
     kind = {"dqn": "DQN", "mask_a3c": "Mask-A3C"}.get(preset, preset)
-    return Note(f"No {kind} agent in this chapter's results, so there is no {what} for it. "
-                + ("The chapter shows one when its `agent` parameter names one, or, with `agent=None`, once a "
-                   "study DQN agent is shipped in `data/agents` (or recorded by chapter 1)." if preset == "dqn" else
-                   "The chapter shows one when its `agent` parameter names one (`official:<Game>`), or, with "
-                   "`agent=None`, when the official Mask-A3C checkpoints are fetched (`make fetch-official`)."),
-                title=f"No {kind} agent")
-
-
-# -- configuration ---------------------------------------------------------------------------
-
-
-def _as_int(value, name: str) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    return int(value)
-
-
-def _as_unit(value, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number in (0, 1), got {value!r}") from None
-    if not 0 < v < 1:
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
-    return v
+    how = ("once a study DQN agent is shipped in `data/agents`" if preset == "dqn" else
+           "when the official Mask-A3C checkpoints are fetched (`make fetch-official`)")
+    return Note(f"No {kind} agent in this chapter's results, so there is no {what} for it. The chapter shows one when "
+                f"its `agent` parameter names one, or, with `agent=None`, {how}.", title=f"No {kind} agent")
 
 
 @dataclass(frozen=True)
-class DegradationChapter:
-    """Configuration of chapter 4; every field is a parameter of the notebook."""
+class DegradationChapter(ChapterConfig):
+    """Chapter 4's configuration: the common parameters (``agent`` may name several agents, comma-separated),
+    the tests' level, the intervals' confidence and the stored study."""
 
-    game: str = "Breakout"
-    """Atari game of the chapter."""
-    agent: str | None = None
-    """Agent spec, or several separated by commas; None: the study's agents of the game
-    (:func:`~saliency_study.catalog.study_agents`)."""
-    profile: str = "quick"
-    """Execution profile: ``tiny``, ``quick`` or ``full``; it sizes the sweep (:class:`~saliency_study.profiles.Profile`)."""
-    seed: int = 0
-    """Seed of the sweep (random substrate, random maps)."""
-    device: str = "cpu"
-    """Torch device of the illustration figure (the sweep's units run on the CPU, one thread)."""
-    results_dir: str = RESULTS_DIR
-    """Where the sweep's units are stored (relative paths are under the repository root)."""
-    executor: str = "local"
-    """Executor of the missing units: ``local``, ``processes`` or ``ray``."""
     alpha: float = 0.05
     """Family-wise significance level of the Holm-corrected paired block-bootstrap tests."""
     confidence: float = 0.95
@@ -209,41 +141,25 @@ class DegradationChapter:
     """Profile of the stored study that the per-game comparisons with the paper read (they compute nothing)."""
 
     def __post_init__(self):
-        from saliency_lib.sweep import EXECUTORS
-        from saliency_study.profiles import PROFILE_NAMES
-
-        game_info(self.game)
-        if self.agent in ("", "None"):
-            object.__setattr__(self, "agent", None)
-        for name in (self.profile, self.study_profile):
-            if name not in PROFILE_NAMES:
-                raise ValueError(f"unknown profile {name!r}; valid profiles are: {', '.join(PROFILE_NAMES)}")
-        if self.executor not in EXECUTORS:
-            raise ValueError(f"unknown executor {self.executor!r}; valid executors are: {', '.join(EXECUTORS)}")
-        object.__setattr__(self, "seed", _as_int(self.seed, "seed"))
-        object.__setattr__(self, "alpha", _as_unit(self.alpha, "alpha"))
-        object.__setattr__(self, "confidence", _as_unit(self.confidence, "confidence"))
+        super().__post_init__()
+        for name in ("alpha", "confidence"):
+            object.__setattr__(self, name, as_float(name, getattr(self, name), low=0, high=1, low_open=True,
+                                                    high_open=True))
+        profile_settings(self.study_profile)  # validates the name
 
     @property
     def n_resamples(self) -> int:
         """Bootstrap resamples of the CIs and bands (:attr:`~saliency_study.profiles.Profile.bootstrap_resamples`)."""
-        from saliency_study.profiles import get_profile
-
         return get_profile(self.profile).bootstrap_resamples
 
     def _repr_markdown_(self) -> str:
-        from saliency_study.profiles import get_profile
-
-        params = ", ".join(f"`{f.name}={getattr(self, f.name)!r}`" for f in fields(self))
-        sizes = "; ".join(f"{kind}: {n} states" for kind, (n, _, _) in get_profile(self.profile).sweep.items())
-        return (f"**Parameters:** {params}.\n\n**From the profile `{self.profile}`:** states per agent: {sizes}; "
-                f"bootstrap resamples: {self.n_resamples}.\n")
+        return super()._repr_markdown_() + f"\n**Bootstrap resamples:** {self.n_resamples}.\n"
 
 
 # -- the study's rows ----------------------------------------------------------------------------
 
 def chapter_agents(cfg: DegradationChapter) -> list[str]:
-    """The agents of the chapter: ``cfg.agent``, or the study's agents of the game (DQN first)."""
+    """The agents of the chapter: ``cfg.agent`` (comma-separated), or the study's agents of the game (DQN first)."""
     from saliency_study.catalog import study_agents
 
     if cfg.agent:
@@ -254,10 +170,9 @@ def chapter_agents(cfg: DegradationChapter) -> list[str]:
 def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> pd.DataFrame | Note:
     """The study's insertion and deletion rows of the chapter's agents.
 
-    The sweeps are the study's (:func:`~saliency_study.study.profile_specs`) restricted to
-    the experiments ``insertion`` and ``deletion``: their units, and so their stored files, are
-    those of :func:`~saliency_study.study.study_results`, so the chapter reads what a study
-    run stored and computes only what is missing, without the sanity checks.
+    The study's sweeps (:func:`~saliency_study.study.profile_specs`) restricted to insertion and deletion:
+    their units, and so their stored files, are those of :func:`~saliency_study.study.study_results`, so
+    the chapter reads what a study run stored and computes only what is missing.
     """
     from saliency_lib.sweep import run_sweep
     from saliency_study.study import profile_specs
@@ -275,29 +190,17 @@ def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> p
     return df
 
 
-def sweep_note(cfg: DegradationChapter, results: pd.DataFrame | Note):
-    """Which agents the chapter shows, on how many states, with which explainer parameters (Markdown)."""
-    from IPython.display import Markdown
-
-    from saliency_book.common import describe_params
+@notes_pass
+def sweep_table(cfg: DegradationChapter, results: pd.DataFrame) -> pd.DataFrame:
+    """Per agent of ``results``: its states and the explainer parameters coarser than Huber et al.'s final ones."""
     from saliency_study.profiles import sweep_sizes
 
-    if isinstance(results, Note):
-        return results
-    parts = []
+    rows = []
     for spec in dict.fromkeys(results["agent"]):
-        _, _, params = sweep_sizes(cfg.profile, _preset(str(spec)))
-        states = results.loc[results["agent"] == spec, "state"].nunique()
-        text = f"**{agent_label(spec)}**: {states} states"
-        if params:
-            coarse = describe_params(params, label=short_label, sep="=")
-            text += (f", explainers with coarser parameters than the library's defaults, Huber et al.'s final "
-                     f"parameters (profile `{cfg.profile}`: {coarse}); its numbers are therefore not those of the "
-                     "final methods")
-        else:
-            text += ", explainers with the library's defaults (Huber et al.'s final parameters)"
-        parts.append(text + ".")
-    return Markdown(" ".join(parts))
+        params = sweep_sizes(cfg.profile, _preset(str(spec)))[2]
+        rows.append({"agent": spec, "states": results.loc[results["agent"] == spec, "state"].nunique(),
+                     "coarser parameters": describe_params(params, label=short_label, sep="=") if params else "none"})
+    return pd.DataFrame(rows)
 
 
 # -- AUCs ------------------------------------------------------------------------------------------
@@ -313,52 +216,47 @@ def measures_of(results: pd.DataFrame, agent: str) -> list[str]:
     """The curve measures stored for ``agent``, value role first (e.g. ``["q_ratio", "advantage"]``)."""
     t = auc_rows(results)
     present = list(dict.fromkeys(t.loc[t["agent"] == agent, "measure"]))
-    order = {"value": 0, "action": 1}
-    return sorted(present, key=lambda m: (order.get(MEASURE_ROLE.get(m, ""), 2), m))
+    return sorted(present, key=lambda m: ({"value": 0, "action": 1}.get(MEASURE_ROLE.get(m, ""), 2), m))
 
 
 @notes_pass
 def auc_summary(results: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
                 ) -> pd.DataFrame:
-    """Mean, std (ddof 0, as the paper) and bootstrap CI of the AUC per agent, setting and method.
-
-    Returns
-    -------
-    DataFrame
-        Columns ``agent, experiment, substrate, measure, method, n, n_nan, mean, std, ci_low,
-        ci_high, higher_is_better``.
-    """
+    """Mean, std (ddof 0, as the paper) and bootstrap CI of the AUC per agent, setting and method: columns
+    ``agent, experiment, substrate, measure, method, n, n_nan, mean, std, ci_low, ci_high, higher_is_better``."""
     from saliency_lib.metrics import summarise
 
     t = auc_rows(results)
-    by = ["agent", "experiment", "substrate", "measure", "method"]
-    s = summarise(t, by=by, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    s = summarise(t, by=["agent", "experiment", "substrate", "measure", "method"], confidence=confidence,
+                  n_resamples=n_resamples, seed=seed)
     hib = t.groupby(["experiment"])["higher_is_better"].first().astype(bool)
     return s.assign(higher_is_better=s["experiment"].map(hib))
 
 
 def _pm(mean: float, std: float) -> str:
-    if pd.isna(mean):
-        return "NA"
-    return f"{mean:.3f}±{std:.3f}".replace("-", "−")
+    return "NA" if pd.isna(mean) else f"{mean:.3f}±{std:.3f}".replace("-", "−")
 
 
 def best_non_random(means: pd.Series, higher_is_better: bool = True) -> str | None:
+    """The method with the best mean, the random map left out (None without one)."""
     m = means.drop(labels=["random"], errors="ignore").dropna()
-    if m.empty:
-        return None
-    return m.idxmax() if higher_is_better else m.idxmin()
+    return None if m.empty else m.idxmax() if higher_is_better else m.idxmin()
+
+
+def _cells(rows: list, index, columns: list[str], best: dict) -> pd.DataFrame:
+    out = pd.DataFrame(rows, index=index, columns=[short_label(m) for m in columns])
+    out.attrs["best"] = {k: (short_label(v) if v else None) for k, v in best.items()}
+    return out
 
 
 @notes_pass
 def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str) -> pd.DataFrame:
-    """One of Huber et al.'s four insertion tables, with our agents' rows beside the paper's.
+    """One of Huber et al.'s four insertion tables, our agents' rows under the paper's.
 
-    Rows: the paper's games (its numbers), then one row per agent of ``summary`` (ours, on the
-    measure whose :data:`PAPER_ANALOGUE` is ``paper_measure``; a measure of
-    :data:`~saliency_study.evidence.DEGENERATE_MEASURES` has no row). Columns: the paper's methods in
-    its order, then our other methods (NA in the paper's rows). Cells: ``mean±std`` strings;
-    ``attrs["best"]`` maps each row to its best non-random method (bold in the paper).
+    Rows: the paper's games, then one row per agent of ``summary`` on the measure whose
+    :data:`PAPER_ANALOGUE` is ``paper_measure`` (none on a measure of
+    :data:`~saliency_study.evidence.DEGENERATE_MEASURES`). Columns: the paper's methods in its order,
+    then our other methods. Cells ``mean±std``; ``attrs["best"]``: each row's best non-random method.
     """
     if substrate not in PAPER_SUBSTRATES or paper_measure not in ("q_ratio", "advantage"):
         raise ValueError(f"the paper has insertion tables for substrates {PAPER_SUBSTRATES} and measures "
@@ -369,51 +267,112 @@ def paper_layout_table(summary: pd.DataFrame, substrate: str, paper_measure: str
     extra = [m for m in dict.fromkeys(ours["method"]) if m not in PAPER_METHODS]
     cols = list(PAPER_METHODS) + sorted(extra, key=lambda m: list(SHORT_LABELS).index(m) if m in SHORT_LABELS else 99)
     paper = PAPER_AUC[(PAPER_AUC["substrate"] == substrate) & (PAPER_AUC["measure"] == paper_measure)]
-    rows, best, index = [], {}, []
-    for game, label in PAPER_GAMES.items():
-        g = paper[paper["game"] == game].set_index("method")
-        rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in cols])
-        index.append(f"Huber et al.: {label}")
-        best[index[-1]] = best_non_random(g["mean"])
-    for (agent, measure), g in ours.groupby(["agent", "measure"], sort=False):
+    groups = [(f"Huber et al.: {label}", paper[paper["game"] == game]) for game, label in PAPER_GAMES.items()]
+    groups += [(f"Ours: {agent_label(a)}" + ("" if m == paper_measure else f", {measure_label(m)}"), g)
+               for (a, m), g in ours.groupby(["agent", "measure"], sort=False)]
+    rows, best = [], {}
+    for label, g in groups:
         g = g.set_index("method")
         rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in cols])
-        suffix = "" if measure == paper_measure else f", {measure_label(measure)}"
-        index.append(f"Ours: {agent_label(agent)}{suffix}")
-        best[index[-1]] = best_non_random(g["mean"])
-    out = pd.DataFrame(rows, index=pd.Index(index), columns=[short_label(m) for m in cols])
-    out.attrs["best"] = {k: (short_label(v) if v else None) for k, v in best.items()}
-    return out
+        best[label] = best_non_random(g["mean"])
+    return _cells(rows, pd.Index([label for label, _ in groups]), cols, best)
 
 
 @notes_pass
 def our_auc_table(summary: pd.DataFrame, preset: str) -> pd.DataFrame | Note:
     """Every setting of the agent with ``preset``: rows (experiment, substrate, measure), columns methods.
 
-    Cells ``mean±std``; ``attrs["best"]`` maps each row label to the best non-random method
-    (insertion: highest, deletion: lowest AUC), None for a measure of
-    :data:`~saliency_study.evidence.DEGENERATE_MEASURES` (labelled "not ranked"). A Note when there
-    is no such agent.
+    Cells ``mean±std``; ``attrs["best"]``: the best non-random method per row (insertion: highest,
+    deletion: lowest), None on a degenerate measure (labelled "not ranked").
     """
     agent = pick_agent(summary, preset)
     if agent is None:
         return no_agent(preset, "AUC table")
     s = summary[summary["agent"] == agent]
     methods = [m for m in SHORT_LABELS if m in set(s["method"])] + sorted(set(s["method"]) - set(SHORT_LABELS))
-    rows, index, best = [], [], {}
     subs = {"black": 0, "random": 1, "blur": 2}
-    keys = sorted(s.groupby(["experiment", "substrate", "measure"]).groups,
-                  key=lambda k: (DEGRADATION_EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
+    keys = sorted(s.groupby(["experiment", "substrate", "measure"]).groups, key=lambda k: (
+        DEGRADATION_EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
+    rows, index, best = [], [], {}
     for exp, sub, meas in keys:
         g = s[(s["experiment"] == exp) & (s["substrate"] == sub) & (s["measure"] == meas)].set_index("method")
         degenerate = meas in DEGENERATE_MEASURES  # shown, not ranked: no best method in bold
-        label = (exp, sub, SHORT_MEASURES.get(meas, meas) + (" (not ranked)" if degenerate else ""))
-        index.append(label)
+        index.append((exp, sub, SHORT_MEASURES.get(meas, meas) + (" (not ranked)" if degenerate else "")))
         rows.append([_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in methods])
-        b = None if degenerate else best_non_random(g["mean"], bool(g["higher_is_better"].iloc[0]))
-        best[label] = short_label(b) if b else None
-    out = pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(index, names=["Experiment", "Substrate", "Measure"]),
-                       columns=[short_label(m) for m in methods])
-    out.attrs["best"] = best
+        best[index[-1]] = None if degenerate else best_non_random(g["mean"], bool(g["higher_is_better"].iloc[0]))
+    return _cells(rows, pd.MultiIndex.from_tuples(index, names=["Experiment", "Substrate", "Measure"]), methods, best)
+
+
+# -- rankings --------------------------------------------------------------------------------------
+
+@notes_pass
+def rankings(results: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 0.95, n_resamples: int = 2000,
+             seed: int = 0) -> pd.DataFrame:
+    """:func:`~saliency_lib.metrics.ranking_table` of the AUC per agent, experiment, substrate and measure, stacked.
+
+    Insertion ranks higher-is-better, deletion lower-is-better; the paired tests are block-bootstrap tests in
+    the states' order, none significant below :data:`~saliency_study.evidence.MIN_STATES` states; a measure of
+    :data:`~saliency_study.evidence.DEGENERATE_MEASURES` is not ranked.
+    """
+    from saliency_lib.metrics import ranking_table
+
+    t = auc_rows(results)
+    t = t[~t["measure"].isin(list(DEGENERATE_MEASURES))]
+    if t.empty:
+        return Note("No insertion or deletion AUCs on a measure that can be ranked.", title="Nothing to rank")
+    front = ["agent", "experiment", "substrate", "measure"]
+    parts = []
+    for key, g in t.groupby(front, sort=False):
+        hib = bool(g["higher_is_better"].iloc[0])
+        r = ranking_table(g, higher_is_better=hib, alpha=alpha, confidence=confidence, n_resamples=n_resamples,
+                          seed=seed, test="block", min_n=MIN_STATES)
+        parts.append(r.assign(**dict(zip(front, key)), higher_is_better=hib))
+    out = pd.concat(parts, ignore_index=True)
+    return out[front + [c for c in out.columns if c not in front]]
+
+
+def vs_random(row) -> int:
+    """+1: significantly better than the random map; −1: significantly worse; 0: neither."""
+    return 1 if "random" in str(row["better_than"]).split(", ") else -1 if "random" in str(row["worse_than"]).split(
+        ", ") else 0
+
+
+@notes_pass
+def ranking_detail(ranks: pd.DataFrame, preset: str, experiment: str = "insertion", substrate: str = "black",
+                   role: str = "value") -> pd.DataFrame | Note:
+    """The ranking of one setting of the agent with ``preset`` (rank, mean, CI, significant differences);
+    ``role`` picks the measure (:data:`MEASURE_ROLE`); ``attrs`` name the setting."""
+    agent = pick_agent(ranks, preset)
+    if agent is None:
+        return no_agent(preset, "ranking")
+    measure = next((m for m in dict.fromkeys(ranks.loc[ranks["agent"] == agent, "measure"])
+                    if MEASURE_ROLE.get(m) == role), None)
+    if measure is None:
+        dropped = [measure_label(m) for m, r in MEASURE_ROLE.items() if r == role and m in DEGENERATE_MEASURES]
+        why = f" The {' and '.join(dropped)} is not ranked: it is degenerate." if dropped else ""
+        return Note(f"{agent_label(agent)} has no ranked measure in the {role} role.{why}", title="Not ranked")
+    r = ranks[(ranks["agent"] == agent) & (ranks["experiment"] == experiment) & (ranks["substrate"] == substrate)
+              & (ranks["measure"] == measure)]
+    out = r[["rank", "method", "n", "mean", "std", "ci_low", "ci_high", "better_than", "worse_than"]].assign(
+        **{c: r[c].map(lambda s: ", ".join(short_label(m) for m in s.split(", ")) if s else "")
+           for c in ("better_than", "worse_than")}).reset_index(drop=True)
+    out.attrs.update(agent=agent, experiment=experiment, substrate=substrate, measure=measure)
     return out
 
+
+@notes_pass
+def significance_counts(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Per agent: states and ESS range, settings, significant pairwise differences of all pairs, method ×
+    setting cells significantly better or worse than the random map, and settings where the random map
+    has the best mean (below :data:`~saliency_study.evidence.MIN_STATES` states nothing is significant)."""
+    rows = []
+    for agent, ra in ranks.groupby("agent", sort=False):
+        groups = ra.groupby(["experiment", "substrate", "measure"], sort=False)
+        beat = ra[ra["method"] != "random"].apply(vs_random, axis=1)
+        rows.append({"agent": agent, "states": int(ra["n"].min()), "ess_low": ra["n_eff"].min(),
+                     "ess_high": ra["n_eff"].max(), "settings": groups.ngroups,
+                     "pairs": sum(len(g) * (len(g) - 1) // 2 for _, g in groups),
+                     "significant": int(ra["better_than"].map(lambda s: len(s.split(", ")) if s else 0).sum()),
+                     "beat random": int((beat == 1).sum()), "lose to random": int((beat == -1).sum()),
+                     "cells": len(beat), "random first": int(((ra["method"] == "random") & (ra["rank"] == 1)).sum())})
+    return pd.DataFrame(rows)

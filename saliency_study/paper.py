@@ -11,7 +11,8 @@ says where every number comes from). Chapters 3 and 4 read them only through thi
 * :func:`compare_per_game`: per game and setting, the paper's value beside our mean with
   its moving-block bootstrap CI, n, effective sample size and a verdict (:func:`paper_verdict`).
 * :func:`compare_pooled`: the same pooled over the games, as Huber et al. pool them (99 % CI).
-* :func:`style_comparison`: one game's comparison as a captioned table.
+
+Showing these tables is the book's (chapters 3 and 4).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from saliency_study.evidence import TOO_FEW, enough_states
 from saliency_study.paths import RESULTS_DIR, repo_path
 
 __all__ = [
-    "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "pooled_game_labels", "LEVEL_LAYERS", "paper_sanity", "paper_insertion", "stored_units", "stored_rows",
-    "paper_verdict", "compare_per_game", "compare_pooled", "style_comparison", "verdict_counts", "NOT_RUN", "VERDICTS",
+    "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "LEVEL_LAYERS", "paper_sanity", "paper_insertion",
+    "stored_units", "stored_rows", "paper_verdict", "compare_per_game", "compare_pooled", "NOT_RUN", "VERDICTS",
 ]
 
 REFERENCE_DIR = "data/reference/huber2021"
@@ -44,10 +45,6 @@ GAME_ORDER = HUBER_GAMES
 GAME_LABELS = MappingProxyType({"MsPacman": "Ms. Pac-Man", "Breakout": "Breakout", "Frostbite": "Frostbite",
                                 "SpaceInvaders": "Space Invaders"})
 
-
-def pooled_game_labels(table: pd.DataFrame) -> list[str]:
-    """The display names of the games behind a pooled table's ``games`` column (comma-joined per row), in order."""
-    return [GAME_LABELS.get(g, g) for g in dict.fromkeys(", ".join(table["games"]).split(", "))]
 
 _SANITY_MEASURES = {"spearman": "spearman", "ssim": "ssim", "pearson": "hog_pearson"}
 _INSERTION_METHODS = {"ns": "ns_original", "random_baseline": "random"}
@@ -293,38 +290,3 @@ def compare_pooled(ours: pd.DataFrame, paper: pd.DataFrame, keys: Sequence[str],
                      "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"], "n_eff": r["n_eff"],
                      "verdict": paper_verdict(pm, r["ci_low"], r["ci_high"], r["n"])})
     return pd.DataFrame(rows, columns=cols)
-
-
-def _verdict_colour(v: str) -> str:
-    return {"consistent": "color: #1a7f37", "differs": "color: #cf222e; font-weight: bold",
-            TOO_FEW: "color: #9a6700", NOT_RUN: "color: #6e7781"}.get(v, "")
-
-
-def style_comparison(table: pd.DataFrame, labels: dict[str, dict], caption: str, *, digits: int = 2):
-    """A :func:`compare_per_game` or :func:`compare_pooled` table as a captioned Styler.
-
-    ``labels`` maps key columns to ``{value: display label}`` (and the key column names
-    through ``labels["columns"]``); our mean, CI, n and ESS are blank where we have no states.
-    """
-    names = dict(labels.get("columns", {}))
-    t = table.drop(columns=[c for c in ("game",) if c in table.columns]).copy()
-    for col, mapping in labels.items():
-        if col != "columns" and col in t.columns:
-            t[col] = t[col].map(lambda v, m=mapping: m.get(v, v))
-    ci = [f"[{lo:.{digits}f}, {hi:.{digits}f}]" if np.isfinite(lo) and np.isfinite(hi) else "–"
-          for lo, hi in zip(t["ci_low"], t["ci_high"])]
-    t = t.drop(columns=["ci_low", "ci_high"])
-    t.insert(t.columns.get_loc("mean") + 1, "CI", ci)
-    t = t.rename(columns={**names, "games": "Games", "paper": "Huber et al.", "mean": "Ours", "n": "States",
-                          "n_eff": "ESS", "verdict": "Verdict"})
-    fmt = {"Huber et al.": f"{{:.{digits}f}}", "Ours": f"{{:.{digits}f}}", "States": "{:.0f}", "ESS": "{:.1f}"}
-    return (t.style.format(fmt, na_rep="–").hide(axis="index").map(_verdict_colour, subset=["Verdict"])
-            .set_caption(caption))
-
-
-def verdict_counts(table: pd.DataFrame) -> str:
-    """"3 consistent, 1 differs, 28 too few states" for one table (verdicts in :data:`VERDICTS` order)."""
-    counts = table["verdict"].value_counts()
-    order = [v for v in VERDICTS if v in counts] + [v for v in counts.index if v not in VERDICTS]
-    return ", ".join(f"{int(counts[v])} {v}" for v in order)
-

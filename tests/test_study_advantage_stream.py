@@ -1,4 +1,4 @@
-"""Chapter 4's advantage-stream reading of the DQN agent: sweep, clean outputs, agreement and sentence."""
+"""Chapter 4's advantage-stream reading of the DQN agent: sweep, clean outputs and agreement."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 import torch
 from test_study_degradation import _as_paper, _rows
 
-import saliency_book.ch4_advantage_stream as adv
 import saliency_book.ch4_degradation as dg
 import saliency_book.ch4_figures as fg
+import saliency_book.ch4_paper as adv
 from saliency_book.common import Note
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent, save_agent
 
@@ -30,7 +30,7 @@ def _paper_rows(agent: str, *, reverse: bool) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def test_agreement_and_sentence_say_which_reading_follows_the_paper(synthetic_presets):
+def test_agreement_says_which_reading_follows_the_paper(synthetic_presets):
     full, stream = _paper_rows(DQN, reverse=True), _paper_rows(STREAM, reverse=False)
     a = adv.stream_agreement(full, stream, "Breakout", n_resamples=20)
     assert set(a["reading"]) == {"full Q", "advantage stream"} and len(a) == 8
@@ -41,22 +41,20 @@ def test_agreement_and_sentence_say_which_reading_follows_the_paper(synthetic_pr
     assert by.loc[("full Q", "random", "q_ratio"), "paper_negative"] == 6
     assert by.loc[("advantage stream", "random", "q_ratio"), "our_negative"] == 6
     assert by.loc[("full Q", "random", "q_ratio"), "our_negative"] == 0
-    text = adv.stream_sentence(a, "Breakout").data
-    assert "The advantage stream agrees better in 4 of 4 settings" in text
-    assert "significant at 5 % in 4 of 4 settings with the advantage stream and in 0 with the full Q" in text
-    assert text.index("black/Q-ratio") < text.index("black/advantage") < text.index("random/Q-ratio")
-    assert "6 of the paper's 6 mean AUCs are negative; of ours, 0 with the full Q and 6 with the advantage stream" in text
-    html = fg.style_agreement(a, "cap").to_html()
+    assert adv.stream_better(a) == {"better": 4, "settings": 4}  # the advantage stream agrees better everywhere
+    rq = by.loc[("advantage stream", "random", "q_ratio")]
+    assert (rq["methods"], rq["paper_negative"], rq["our_negative"]) == (6, 6, 6)
+    html = fg.show_agreement(a, "cap").to_html()
     assert "DQN, advantage stream (dqn-Breakout-toy)" in html and "DQN (dqn-Breakout-toy)" in html
 
 
 def test_notes_pass_through(synthetic_presets):
     note = Note("nothing", title="x")
     assert adv.stream_agreement(note, _paper_rows(STREAM, reverse=False), "Breakout") is note
-    assert adv.stream_sentence(note, "Breakout") is note and adv.style_clean_outputs(note, "c") is note
+    assert adv.stream_better(note) == {"better": "–", "settings": "–"} and fg.show_table(note, "c") is note
     only_full = adv.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(DQN, reverse=False).iloc[:0],
                                      "Breakout", n_resamples=20)
-    assert isinstance(adv.stream_sentence(only_full, "Breakout"), Note)
+    assert adv.stream_better(only_full) == {"better": "–", "settings": "–"}
     seaquest = adv.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(STREAM, reverse=False), "Seaquest")
     assert isinstance(seaquest, Note) and "not Seaquest" in seaquest.text
 
@@ -94,7 +92,7 @@ def test_stream_sweep_and_clean_outputs_on_a_toy_agent(tmp_path):
     assert out.loc["Q(a), the full dueling output", "mean"] == pytest.approx(float(q.mean()), abs=1e-6)
     assert out.loc["A(a), the advantage stream alone", "max"] == pytest.approx(float(a.max()), abs=1e-6)
     assert out["states"].tolist() == [2, 2]
-    assert "Below 0" in adv.style_clean_outputs(out.reset_index(), "cap").to_html()
+    assert "Below 0" in fg.show_table(out.reset_index(), "cap", names={"negative": "Below 0"}).to_html()
 
 
 def test_stream_spec_needs_a_dueling_dqn_agent(tmp_path):

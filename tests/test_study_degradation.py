@@ -9,7 +9,7 @@ import torch
 
 import saliency_book.ch4_degradation as dg
 import saliency_book.ch4_figures as fg
-import saliency_book.ch4_rankings as rk
+import saliency_book.ch4_paper as pp
 from saliency_book.common import Note
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, save_agent
 from saliency_lib.results import to_table
@@ -74,27 +74,30 @@ def test_paper_table_is_complete_typed_and_matches_the_bold_cells():
         assert got == best, (sub, meas)
 
 
-def test_paper_factors_are_counted_from_the_paper_table():
-    text = rk.paper_factors_summary().data
-    assert "SARFA is best under black insertion with the advantage in Ms. Pac-Man, Frostbite and Space Invaders" in text
-    assert "the random map has the highest mean of all columns in Frostbite and Space Invaders" in text
-    assert "in 4 of 4 games under black insertion" in text
+def test_paper_factors_are_counted_from_the_paper_table(table):
+    f = pp.factors(dg.auc_summary(table, n_resamples=20))
+    counts = pp.paper_factor_counts(f)
+    assert counts["sarfa_best"] == "Ms. Pac-Man, Frostbite, Space Invaders"
+    assert counts["random_first"] == "Frostbite, Space Invaders"
+    assert counts["games"] == 4 and counts["roles_differ_black"] == 4 and counts["roles_differ_random"] == 3
+    paper = f[f["source"].str.startswith("Huber et al.")]
+    assert len(paper) == 8 and (paper["n"] == 997).all() and paper["rho_black_value"].isna().sum() == 4
 
 
 # -- configuration -------------------------------------------------------------------------------
 
 def test_config_coerces_papermill_values_and_rejects_bad_ones():
-    cfg = dg.DegradationChapter(agent="None", seed=2.0, alpha="0.1", profile="tiny")
+    cfg = dg.DegradationChapter(agent="None", seed="2", alpha="0.1", profile="tiny")
     assert cfg.agent is None and cfg.seed == 2 and cfg.alpha == 0.1 and cfg.n_resamples == PROFILES["tiny"].bootstrap_resamples
     assert "profile `tiny`" in cfg._repr_markdown_()
     assert dg.chapter_agents(dg.DegradationChapter(agent="a, official:Breakout")) == ["a", "official:Breakout"]
     with pytest.raises(ValueError, match="unknown profile"):
         dg.DegradationChapter(profile="fast")
-    with pytest.raises(ValueError, match="unknown executor"):
+    with pytest.raises(ValueError, match="unknown executor 'slurm'"):
         dg.DegradationChapter(executor="slurm")
-    with pytest.raises(ValueError, match="alpha must lie in"):
+    with pytest.raises(ValueError, match=r"alpha must be a real number in \(0, 1\)"):
         dg.DegradationChapter(alpha=1.5)
-    with pytest.raises(TypeError, match="seed must be an integer"):
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got 'x'"):  # the base's message
         dg.DegradationChapter(seed="x")
 
 
@@ -126,7 +129,7 @@ def test_paper_layout_puts_our_rows_under_the_papers(table):
             & (s.measure == "q_ratio")].iloc[0]
     assert t.loc[ours, "Occl"] == f"{occ['mean']:.3f}±{occ['std']:.3f}" and t.loc[ours, "NS"] == "NA"
     assert t.attrs["best"][ours] == "Occl"  # Rnd is never "best"
-    html = fg.style_paper_layout(t, "cap").to_html()
+    html = fg.show_auc_table(t, "cap").to_html()
     assert "font-weight: bold" in html and "cap" in html
     with pytest.raises(ValueError, match="the paper has insertion tables"):
         dg.paper_layout_table(s, "blur", "q_ratio")
@@ -138,11 +141,11 @@ def test_our_auc_table_and_missing_agents(table):
     assert len(t) == 12 and t.index[0] == ("insertion", "black", "Q-ratio") and t.index[-1] == ("deletion", "blur", "advantage")
     assert t.attrs["best"][("deletion", "black", "Q-ratio")] == "SARFA"  # lowest deletion AUC wins
     assert t.attrs["best"][("insertion", "black", "Q-ratio")] == "Occl"
-    assert (fg._bold_cells(t, t.attrs["best"]) != "").to_numpy().sum() == 12  # one bold cell per row
-    assert "font-weight: bold" in fg.style_our_aucs(t, "cap").to_html()
+    assert all(v in t.columns for v in t.attrs["best"].values())  # one bold cell per row
+    assert "font-weight: bold" in fg.show_auc_table(t, "cap").to_html()
     note = dg.our_auc_table(s, "mask_a3c")
     assert isinstance(note, Note) and "No Mask-A3C agent" in note.title
-    assert fg.style_our_aucs(note, "cap") is note  # a Note passes through
+    assert fg.show_auc_table(note, "cap") is note  # a Note passes through
     assert dg.auc_summary(note) is note
 
 
@@ -155,43 +158,44 @@ def big():
 
 
 def test_rankings_find_the_consistent_order_significant(big):
-    r = rk.rankings(big, n_resamples=50)
+    r = dg.rankings(big, n_resamples=50)
     ins = r[(r.experiment == "insertion") & (r.substrate == "black") & (r.measure == "q_ratio")]
     assert ins["method"].tolist() == ["occlusion", "rise", "sarfa", "random"]
     assert set(ins.iloc[0]["better_than"].split(", ")) == {"rise", "sarfa", "random"}
     dele = r[(r.experiment == "deletion") & (r.substrate == "black") & (r.measure == "q_ratio")]
     assert dele["method"].tolist()[0] == "random"  # lower is better in deletion
-    html = fg.style_rankings(r, "dqn", "insertion", "cap").to_html()
+    html = fg.show_rankings(r, "dqn", "insertion", "cap").to_html()
     assert "font-weight: bold" in html and "#d9f2d9" in html and "#f8d7d7" not in html
-    d = rk.ranking_detail(r, "dqn")
-    assert d.attrs["measure"] == "q_ratio" and set(d["Significantly better than"].iloc[0].split(", ")) == {"RISE", "SARFA", "Rnd"}
-    text = rk.significance_summary(r).data
-    assert "72 of 72 pairwise differences (100 %)" in text and "paired block-bootstrap tests" in text
-    assert "beats the random map significantly in 18 and loses to it significantly in 18 of 36" in text
-    assert "(60 states, effective sample size" in text and (r["n_eff"] <= 60).all()
+    d = dg.ranking_detail(r, "dqn")
+    assert d.attrs["measure"] == "q_ratio" and set(d["better_than"].iloc[0].split(", ")) == {"RISE", "SARFA", "Rnd"}
+    assert "Significantly better than" in fg.show_ranking_detail(d, "cap").to_html()
+    c = dg.significance_counts(r).iloc[0]
+    assert (c["pairs"], c["significant"], c["settings"]) == (72, 72, 12)
+    assert (c["beat random"], c["lose to random"], c["cells"]) == (18, 18, 36)
+    assert c["states"] == 60 and c["ess_high"] <= 60 and (r["n_eff"] <= 60).all()
 
 
 @pytest.mark.parametrize("n_states", [2, 49])
 def test_rankings_below_the_minimum_of_states_say_nothing_is_significant(n_states):
-    r = rk.rankings(_rows(DQN, BASE, n_states=n_states, steps=2), n_resamples=20)
+    r = dg.rankings(_rows(DQN, BASE, n_states=n_states, steps=2), n_resamples=20)
     assert (r["better_than"] == "").all() and (r["worse_than"] == "").all()
-    text = rk.significance_summary(r).data
-    assert f"too few states (n={n_states}) for a verdict" in text and "significant at" not in text
+    c = dg.significance_counts(r).iloc[0]
+    assert c["states"] == n_states and c["significant"] == 0 and c["beat random"] == c["lose to random"] == 0
 
 
 def test_the_state_value_is_never_ranked(big):
     both = pd.concat([big, _rows(A3C, BASE, measures=("value", "prob"), n_states=60, steps=2)])
-    r = rk.rankings(both, n_resamples=20)
+    r = dg.rankings(both, n_resamples=20)
     assert "value" not in set(r["measure"]) and "prob" in set(r["measure"])
-    note = rk.ranking_detail(r, "mask_a3c", role="value")
+    note = dg.ranking_detail(r, "mask_a3c", role="value")
     assert isinstance(note, Note) and "state value V is not ranked" in note.text
-    assert rk.ranking_detail(r, "mask_a3c", role="action").attrs["measure"] == "prob"
+    assert dg.ranking_detail(r, "mask_a3c", role="action").attrs["measure"] == "prob"
     s = dg.auc_summary(both, n_resamples=20)
     t = dg.our_auc_table(s, "mask_a3c")
     assert ("insertion", "black", "V (not ranked)") in t.index and t.attrs["best"][("insertion", "black", "V (not ranked)")] is None
-    assert "value" not in set(rk.side_by_side(s, "Breakout")["our_measure"])
-    assert "value-role measure, the state value V, is degenerate" in rk.factors_summary(s, r).data
-    assert "state value V is not ranked" in rk.significance_summary(r).data
+    assert "value" not in set(pp.side_by_side(s, "Breakout")["our_measure"])
+    sources = set(pp.factors(s)["source"])
+    assert f"Ours: {dg.agent_label(DQN)}" in sources and not any("Mask-A3C" in x for x in sources)
 
 
 # -- beside the paper ----------------------------------------------------------------------------
@@ -205,40 +209,44 @@ def _as_paper(game: str, sub: str, meas: str, *, reverse: bool = False) -> dict:
 def test_rank_agreement_is_one_for_the_papers_order_and_minus_one_reversed():
     same = dg.auc_summary(_rows(DQN, _as_paper("Breakout", "black", "q_ratio"), n_states=4,
                                 substrates=("black",), experiments=("insertion",)), n_resamples=20)
-    side = rk.side_by_side(same, "Breakout")
-    a = rk.rank_agreement(side)
+    side = pp.side_by_side(same, "Breakout")
+    a = pp.rank_agreement(side)
     q = a[a.paper_measure == "q_ratio"].iloc[0]
     assert q["spearman"] == pytest.approx(1.0) and q["kendall"] == pytest.approx(1.0)
     assert q["paper_best"] == q["our_best"] == "lime_slic"
-    rev = rk.rank_agreement(rk.side_by_side(dg.auc_summary(_rows(
+    rev = pp.rank_agreement(pp.side_by_side(dg.auc_summary(_rows(
         DQN, _as_paper("Breakout", "black", "q_ratio", reverse=True), n_states=4, substrates=("black",),
         experiments=("insertion",)), n_resamples=20), "Breakout"))
     assert rev[rev.paper_measure == "q_ratio"]["spearman"].iloc[0] == pytest.approx(-1.0)
-    wide = fg.style_side_by_side(side, "cap").data
+    wide = fg.show_side_by_side(side, "cap").data
     assert wide.loc[(dg.agent_label(DQN), "LIME-SLIC"), ("black, Q-ratio", "Huber et al.")] == "6.118 (1)"
     assert wide.loc[(dg.agent_label(DQN), "Rnd"), ("black, Q-ratio", "ours")].endswith("(5)")
-    assert "1.00 (p = " in fg.style_agreement(a, "cap").to_html()
-    text = rk.comparison_summary(a, "Breakout").data
-    assert "black insertion with the Q-ratio (LIME-SLIC)" in text
-    assert f"**{dg.agent_label(DQN)}** (4 states): over the" in text and (a["n"] == 4).all()  # the verdict names its n
-    assert "Mask-A3C" not in text
+    assert "1.00 (p = " in fg.show_agreement(a, "cap").to_html()
+    c = pp.agreement_counts({"this chapter": a}).iloc[0]
+    assert c["agent"] == DQN and c["states"] == 4 and (a["n"] == 4).all()  # the counts name their n
+    assert c["settings"] == 2 and c["significant"] >= 1 and c["same best"] >= 1
+    assert c["random first"] == 0 and c["random last agrees"] == 2
 
 
 def test_side_by_side_refuses_games_the_paper_did_not_run(table):
-    note = rk.side_by_side(dg.auc_summary(table, n_resamples=20), "Seaquest")
+    note = pp.side_by_side(dg.auc_summary(table, n_resamples=20), "Seaquest")
     assert isinstance(note, Note) and "not Seaquest" in note.text
-    assert rk.rank_agreement(note) is note and rk.comparison_summary(note, "Seaquest") is note
+    assert pp.rank_agreement(note) is note and isinstance(pp.agreement_counts({"x": note}), Note)
 
 
-def test_factors_summary_reports_winners_per_measure_and_substrate():
+def test_factors_report_winners_per_measure_and_substrate():
     t = pd.concat([_rows(DQN, BASE, measures=("q_ratio",), experiments=("insertion",)),
                    _rows(DQN, {"occlusion": 1.0, "rise": 2.0, "sarfa": 3.0, "random": 0.5}, measures=("advantage",),
                          experiments=("insertion",))])
-    s, r = dg.auc_summary(t, n_resamples=20), rk.rankings(t, n_resamples=20)
-    text = rk.factors_summary(s, r).data
-    assert "Too few states (n=12) for a verdict: these sentences give the order of the means only" in text
-    assert "differs on 3 of 3 substrates" in text and "black: Occl vs SARFA, ρ = 0.20" in text  # random is last in both orders
-    assert "changes with the substrate for 0 of 2 measures" in text
+    f = pp.factors(dg.auc_summary(t, n_resamples=20))
+    ours = f[f["source"] == f"Ours: {dg.agent_label(DQN)}"].set_index("substrate")
+    assert list(ours.index) == ["black", "random", "blur"] and (ours["n"] == 12).all()
+    assert (ours["best_value"] == "occlusion").all() and (ours["best_action"] == "sarfa").all()  # differs on 3 of 3 substrates
+    assert ours["rho_roles"].to_numpy() == pytest.approx([0.2] * 3)  # random is last in both orders
+    assert ours.loc[["random", "blur"], "rho_black_value"].to_numpy() == pytest.approx([1.0, 1.0])
+    assert not ours["random_first_value"].any()
+    html = fg.show_table(f, "cap", index=["source", "substrate"]).to_html()
+    assert "Huber et al.: Pac-Man" in html and "LIME-SLIC" in html
 
 
 # -- curves and paths ----------------------------------------------------------------------------
@@ -256,9 +264,9 @@ def test_curve_bands():
 
 
 def test_curves_figure_draws_an_image_or_says_what_is_missing(table):
-    img = fg.curves_figure(table, "dqn", "insertion", n_resamples=20, dpi=30)
+    img = fg.show_curves(table, "dqn", "insertion", n_resamples=20, dpi=30)
     assert img.data[:4] == b"\x89PNG"
-    assert isinstance(fg.curves_figure(table, "mask_a3c", "insertion"), Note)
+    assert isinstance(fg.show_curves(table, "mask_a3c", "insertion"), Note)
 
 
 @pytest.fixture(scope="module")
@@ -319,11 +327,9 @@ def test_degradation_results_reuse_the_study_units_without_sanity(toy_agent, tmp
 
 
 def test_study_agreement_reads_the_stored_study_or_says_why_not(tmp_path):
-    from saliency_book.ch4_paper import study_agreement
-
-    empty = study_agreement(dg.DegradationChapter(results_dir=str(tmp_path)), "Breakout")
+    empty = pp.study_agreement(dg.DegradationChapter(results_dir=str(tmp_path)), "Breakout")
     assert isinstance(empty, Note) and "no insertion units of Breakout" in empty.text
-    a = study_agreement(dg.DegradationChapter(), "Breakout")  # the committed paper-scale study
+    a = pp.study_agreement(dg.DegradationChapter(), "Breakout")  # the committed paper-scale study
     assert not isinstance(a, Note), a
     assert len(a) == 4 and (a["n"] == 997).all() and (a["methods"] == 8).all()
-    assert "(997 states)" in rk.comparison_summary(a, "Breakout").data
+    assert pp.agreement_counts({"paper-scale study": a})["states"].tolist() == [997]

@@ -1,4 +1,4 @@
-"""Huber et al.'s numbers beside ours (saliency_study.paper, ch3_paper, ch4_paper): loaders, per-game
+"""Huber et al.'s numbers beside ours (saliency_study.paper, ch3_sanity, ch4_paper): loaders, per-game
 verdicts, the pooled 99 % CI, the paper's precedents and the degenerate state value, on known answers."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import saliency_book.ch3_paper as p3
+import saliency_book.ch3_figures as f3
+import saliency_book.ch3_sanity as p3
+import saliency_book.ch4_figures as f4
 import saliency_book.ch4_paper as p4
 from saliency_book.ch4_degradation import DegradationChapter
 from saliency_book.common import ExplainedAgent, Note
@@ -72,11 +74,13 @@ def test_per_game_verdicts_on_known_answers():
     # the CI is the block bootstrap of the states in trajectory order, whatever the rows' order
     shuffled = paper.compare_per_game(ours.sample(frac=1.0, random_state=0), p, ["method", "level"], n_resamples=500)
     assert shuffled.set_index(["game", "method"]).loc[("Breakout", "sarfa"), "ci_low"] == t.loc[("Breakout", "sarfa"), "ci_low"]
-    html = p3.style_per_game(t.reset_index(), "Breakout").to_html()
+    html = f3.show_comparison(t.reset_index(), "cap", game="Breakout").to_html()
     assert "Huber et al." in html and "ESS" in html and "consistent" in html and "all layers" in html
-    assert "has not run this game" in p3.style_per_game(t.reset_index(), "Frostbite").caption
-    text = p3.per_game_sentence(t.reset_index()).data
-    assert "Ms. Pac-Man: not yet run" in text and "Breakout (120 states): 1 consistent, 1 differs, 1 too few states" in text
+    assert "not yet run" in f3.show_comparison(t.reset_index(), "cap", game="Frostbite").to_html()
+    counts = p3.verdict_counts(t.reset_index(), by="game").set_index("game")
+    assert counts.loc["MsPacman", paper.NOT_RUN] == 9 and counts.loc["MsPacman", "states"] == 0
+    assert counts.loc["Breakout", ["consistent", "differs", TOO_FEW, paper.NOT_RUN]].tolist() == [1, 1, 1, 6]
+    assert counts.loc["Breakout", "states"] == 120 and list(counts.index) == list(paper.GAME_ORDER)
 
 
 def test_per_game_handles_one_to_four_games():
@@ -109,21 +113,20 @@ def test_pooled_ci_covers_a_known_mean_and_pools_the_papers_games_alike():
 
 # -- what the paper already shows ------------------------------------------------------------------
 
-def test_precedent_sentence_credits_the_paper_with_sarfa_on_breakout():
+def test_precedents_credit_the_paper_with_sarfa_on_breakout():
     who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
     verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa", "integrated_gradients", "occlusion", "ns_chosen"],
                              "spearman": [0.59, 0.95, 0.02, 0.6], "n": [20, 20, 20, 20]})
-    text = p3.precedent_sentence(verdicts, who, "Breakout", threshold=0.5).data
-    assert "Huber et al.'s own data already shows this for **SARFA** (ours ρ = 0.59, n = 20): theirs ρ = 0.64" in text
-    assert "does not show it for **NS chosen action**" in text and "did not run **Integrated Gradients**" in text
-    assert "Occlusion" not in text and "too few states (n=20) for a verdict" in text
-    assert isinstance(p3.precedent_sentence(verdicts, who, "Seaquest"), Note)
-    none = p3.precedent_sentence(verdicts.assign(spearman=0.1), who, "Breakout").data
-    assert "no such effect" in none
+    t = p3.precedents(verdicts, who, "Breakout", threshold=0.5).set_index("method")
+    assert "occlusion" not in t.index and (t["source"] == "this chapter").all() and (t["n"] == 20).all()
+    assert t["paper_shows_it"].to_dict() == {"sarfa": "yes", "integrated_gradients": "not run", "ns_chosen": "no"}
+    assert t.loc["sarfa", "paper"] == pytest.approx(0.644, abs=0.002) and t.loc["sarfa", "ours"] == 0.59
+    assert isinstance(p3.precedents(verdicts, who, "Seaquest"), Note)
+    assert isinstance(p3.precedents(verdicts.assign(spearman=0.1), who, "Breakout"), Note)  # no such effect
+    assert "Paper shows it" in f3.show_table(t.reset_index(), "cap").to_html()
 
 
-
-def test_precedent_sentence_takes_the_stored_study_where_it_has_the_game():
+def test_precedents_take_the_stored_study_where_it_has_the_game():
     """With enough stored states for every method, the means come from the paper-scale study, not the chapter's."""
     who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
     verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa"], "spearman": [0.59], "n": [20]})
@@ -135,15 +138,15 @@ def test_precedent_sentence_takes_the_stored_study_where_it_has_the_game():
         other = [{**base, "method": "sarfa", "state": s, "level": 1, "value": 0.99} for s in range(n)]  # another level
         return pd.DataFrame(sim + other)
 
-    text = p3.precedent_sentence(verdicts, who, "Breakout", study=study(997)).data
-    assert "(the paper-scale study, 997 states)" in text
-    assert "**SARFA** (ours ρ = 0.62, n = 997): theirs ρ = 0.64" in text and "too few states" not in text
-    assert "NS chosen" not in text  # 0.1: below τ in the study
-    t = p3.study_means(study(997), "dqn-test", "Breakout")
-    assert t.set_index("method")["spearman"].to_dict() == pytest.approx({"ns_chosen": 0.1, "sarfa": 0.62})
+    t = p3.precedents(verdicts, who, "Breakout", study=study(997))
+    assert t["method"].tolist() == ["sarfa"] and t["source"].tolist() == ["paper-scale study"]  # NS chosen: 0.1 < τ
+    assert t["ours"].iloc[0] == pytest.approx(0.62) and t["n"].iloc[0] == 997
+    m = p3.study_means(study(997), "dqn-test", "Breakout")
+    assert m.set_index("method")["spearman"].to_dict() == pytest.approx({"ns_chosen": 0.1, "sarfa": 0.62})
     for stored in (study(30), study(997, game="MsPacman"), study(997, agent="other"), study(0)):
-        text = p3.precedent_sentence(verdicts, who, "Breakout", study=stored).data  # the chapter's own numbers
-        assert "paper-scale" not in text and "(ours ρ = 0.59, n = 20)" in text
+        t = p3.precedents(verdicts, who, "Breakout", study=stored)  # the chapter's own numbers
+        assert t["source"].tolist() == ["this chapter"] and t["ours"].tolist() == [0.59] and t["n"].tolist() == [20]
+
 
 # -- the degenerate state value ----------------------------------------------------------------------
 
@@ -184,10 +187,8 @@ def test_degenerate_value_is_detected_and_a_sound_measure_is_not():
     assert d.loc["value", "clean"] == pytest.approx(3.56) and d.loc["value", "substrate_value"] == pytest.approx(3.56)
     assert d.loc["value", "gap_share"] == pytest.approx(0.0) and d.loc["value", "peak"] > 4
     assert d.loc["q_ratio", "gap_share"] > 0.3 and d.loc["value", "n"] == 6
-    text = p4.degeneracy_sentence(d.reset_index()).data
-    assert "state value V" in text and "degenerate on 1 of 1 substrates" in text and "does not rank maps on it" in text
-    assert "too few states (n=6) for a verdict" in text
-    assert "Degenerate" in p4.style_degeneracy(d.reset_index(), "cap").to_html()
+    html = f4.show_table(d.reset_index(), "cap").to_html()
+    assert "Degenerate" in html and "state value V" in html and "color: #cf222e" in html  # flagged in red
     assert isinstance(p4.measure_degeneracy(v.iloc[:0], curves.iloc[:0]), Note)
     assert isinstance(p4.measure_degeneracy(rows, Note("no curves")), Note)
 
@@ -206,9 +207,12 @@ def test_insertion_per_game_table_reads_the_papers_settings():
     b = t[(t.game == "Breakout") & (t.substrate == "black") & (t.measure == "q_ratio")]
     assert (b["verdict"] == "consistent").all() and len(b) == 8
     assert (t.loc[t.game != "Breakout", "verdict"] == paper.NOT_RUN).all() and len(t) == 128
-    assert list(t["game"].unique()) == list(paper.GAMES.values())
-    assert "Breakout (60 states): 8 consistent, 24 not yet run" in p4.per_game_sentence(t).data
-    assert "Huber et al." in p4.style_per_game(t, "Breakout").to_html()
+    assert list(t["game"].unique()) == list(paper.GAME_ORDER)
+    counts = p4.verdict_counts(t).set_index("game")
+    assert counts.loc["Breakout", ["consistent", paper.NOT_RUN, "states"]].tolist() == [8, 24, 60]
+    assert (counts.loc["Frostbite", paper.NOT_RUN], counts.loc["Frostbite", "states"]) == (32, 0)
+    html = f4.show_comparison(t, "cap", game="Breakout").to_html()
+    assert "Huber et al." in html and "LIME-SLIC" in html and "consistent" in html
 
 
 def _as_papers(game: str, **override) -> pd.DataFrame:
@@ -217,19 +221,23 @@ def _as_papers(game: str, **override) -> pd.DataFrame:
     p = p[p.game == game]
     return pd.DataFrame({"agent": "dqn", "experiment": "insertion", "substrate": p["substrate"], "measure": p["measure"],
                          "method": p["method"], "mean": [override.get(m, v) for m, v in zip(p["method"], p["mean"])],
-                         "n": 60})
+                         "std": 0.0, "n": 60})
 
 
-def test_random_map_precedent_credits_the_papers_table():
+def _random_first(summary: pd.DataFrame, game: str) -> pd.DataFrame:
+    a = p4.rank_agreement(p4.side_by_side(summary, game))
+    return a.set_index(["substrate", "paper_measure"])[["paper_random_first", "our_random_first"]]
+
+
+def test_rank_agreement_says_where_the_papers_table_already_has_the_random_map_first():
     # Frostbite, random insertion, advantage: the paper's random map has the highest mean of its columns
-    text = p4.random_map_precedent(_as_papers("Frostbite"), "Frostbite").data
-    assert "random insertion with the advantage (60 states); Huber et al.'s own Frostbite table shows the same" in text
-    assert "this is their finding too, not a new one" in text
-    # Breakout: the paper never has it first
-    assert "nor in Huber et al.'s table" in p4.random_map_precedent(_as_papers("Breakout"), "Breakout").data
-    flipped = p4.random_map_precedent(_as_papers("Breakout", random=99.0), "Breakout").data
-    assert "does not have it first" in flipped and "black insertion with the Q-ratio (60 states)" in flipped
-    assert isinstance(p4.random_map_precedent(_as_papers("Breakout"), "Seaquest"), Note)
+    f = _random_first(_as_papers("Frostbite"), "Frostbite")
+    assert f.loc[("random", "advantage")].tolist() == [True, True] and f.sum().tolist() == [1, 1]
+    assert _random_first(_as_papers("Breakout"), "Breakout").sum().tolist() == [0, 0]  # the paper never has it first
+    flipped = _random_first(_as_papers("Breakout", random=99.0), "Breakout")
+    assert flipped["our_random_first"].all() and not flipped["paper_random_first"].any()
+    c = p4.agreement_counts({"x": p4.rank_agreement(p4.side_by_side(_as_papers("Frostbite"), "Frostbite"))}).iloc[0]
+    assert (c["random first"], c["random first, paper too"], c["states"]) == (1, 1, 60)
 
 
 def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_chapter(monkeypatch):
@@ -245,8 +253,7 @@ def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_c
         return pd.DataFrame(columns=["experiment", "agent", "game", "method", "substrate", "state", "level", "layer",
                                      "step", "measure", "value"])  # what an empty store gives
 
-    monkeypatch.setattr(p3, "stored_rows", fake)
-    monkeypatch.setattr(p4, "stored_rows", fake)
+    monkeypatch.setattr(paper, "stored_rows", fake)  # the module both chapters read the stored study through
     assert SanityChapter().study_profile == "full" and DegradationChapter().study_profile == "full"
     assert p3.sanity_rows(SanityChapter(profile="quick")).empty
     assert calls[-1] == ("full", ("sanity",))
@@ -254,7 +261,7 @@ def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_c
     assert calls[-1] == ("tiny", ("sanity",))
     assert p4.insertion_aucs(DegradationChapter(profile="tiny")).empty
     assert calls[-1] == ("full", ("insertion", "deletion"))
-    with pytest.raises(ValueError, match="profile"):
+    with pytest.raises(ValueError, match="unknown profile 'paper'"):
         SanityChapter(study_profile="paper")
     with pytest.raises(ValueError, match="unknown profile 'paper'"):
         DegradationChapter(study_profile="paper")

@@ -1,5 +1,5 @@
-"""Chapter 3's library (saliency_book.ch3_sanity): configuration, summaries, verdicts, generated text, figures
-and the Noise Sensitivity example.
+"""Chapter 3 (saliency_book.ch3_sanity, ch3_figures): configuration, summaries, verdicts, the tables the
+notebook shows, figures and the Noise Sensitivity example.
 
 Most tests use small synthetic sanity tables with known answers. The end-to-end test runs the
 tiny sweep of the two Noise Sensitivity variants on a random-weight DQN checkpoint written to a
@@ -14,7 +14,6 @@ import pytest
 import torch
 
 import saliency_book.ch3_figures as fg
-import saliency_book.ch3_ns_example as nx
 import saliency_book.ch3_sanity as sn
 from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
@@ -55,14 +54,18 @@ def test_config_accepts_papermill_values_and_rejects_bad_ones():
     cfg = sn.SanityChapter(agent="None", seed="3", threshold="0.4", profile="tiny")
     assert cfg.agent is None and cfg.seed == 3 and cfg.threshold == 0.4
     assert "profile `tiny`" in cfg._repr_markdown_() and "Mask-A3C agents: 2 states" in cfg._repr_markdown_()
-    with pytest.raises(ValueError, match=r"threshold must be a number in \(0.0, 1.0\)"):
+    with pytest.raises(ValueError, match=r"threshold must be a real number in \(0, 1\)"):
         sn.SanityChapter(threshold=1.5)
-    with pytest.raises(ValueError, match="threshold must be a number"):
+    with pytest.raises(ValueError, match="threshold must be a real number"):
         sn.SanityChapter(threshold="high")
-    with pytest.raises(ValueError, match="executor must be one of local"):
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got 'x'"):  # the base's message
+        sn.SanityChapter(seed="x")
+    with pytest.raises(ValueError, match="unknown executor 'slurm'"):
         sn.SanityChapter(executor="slurm")
     with pytest.raises(ValueError, match="unknown profile"):
         sn.SanityChapter(profile="fast")
+    with pytest.raises(ValueError, match="unknown profile 'paper'"):
+        sn.SanityChapter(study_profile="paper")
     with pytest.raises(ValueError, match="unknown game"):
         sn.SanityChapter(game="Tetris")
 
@@ -88,15 +91,12 @@ def test_verdict_rules(low, high, n, expected):
 
 
 def test_no_verdict_below_the_shared_minimum_of_states():
-    from saliency_book import ch4_rankings
     from saliency_study import evidence
 
-    assert evidence.MIN_STATES == 50 and sn.MIN_STATES is evidence.MIN_STATES is ch4_rankings.MIN_STATES
+    assert evidence.MIN_STATES == 50 and sn.MIN_STATES is evidence.MIN_STATES
     assert sn.verdict(0.1, 0.3, 0.5, n=49) == "too few states" and sn.verdict(0.1, 0.3, 0.5, n=50) == "passes"
     assert evidence.too_few(20) == "too few states (n=20) for a verdict"
     assert not evidence.enough_states(np.nan) and evidence.enough_states(50)
-    rules = sn.verdict_rules().data
-    assert "fewer than 50 states" in rules and "moving-block bootstrap" in rules
 
 
 def test_layer_summary_and_labels(synthetic):
@@ -119,12 +119,11 @@ def test_verdict_table_judges_the_deepest_level_in_display_order(synthetic):
     assert v["random_spearman"].to_numpy() == pytest.approx(0.01)
     assert sn.verdict_table(s, refs, threshold=0.05)["verdict"].eq("fails").all()
     assert sn.verdict_table(s, refs, min_states=70)["verdict"].eq("too few states").all()
-    html = fg.style_verdicts(v, {AGENT: "test agent"}, "caption").to_html()
+    html = fg.show_verdicts(v.assign(title="test agent"), "caption").to_html()
     assert "test agent" in html and "NS chosen action" in html and "0.15 [" in html and "ESS" in html
+    assert "Spearman, random map" in html and "color: #1a7f37" in html  # a pass is green
     few = sn.layer_summary(_table({"rise": [1.0, 0.4, 0.1], "occlusion": [1.0, 0.6, 0.5]}, n=20))
     assert sn.verdict_table(few)["verdict"].tolist() == ["too few states"] * 2  # 20 states: no verdict
-    text = sn.discussion({"a": sn.verdict_table(few)}, {"a": few}).data
-    assert "too few states (n=20) for a verdict" in text and "By the means alone" in text
 
 
 def test_constant_maps_leave_no_ci():
@@ -134,59 +133,75 @@ def test_constant_maps_leave_no_ci():
     assert v["verdict"].tolist() == ["no data"]
 
 
-# -- generated text -------------------------------------------------------------------------------
+# -- the tables the notebook shows ----------------------------------------------------------------
 
-def test_ns_summary_follows_the_numbers(synthetic):
-    _, s, _ = synthetic
-    text = sn.ns_summary({"test agent": s}).data
-    assert "NS original at a mean Spearman similarity of 0.90" in text and "Huber et al.'s finding is reproduced" in text
-    flipped = _table({"ns_original": [1.0, 0.2, 0.1], "ns_chosen": [1.0, 0.9, 0.8]}, n=60)
-    assert "the opposite of Huber et al.'s finding" in sn.ns_summary({"a": sn.layer_summary(flipped)}).data
-    close = _table({"ns_original": [1.0, 0.52, 0.3], "ns_chosen": [1.0, 0.5, 0.3]}, noise=0.2, n=60)
-    assert "intervals overlap" in sn.ns_summary({"a": sn.layer_summary(close)}).data
-    few = _table({"ns_original": [1.0, 0.9, 0.8], "ns_chosen": [1.0, 0.2, 0.1]}, n=3)
-    text = sn.ns_summary({"a": sn.layer_summary(few)}, profile="tiny").data
-    assert "too few states (n=3) for a verdict" in text and "reproduced" not in text and "`tiny` profile" in text
-    assert isinstance(sn.ns_summary({"a": Note("missing")}), Note)
-
-
-def test_discussion_lists_verdicts_and_extremes(synthetic):
-    _, s, refs = synthetic
-    v = sn.verdict_table(s, refs, threshold=0.5)
-    text = sn.discussion({"test agent": v}, {"test agent": s}, threshold=0.5).data
-    assert "2 of 4 methods pass the test (**NS chosen action** and **RISE**)" in text
-    assert "1 fails (**NS original**)" in text and "1 is undecided (**Occlusion**)" in text
-    assert "most similar to its original is that of **NS original** (ρ = 0.80)" in text
-    assert "least similar that of **RISE** (ρ = 0.10)" in text and "unchanged" not in text
-
-
-def test_discussion_explains_masks_the_heads_cannot_reach():
-    t = _table({"mask_policy": [1.0, 1.0, 0.3], "occlusion": [1.0, 0.4, 0.2]}, noise=0.0, n=60)
-    s = sn.layer_summary(t)
-    text = sn.discussion({"m": sn.verdict_table(s)}, {"m": s}).data
-    assert "leaves the maps of **Policy mask** unchanged" in text and "computed before the heads" in text
-
-
-def test_results_object_combines_agents_and_passes_notes_through(synthetic):
-    t, s, refs = synthetic
-    cfg = sn.SanityChapter(profile="quick")
+def _results(tables: dict, cfg=None) -> sn.SanityResults:
+    """SanityResults of synthetic tables: ``tables[title]`` is one agent's rows; a missing Mask-A3C agent."""
+    agents = {f"dqn{i}": ExplainedAgent("dqn", "Breakout", AGENT, title) for i, title in enumerate(tables)}
+    summaries = {f"dqn{i}": sn.layer_summary(t) for i, t in enumerate(tables.values())}
+    refs = {f"dqn{i}": sn.reference_summary(t) for i, t in enumerate(tables.values())}
     missing = ExplainedAgent("mask_a3c", "Breakout", None, "official Mask-A3C agent", "not fetched")
-    res = sn.SanityResults(cfg, {"dqn": ExplainedAgent("dqn", "Breakout", AGENT, "test agent"), "mask_a3c": missing},
-                           {"dqn": t, "mask_a3c": missing.note()}, {"dqn": s, "mask_a3c": missing.note()},
-                           {"dqn": refs, "mask_a3c": missing.note()})
-    v = res.verdicts()
-    assert set(v["agent"]) == {AGENT} and len(v) == 4
-    assert "For the test agent" in res.discussion(v).data
-    assert isinstance(res.curves("mask_a3c"), Note) and isinstance(res.example("mask_a3c"), Note)
-    assert res.curves("dqn").data[:4] == b"\x89PNG" and res.ns_curves().data[:4] == b"\x89PNG"
-    assert res.labels() == {AGENT: "test agent"}
+    return sn.SanityResults({**agents, "mask_a3c": missing}, {**dict(zip(agents, tables.values())),
+                            "mask_a3c": missing.note()}, {**summaries, "mask_a3c": missing.note()},
+                            {**refs, "mask_a3c": missing.note()})
 
 
-def test_figures_render_and_refuse_empty_input(synthetic):
-    _, s, refs = synthetic
-    assert fg.curves_figure(s, refs, "title").data[:4] == b"\x89PNG"
-    assert isinstance(fg.curves_figure(s.iloc[:0], refs, "title"), Note)
-    assert isinstance(fg.ns_figure({"a": s[s["method"] == "rise"]}), Note)
+def test_ns_table_judges_huber_et_al_s_finding_on_the_numbers(synthetic):
+    t, _, _ = synthetic
+    flipped = _table({"ns_original": [1.0, 0.2, 0.1], "ns_chosen": [1.0, 0.9, 0.8]}, n=60)
+    close = _table({"ns_original": [1.0, 0.52, 0.3], "ns_chosen": [1.0, 0.5, 0.3]}, noise=0.2, n=60)
+    few = _table({"ns_original": [1.0, 0.9, 0.8], "ns_chosen": [1.0, 0.2, 0.1]}, n=3)
+    ns = sn.ns_table(_results({"a": t, "flipped": flipped, "close": close, "few": few})).set_index("agent")
+    assert ns.loc["a", "original"] == pytest.approx(0.9) and ns.loc["a", "chosen"] == pytest.approx(0.2)
+    assert ns.loc["a", "original_low"] < 0.9 < ns.loc["a", "original_high"] and ns.loc["a", "layer"] == "output"
+    assert ns["finding"].to_dict() == {"a": "reproduced: NS original more similar",
+                                       "flipped": "reversed: NS chosen action more similar",
+                                       "close": "not settled: the CIs overlap", "few": "too few states"}
+    assert ns.loc["few", "n"] == 3 and ns.loc["a", "n"] == 60 and ns.loc["a", "original_ess"] < 60
+    html = fg.show_table(ns.reset_index(), "cap").to_html()
+    assert "0.90 [" in html and "too few states" in html and "color: #1a7f37" in html
+    assert isinstance(sn.ns_table(_results({"r": _table({"rise": [1.0, 0.4, 0.1]})})), Note)
+
+
+def test_verdict_counts_and_extremes(synthetic):
+    t, _, _ = synthetic
+    res = _results({"test agent": t})
+    v = sn.chapter_verdicts(res, 0.5)
+    assert set(v["title"]) == {"test agent"} and len(v) == 4
+    c = sn.verdict_counts(v).set_index("title")
+    assert c.loc["test agent", ["passes", "fails", "undecided"]].tolist() == [2, 1, 1]
+    assert c.loc["test agent", "states"] == 60
+    assert sn.extremes(v, "test agent") == ("NS original (ρ = 0.80)", "RISE (ρ = 0.10)")
+    assert sn.extremes(v, "nobody") == ("–", "–") and sn.extremes(Note("x"), "test agent") == ("–", "–")
+    assert "Too few states" not in fg.show_table(c.reset_index(), "cap").to_html()
+    empty = sn.SanityResults({"dqn": res.agents["mask_a3c"]}, *({"dqn": Note("x")} for _ in range(3)))
+    assert isinstance(sn.chapter_verdicts(empty), Note)
+
+
+def test_figures_render_and_pass_missing_agents_through(synthetic):
+    t, s, _ = synthetic
+    res = _results({"test agent": t})
+    assert fg.show_curves(res, "dqn0").data[:4] == b"\x89PNG" and fg.show_ns_curves(res).data[:4] == b"\x89PNG"
+    assert isinstance(fg.show_curves(res, "mask_a3c"), Note)
+    res.summaries["dqn0"] = s[s["method"] == "rise"]
+    assert isinstance(fg.show_ns_curves(res), Note)
+    res.summaries["dqn0"] = s.iloc[:0]
+    assert isinstance(fg.show_curves(res, "dqn0"), Note)
+
+
+def test_show_table_takes_whatever_interval_and_verdict_columns_a_comparison_has():
+    """The comparison with the paper may gain a margin, a difference with its interval and other verdicts."""
+    t = pd.DataFrame({"game": "Breakout", "method": ["sarfa", "rise"], "level": 5, "paper": [0.64, 0.24],
+                      "mean": [0.56, 0.19], "ci_low": [0.55, 0.17], "ci_high": [0.57, 0.21], "n": [997, 997],
+                      "n_eff": [180.6, 219.4], "margin": 0.1, "difference": [-0.08, -0.05], "diff_low": [-0.09, -0.07],
+                      "diff_high": [-0.07, -0.03], "verdict": ["reproduced", "inconclusive"]})
+    html = fg.show_comparison(t, "cap", game="Breakout").to_html()
+    assert "SARFA" in html and "all layers" in html and "Huber et al." in html and "0.56 [0.55, 0.57]" in html
+    assert "-0.08 [-0.09, -0.07]" in html and "Margin" in html and "180.6" in html and "997" in html
+    assert "color: #1a7f37" in html and "color: #9a6700" in html and "Breakout" not in html
+    interval_only = fg.show_table(t[["method", "diff_low", "diff_high"]], "cap").to_html()
+    assert "[-0.09, -0.07]" in interval_only
+    assert isinstance(fg.show_table(t.iloc[:0], "cap"), Note)
 
 
 # -- end to end: the sweep's NS rows and the example maps agree ----------------------------------
@@ -206,26 +221,26 @@ def test_ns_example_reproduces_the_sweeps_similarities(dqn_dir, tmp_path, monkey
     table = sn.sanity_results(cfg, who, methods=sn.NS_METHODS)
     assert set(table["method"]) == set(sn.NS_METHODS) and table["state"].nunique() == 2
     assert list(dict.fromkeys(table.sort_values("level")["layer"].dropna()))[:3] == ["original", "output", "fc"]
-    ex = nx.ns_example(cfg, who, table)
-    assert ex.state == nx._median_state(table) and [lv for lv, _ in ex.levels] == [0, 1, 5]
+    ex = sn.ns_example(cfg, who, table)
+    assert ex.state == sn._median_state(table) and [lv for lv, _ in ex.levels] == [0, 1, 5]
     assert ex.maps[("ns_original", 0)].shape == (84, 84) and ex.frame.shape == (210, 160, 3)
     for (method, level), rho in ex.spearman.items():
         row = table[(table["method"] == method) & (table["level"] == level) & (table["state"] == ex.state)
                     & (table["measure"] == "spearman")]
         assert rho == pytest.approx(float(row["value"].iloc[0]), abs=1e-3), (method, level)
     # the maps are cached: a second call builds no randomised model and computes no map
-    monkeypatch.setattr(nx, "model_at", lambda *a, **k: pytest.fail("recomputed a cached map"))
-    again = nx.ns_example(cfg, who, table, state=ex.state)
+    monkeypatch.setattr(sn, "model_at", lambda *a, **k: pytest.fail("recomputed a cached map"))
+    again = sn.ns_example(cfg, who, table, state=ex.state)
     assert all(np.array_equal(again.maps[k], ex.maps[k]) for k in ex.maps)
-    assert fg.ns_example_figure(ex).data[:4] == b"\x89PNG"
+    assert fg.show_ns_example(ex).data[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="state must index the 2 sweep states"):
-        nx.ns_example(cfg, who, table, state=7)
+        sn.ns_example(cfg, who, table, state=7)
 
 
 def test_example_state_is_the_median_of_ns_original_after_the_first_level():
     t = _table({"ns_original": [1.0, 0.5, 0.4], "ns_chosen": [1.0, 0.2, 0.1]}, n=5)
     first = (t["method"] == "ns_original") & (t["level"] == 1) & (t["measure"] == "spearman")
     t.loc[first, "value"] = t.loc[first, "state"].map({0: 0.9, 1: 0.1, 2: 0.7, 3: 0.3, 4: 0.5}).astype(float)
-    assert nx._median_state(t) == 4
+    assert sn._median_state(t) == 4
     t.loc[first & (t["state"] == 4), "value"] = np.nan  # four finite values: the lower median
-    assert nx._median_state(t) == 3
+    assert sn._median_state(t) == 3

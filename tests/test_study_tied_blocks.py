@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+import saliency_book.ch3_figures as fg
 import saliency_book.ch3_sanity as sn
 import saliency_book.ch3_tied_blocks as tb
 from saliency_book.common import ExplainedAgent, Note
@@ -112,49 +113,23 @@ def test_the_black_screen_claim_is_a_pre_stated_test_with_its_states():
     assert (t["n"] == 60).all() and (t["game"] == "Breakout").all() and (t["n_eff"] <= 60).all()
     few = tb.tied_block_test(_states(5, integrated_gradients=(0.9, 0.2)), n_resamples=100)
     assert few["verdict"].tolist() == [TOO_FEW] and few["n"].tolist() == [5]
-    html = tb.style_tied_block_test(tb.tied_block_test(_states(60, integrated_gradients=(0.9, 0.2)), n_resamples=50),
-                                    "cap").to_html()
-    assert "carried by the block" in html and "ESS" in html
+    html = fg.show_tied_block_test(tb.tied_block_test(_states(60, integrated_gradients=(0.9, 0.2)), n_resamples=50),
+                                   "cap").to_html()
+    assert "carried by the block" in html and "ESS" in html and "Spearman, outside the block" in html
 
 
-def test_sentence_claims_the_block_only_where_the_test_finds_it():
+def test_summary_orders_the_methods_by_their_shared_block():
     summary = _summary()
-    carried = tb.tied_block_test(_states(60, integrated_gradients=(0.9, 0.2), occlusion=(0.05, 0.1), rise=(0.3, 0.3)),
-                                 n_resamples=200, game="Breakout")
-    text = tb.tied_block_sentence(summary, "test agent", test=carried, threshold=0.5).data
-    assert "60% of the pixel locations are zero in every stacked frame" in text
-    assert "**Integrated Gradients** (60% of the pixels; ρ = 0.90 over all pixels, 0.20 outside the block" in text
-    assert "For **Integrated Gradients**, on 60 states of Breakout (effective sample size" in text
-    assert "reaches the threshold 0.50 only through the block" in text
-    assert "For **Occlusion** (ρ = 0.01; the tie sits away from both ends of the random map), the block alone stays below the threshold 0.50" in text
-    mid = tb.tied_block_sentence(_summary(below_trained=[0.0, 0.4, 0.0]), "t", test=carried).data
-    assert "**Occlusion** (ρ = 0.01; the tie sits away from both ends of the trained and the random maps)" in mid
-    small = tb.tied_block_sentence(_summary(below_random=[0.0, 0.0, 0.0], shared=[0.6, 0.06, 0.0]), "t", test=carried).data
-    assert "**Occlusion** (ρ = 0.01; the block covers only 6% of the pixels)" in small
-    assert "RISE" not in text
-    # five states: the claim is replaced by "too few states"
-    few = tb.tied_block_test(_states(5, integrated_gradients=(0.9, 0.2), occlusion=(0.05, 0.1)), n_resamples=100,
-                             game="Breakout")
-    text5 = tb.tied_block_sentence(summary, "test agent", test=few).data
-    assert "only through the block" not in text5 and "block alone stays below" not in text5
-    assert "these are too few states (n=5) for a verdict (Breakout; the test needs 50 states)" in text5
-    # the data do not support it: no claim, and the failure stands
-    kept = tb.tied_block_sentence(summary, "t", test=tb.tied_block_test(
-        _states(60, integrated_gradients=(0.9, 0.8), occlusion=(0.05, 0.1)), n_resamples=100)).data
-    assert "only through the block" not in kept and "its failure stands" in kept
-    # no test, no claim
-    untested = tb.tied_block_sentence(summary, "t").data
-    assert "only through the block" not in untested and "not tested here" in untested
-    none = tb.tied_block_sentence(_summary(shared=[0.0, 0.0, 0.0], input_zero=[0.0, 0.0, 0.0]), "test agent").data
-    assert "0% of the pixel locations" in none and "ties do not inflate" in none
-    html = tb.style_tied_blocks(summary, "cap").to_html()
+    assert summary["method"].tolist() == ["integrated_gradients", "occlusion", "rise"] and (summary["states"] == 1).all()
+    assert tb.zero_share(pd.DataFrame({"input_zero": [0.6, 0.62]})) == "61%" and tb.zero_share(Note("x")) == "–"
+    html = fg.show_tied_blocks(summary, "cap").to_html()
     assert "Spearman, outside the block" in html and "Below the tie, random" in html and "50%" in html
 
 
 def test_notes_pass_through():
     note = Note("missing", title="x")
-    assert tb.tied_block_summary(note) is note and tb.style_tied_blocks(note, "c") is note
-    assert tb.tied_block_sentence(note, "t") is note
+    assert tb.tied_block_summary(note) is note and fg.show_tied_blocks(note, "c") is note
+    assert fg.show_tied_block_test(note, "c") is note
     missing = ExplainedAgent("dqn", "Breakout", None, "DQN agent of the study", "none yet")
     assert isinstance(tb.tied_blocks(sn.SanityChapter(), missing), Note)
 
@@ -192,13 +167,9 @@ def test_the_study_test_runs_per_game_on_the_sweeps_own_untied_similarity():
     assert tests.loc[("Breakout", "sarfa"), "verdict"] == tb.NOT_CARRIED
     assert tests.loc[("MsPacman", "integrated_gradients"), "verdict"] == TOO_FEW
     assert tests.loc[("Breakout", "sarfa"), "n"] == 60
-    text = tb.study_tied_block_sentence(tests.reset_index()).data
-    assert "On Breakout (60 states, effective sample size" in text
-    assert "the shared block carries the failure of **Integrated Gradients**" in text
-    assert "**SARFA** fails outside the block as well" in text
-    assert "On MsPacman, the stored states are too few states (n=12) for a verdict (the test needs 50)." in text
-    assert "Frostbite" not in text and "Occlusion" not in text
+    assert tests.loc[("MsPacman", "integrated_gradients"), "n"] == 12
+    html = fg.show_tied_block_test(tests.reset_index(), "cap").to_html()
+    assert "Ms. Pac-Man" in html and "Game" in html  # several games: one row group per game
     none = tb.study_tied_block_tests(_sweep_rows("Breakout", 60, untied=False, occlusion=(0.1, 0.1)))
     assert isinstance(none, Note) and "not tested" in none.text
-    assert tb.study_tied_block_sentence(none) is none
     assert tb.study_tied_tables(rows.iloc[:0]) == {}
