@@ -42,7 +42,7 @@ from saliency_study.paths import AGENTS_DIR, RESULTS_DIR
 
 __all__ = ["MASKS", "STUDY_GAMES", "STUDY_COMMAND", "SEED_COMMAND", "ONE_SEED", "HOLDS", "DOES_NOT_HOLD", "Criterion",
            "CRITERIA", "RANK_COLUMNS", "criterion_rows", "check_criteria", "rank_methods", "rank_agents",
-           "chapter_ranking", "our_rankings", "official_studies", "seed_study", "kendall_w", "rank_agreement",
+           "chapter_ranking", "our_rankings", "official_studies", "seed_rows", "seed_study", "kendall_w", "rank_agreement",
            "show_ranking", "show_our_rankings", "show_mask_ranks", "show_agreement", "show_seed_ranks",
            "coarse_numbers", "ranking_numbers", "seed_numbers"]
 
@@ -237,23 +237,29 @@ def official_studies(profile: str = "full", games=STUDY_GAMES, *, results_dir: s
     return out
 
 
-def seed_study(profile: str = "full", game: str = "Breakout", *, results_dir: str | os.PathLike = RESULTS_DIR,
-               agents_dir: str | os.PathLike = AGENTS_DIR, n_resamples: int = 2000) -> pd.DataFrame | Note:
-    """The packed units of the seed sweep of ``game`` (:func:`~saliency_study.study.seed_specs`), ranked per
-    agent (:func:`rank_agents`; ``attrs``: ``units_stored``, ``units_planned``), computing nothing; a Note
-    when no masked agent is shipped or no unit is packed (it names the command)."""
+def seed_rows(profile: str = "full", game: str = "Breakout", *, results_dir: str | os.PathLike = RESULTS_DIR,
+              agents_dir: str | os.PathLike = AGENTS_DIR) -> pd.DataFrame | Note:
+    """The packed rows of the seed sweep of ``game`` (:func:`~saliency_study.study.seed_specs`; ``attrs``:
+    ``units_stored``, ``units_planned``), computing nothing; a Note when no masked agent is shipped or no unit
+    is packed (it names the command)."""
     from saliency_study.study import seed_specs
 
     specs = seed_specs(profile, game, agents_dir=agents_dir)
     if not specs:
         return Note(f"No masked Mask-A3C agent of {game} is shipped in `{agents_dir}` yet, so there is no seed to compare.",
                     title="No Mask-A3C agent")
-    rows, stored, planned = _packed(specs, results_dir)
+    rows, _, planned = _packed(specs, results_dir)
     if rows is None:
         return Note(f"None of the {planned} units of the seed sweep ({len(specs)} agent{'s' if len(specs) != 1 else ''} "
                     f"of {game}, `{profile}` profile) is packed. A Mask-A3C state costs minutes, so this section does not "
                     f"compute them; `{SEED_COMMAND.format(profile=profile, game=game)}` does.", title="Seed sweep not run")
-    return rank_agents(rows, n_resamples=n_resamples)
+    return rows
+
+
+def seed_study(profile: str = "full", game: str = "Breakout", *, results_dir: str | os.PathLike = RESULTS_DIR,
+               agents_dir: str | os.PathLike = AGENTS_DIR, n_resamples: int = 2000) -> pd.DataFrame | Note:
+    """:func:`seed_rows` ranked per agent (:func:`rank_agents`), or its Note."""
+    return rank_agents(seed_rows(profile, game, results_dir=results_dir, agents_dir=agents_dir), n_resamples=n_resamples)
 
 
 def kendall_w(ranks) -> float:

@@ -163,7 +163,7 @@ def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
     empty.mkdir()
     note = rk.seed_study("full", "Breakout", results_dir=tmp_path / "r", agents_dir=empty)
     assert isinstance(note, Note) and "No masked Mask-A3C agent" in note.text
-    shipped = rk.seed_study("full", "Breakout", results_dir=tmp_path / "r")
+    shipped = rk.seed_rows("full", "Breakout", results_dir=tmp_path / "r")
     if not isinstance(shipped, Note) or "No masked" in shipped.text:
         pytest.skip("no masked Mask-A3C agent of Breakout is shipped in data/agents")
     assert "saliency-study run --profile full --seeds --games Breakout --compact" in shipped.text
@@ -171,9 +171,11 @@ def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
 
 
 def test_section_on_the_committed_seed_packs():
-    r = rk.seed_study("full", "Breakout")
-    if isinstance(r, Note):
-        pytest.skip(f"the seed sweep is not stored: {r.text}")
+    rows = rk.seed_rows("full", "Breakout")
+    if isinstance(rows, Note):
+        pytest.skip(f"the seed sweep is not stored: {rows.text}")
+    assert set(rows["experiment"]) <= {"sanity", "insertion", "deletion"} and rows.attrs["units_stored"] > 0
+    r = rk.rank_agents(rows)
     assert set(r["criterion"]) <= {"ins_prob", "del_prob", "sanity"}  # never V
     assert set(r.loc[r["criterion"] == "sanity", "method"]) <= set(METHODS)
     assert (r["n"] <= 50).all() and (r["n_eff"] <= r["n"]).all()
