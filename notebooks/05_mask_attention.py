@@ -56,48 +56,66 @@ study_profile = "full"  # profile of the study whose packed units the official a
 
 # %% [markdown]
 # The parameters become the chapter's frozen configuration. The profile decides how long
-# the played segment is and which of the study's result tables the chapter reads.
+# the played segment is and which of the study's result tables the chapter reads. Numbers
+# quoted in the text are computed in the cells and glued into it.
 
 # %%
-from saliency_book.ch5_figures import (
-    filmstrip_figure,
-    our_filmstrips,
-    series_figure,
-    style_mask_ranks,
-    style_our_rankings,
-    style_ranking,
-    style_study_ranking,
-    style_summary,
-)
+from myst_nb import glue
+
 from saliency_book.ch5_mask_attention import (
     MaskAttentionChapter,
     official_play,
     our_mask_plays,
+    series_numbers,
     series_summary,
-    summary_sentence,
+    show_filmstrip,
+    show_mask_summary,
+    show_our_plays,
+    show_series,
 )
-from saliency_book.ch5_rankings import chapter_ranking, coarse_note, our_rankings, ranking_sentence
-from saliency_book.ch5_seeds import agreement_display, seed_display, seed_markdown, seed_rank_figure, seed_study
-from saliency_book.ch5_study import official_studies, study_markdown
+from saliency_book.ch5_rankings import (
+    chapter_ranking,
+    coarse_numbers,
+    official_studies,
+    our_rankings,
+    rank_agreement,
+    ranking_numbers,
+    seed_numbers,
+    seed_study,
+    show_agreement,
+    show_mask_ranks,
+    show_our_rankings,
+    show_ranking,
+    show_seed_ranks,
+)
 from saliency_book.ch5_scores import (
-    a3c_curves_figure,
     a3c_score_table,
     actor_critic_runs,
-    greedy_comparison,
+    comparison_verdicts,
     seed_comparisons,
-    seed_sentences,
-    style_a3c_scores,
-    style_seed_comparison,
+    show_comparison,
+    show_curves,
+    show_scores,
+    show_verdicts,
 )
+
+
+def glue_all(values: dict) -> None:
+    """Glue each named value, as a plain Python value, for the text."""
+    for name, value in values.items():
+        glue(name, value.item() if hasattr(value, "item") else value, display=False)
+
 
 cfg = MaskAttentionChapter(game=game, steps=steps, filmstrip=filmstrip, top=top, substrate=substrate,
                            profile=profile, seed=seed, device=device, executor=executor,
                            results_dir=results_dir, agents_dir=agents_dir, runs_dir=runs_dir)
+glue_all({"play_steps": cfg.play_steps})
 cfg
 
 # %% [markdown]
-# In the `tiny` profile, used by the test suite, the segment is a few seconds of play and
-# the result table covers two states, so the numbers mean little.
+# Each agent plays a segment of {glue:text}`play_steps` agent steps. In the `tiny` profile,
+# used by the test suite, that is a few seconds of play and the result table covers two
+# states, so the numbers mean little.
 #
 # ## Policy and value masks over play
 #
@@ -112,7 +130,7 @@ cfg
 
 # %% mystnb={"figure": {"caption": "The official Mask-A3C agent playing greedily: a few frames with the policy mask (top) and the value mask (bottom) overlaid. Each branch is normalised over the whole segment; the colour bars give the mask values M. Titles: step in the game, greedy action and state value V.", "name": "fig-mask-filmstrip-official"}}
 official = official_play(cfg)
-filmstrip_figure(official)
+show_filmstrip(official)
 
 # %% [markdown]
 # The filmstrip shows where each mask looks in a few frames. To follow the masks over the
@@ -127,15 +145,26 @@ filmstrip_figure(official)
 #   cells.
 
 # %% mystnb={"figure": {"caption": "Mask statistics of the official Mask-A3C agent at every step of the segment: mean mask value, normalised spatial entropy, and the agreement of the policy and value masks (IoU of the top cells, dotted: two random sets of cells; Spearman rank correlation). Dashed lines mark ConvLSTM resets, grey bands the filmstrip's frames.", "name": "fig-mask-series-official"}}
-series_figure(official, top=cfg.top)
+show_series(official, top=cfg.top)
 
 # %% [markdown]
-# The sentence below is generated from these numbers.
+# The next cell averages these statistics over the steps of the segment.
 
 # %%
-summary_sentence(official, top=cfg.top)
+glue_all({f"official_{name}": value for name, value in series_numbers(official, top=cfg.top).items()})
 
 # %% [markdown]
+# Over the {glue:text}`official_steps` steps, the official agent's policy mask lets on
+# average {glue:text}`official_policy_mass:.2f` of each feature through and opens
+# {glue:text}`official_policy_open:.1%` of its cells (M > 0.5); the value mask lets
+# {glue:text}`official_value_mass:.2f` through and opens {glue:text}`official_value_open:.1%`.
+# Their normalised entropies are {glue:text}`official_policy_entropy:.2f` (policy) and
+# {glue:text}`official_value_entropy:.2f` (value), where 1 is a uniform mask. Their top cells
+# overlap with a mean IoU of {glue:text}`official_iou:.2f`, where two random sets of as many
+# cells would overlap with {glue:text}`official_chance_iou:.2f`, and the mean Spearman
+# correlation of the two masks is {glue:text}`official_spearman:.2f`. The ConvLSTM state was
+# reset {glue:text}`official_resets` times after the first step (a lost life or a new game).
+#
 # ### Our own Mask-A3C agents
 #
 # We also train actor-critic agents of our own with `saliency_lib.train.a2c`, a synchronous
@@ -168,7 +197,7 @@ summary_sentence(official, top=cfg.top)
 
 # %%
 ours = our_mask_plays(cfg)
-our_filmstrips(ours, top=cfg.top)
+show_our_plays(ours, top=cfg.top)
 
 # %% [markdown]
 # The table puts the segments side by side, with the statistics the project's reference
@@ -178,7 +207,7 @@ our_filmstrips(ours, top=cfg.top)
 # %%
 caption = (f"Mask statistics over play on {cfg.game}: mean ± sd over the steps of each segment. "
            "The last row is the reference notes' re-evaluation of the released checkpoint over whole games.")
-style_summary(series_summary(official, ours, top=cfg.top), cfg.game, caption)
+show_mask_summary(series_summary(official, ours, top=cfg.top), cfg.game, caption)
 
 # %% [markdown]
 # A short segment from the start of a game need not match whole-game averages, since what
@@ -194,9 +223,15 @@ style_summary(series_summary(official, ours, top=cfg.top), cfg.game, caption)
 # {cite}`petsiuk2018rise`. The chapter reads these results from the study's result table.
 
 # %%
-coarse_note(cfg.profile)
+glue_all(coarse_numbers(cfg.profile))
 
 # %% [markdown]
+# In this profile the study explains the first {glue:text}`coarse_states` states of the
+# official agent's greedy game. A Mask-A3C forward pass costs many DQN forward passes, so
+# below the `full` profile its perturbation methods run with coarser parameters than the
+# paper's, and the numbers below are not the full profile's. The parameters that differ
+# from the paper's here: {glue:text}`coarse_params`.
+#
 # For the actor-critic agent, the insertion and deletion curves follow two outputs: the
 # probability π(a) of the action the agent took, and the state value V. V is degenerate
 # under insertion and deletion (the substrate leaves it at its clean level; chapter 4
@@ -209,22 +244,35 @@ coarse_note(cfg.profile)
 ranking = chapter_ranking(cfg)
 caption = (f"Methods on the official Mask-A3C agent ({cfg.game}, substrate {cfg.substrate}): mean over states "
            "[95 % bootstrap CI] and rank among the methods (↑ higher is better, ↓ lower is better; the random "
-           "map takes part in insertion and deletion only). The masks are in bold.")
-style_ranking(ranking, caption)
+           "map takes part in insertion and deletion only); n / ESS: states and effective sample size. The masks "
+           "are in bold.")
+show_ranking(ranking, caption)
 
 # %% [markdown]
-# The sentences below are generated from the table.
+# The next table is the verdict on the masks: each mask's rank on each criterion, and how
+# many maps the paired Wilcoxon tests over the states find significantly better (↑) and
+# significantly worse (↓) than it.
 
 # %%
-ranking_sentence(ranking)
+glue_all(ranking_numbers(ranking))
+caption = ("The masks' ranks on the official agent (as above): #rank of the ranked maps; ↑k ↓j: k maps significantly "
+           "better than the mask, j significantly worse (paired Wilcoxon tests over the states, Holm-corrected, "
+           "α = 0.05).")
+show_mask_ranks(ranking, caption)
 
 # %% [markdown]
+# Each mean is over at most {glue:text}`rank_states` states. With n states, the smallest
+# two-sided p-value an exact Wilcoxon test can reach is 2/2ⁿ, here
+# {glue:text}`rank_min_p:.3g`, and the Holm correction multiplies the smallest p-value by
+# the number of pairs: with a handful of states no difference can be significant, and the
+# ranks can change with more states.
+#
 # The same ranking for each of our own shipped Mask-A3C agents, on states of its own
 # greedy game (the `tiny` smoke profile ranks the first agent only):
 
 # %%
 ours_ranked = our_rankings(cfg)
-style_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, substrate {cfg.substrate}), as above.")
+show_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, substrate {cfg.substrate}), as above.")
 
 # %% [markdown]
 # A mask sees the input only through the agent's own features, at a resolution of 10 × 10
@@ -241,7 +289,7 @@ style_our_rankings(ours_ranked, f"Methods on our Mask-A3C agent ({cfg.game}, sub
 # spread over a whole greedy game (in the `full` profile), with every method at
 # the paper's parameters, the full cascade and insertion/deletion on the black, blur and random
 # substrates. This section reads its packed units and computes none; a game the study has
-# not finished shows a note instead. The ranks compare means over the states; the paired
+# not finished is named in the caption instead. The ranks compare means over the states; the paired
 # tests resample moving blocks of consecutive states, because the states of one game are
 # correlated. A cell gives the mask's rank, then (↑k ↓j) the number of maps the tests find
 # significantly better and significantly worse than it.
@@ -251,15 +299,9 @@ studies = official_studies(study_profile, results_dir=cfg.results_dir)
 caption = ("The two masks of each official Mask-A3C agent among all maps of the full study: rank by the mean over "
            "the states (#1 is the best map; insertion and deletion of π(a) per substrate, and the Spearman similarity "
            "after full randomisation, where lower is better); ↑k ↓j: k maps significantly better than the mask, j "
-           "significantly worse (paired "
-           "moving-block bootstrap, Holm-corrected, α = 0.05). n / ESS: states and effective sample size.")
-style_mask_ranks(studies, caption)
-
-# %% [markdown]
-# The sentences below are generated from the table.
-
-# %%
-study_markdown(studies)
+           "significantly worse (paired moving-block bootstrap, Holm-corrected, α = 0.05). n / ESS: states and "
+           "effective sample size.")
+show_mask_ranks(studies, caption)
 
 # %% [markdown]
 # Every method on this chapter's game, as in the first table but on the full study's states:
@@ -267,7 +309,7 @@ study_markdown(studies)
 # %%
 caption = (f"Methods on the official Mask-A3C agent ({cfg.game}), full study: mean over states [95 % moving-block "
            "bootstrap CI] and rank, per criterion and substrate. The masks are in bold.")
-style_study_ranking(studies.get(cfg.game), caption)
+show_ranking(studies.get(cfg.game), caption)
 
 # %% [markdown]
 # The official code holds no quantitative test of the maps: no insertion or deletion, no
@@ -289,29 +331,31 @@ style_study_ranking(studies.get(cfg.game), caption)
 
 # %%
 seeds = seed_study(seeds_profile, cfg.game, results_dir=cfg.results_dir, agents_dir=cfg.agents_dir)
-seeds
-
-# %%
-seed_display(seeds)
+agreement = rank_agreement(seeds)
+glue_all(seed_numbers(seeds, agreement))
+caption = ("Every method in every seed of our Mask-A3C agents: mean over states [95 % moving-block bootstrap CI] "
+           "and rank, per criterion and substrate; n / ESS of the first insertion criterion. The masks are in bold.")
+show_ranking(seeds, caption, by=("variant", "seed", "method"))
 
 # %% [markdown]
-# Side by side, the rank of each mask in every seed of its variant, the range of its ranks
-# and Kendall's W, the agreement of the seeds' whole orderings (1: every seed orders the
-# methods alike). The verdict needs two seeds and at least 50 states in each.
+# The sweep has {glue:text}`seed_units_stored` of its {glue:text}`seed_units_planned` units
+# packed, at most {glue:text}`seed_states` states per seed. Side by side, the rank of each
+# mask in every seed of its variant, the range of its ranks and Kendall's W, the agreement
+# of the seeds' whole orderings (1: every seed orders the methods alike). The verdict needs
+# two seeds and at least 50 states in each.
 
 # %%
-agreement_display(seeds)
+show_agreement(agreement, "Each mask's rank per seed of its variant, per criterion and substrate, and the verdict.")
 
 # %% mystnb={"figure": {"caption": "Rank of each method per seed of our Mask-A3C agents (1 = best; insertion, deletion of π(a) per substrate, and the Spearman similarity after full randomisation). Thick lines: the masks; one marker per seed.", "name": "fig-mask-seed-ranks"}}
-seed_rank_figure(seeds)
+show_seed_ranks(seeds)
 
 # %% [markdown]
-# The sentences below are generated from the table.
-
-# %%
-seed_markdown(seeds)
-
-# %% [markdown]
+# Over the variants with at least two seeds, a mask keeps its rank in every seed on
+# {glue:text}`seed_holds` (criterion, substrate) cells of the table and changes it on
+# {glue:text}`seed_moves`; the verdict column says which, and a variant with a single seed
+# gets no verdict.
+#
 # ## Do the masks help the agent play?
 #
 # {cite:t}`itaya2021visual` claim in their abstract that the attention mechanism improves
@@ -337,16 +381,15 @@ seed_markdown(seeds)
 # %% mystnb={"figure": {"caption": "Left: learning curves of our actor-critic runs, one colour per mask variant (no mask, policy mask, value mask, both masks), every seed: rolling mean of the training games and greedy evaluations (mean ± sd); dashed: runs still in progress. Grey: the official Mask-A3C run's greedy test games over the same number of frames. Right: the official run over its whole course (log axis of emulator frames), its milestones from the reference notes as diamonds at 4 frames per global step, and each of our variants' greedy score at its training budget (squares, side by side): the mean over seeds with its 95 % t-interval over seeds (no interval for a variant with one seed).", "name": "fig-mask-a3c-curves"}}
 runs = actor_critic_runs(cfg.game, cfg.agents_dir, cfg.runs_dir)
 comparisons = seed_comparisons(cfg.game, cfg.agents_dir)
-a3c_curves_figure(runs, cfg.game, comparison=greedy_comparison(comparisons))
+show_curves(runs, cfg.game, comparisons=comparisons)
 
 # %% [markdown]
 # The final scores come from the greedy evaluation of each shipped agent.
 
 # %%
-scores = a3c_score_table(runs, cfg.game)
 caption = (f"Final scores on {cfg.game} of our actor-critic agents (greedy games, raw score, all lives), "
            "and the official Mask-A3C run at the same number of frames.")
-style_a3c_scores(scores, caption)
+show_scores(a3c_score_table(runs, cfg.game), caption)
 
 # %% [markdown]
 # Whether attention makes the agent score higher is a question about training runs, so the
@@ -355,30 +398,49 @@ style_a3c_scores(scores, caption)
 # under the papers' greedy protocol many of them replay each other, which the table shows
 # as the number of distinct games. A second protocol, sticky actions
 # (`repeat_action_probability` = 0.25, {cite:t}`machado2018revisiting`), makes every game
-# differ. The sentences below are generated from these numbers and give a direction only
-# where the interval of the difference excludes zero.
+# differ.
 
 # %%
-style_seed_comparison(comparisons, f"Our actor-critic agents on {cfg.game}, per mask variant, under both evaluation "
-                      "protocols: the mean of each seed's evaluation, the mean over seeds and its t-interval over seeds.")
-
-# %%
-seed_sentences(comparisons)
+show_comparison(comparisons, f"Our actor-critic agents on {cfg.game}, per mask variant, under both evaluation "
+                "protocols: the mean of each seed's evaluation, the mean over seeds and its t-interval over seeds.")
 
 # %% [markdown]
+# The verdict compares Mask-A3C (both masks) with A3C (no mask): their difference, the
+# Welch t-interval of the difference over seeds, and a direction only where that interval
+# excludes zero.
+
+# %%
+verdicts = comparison_verdicts(comparisons)
+glue_all({f"{r['protocol']}_{k}": v for r in verdicts.to_dict("records") for k, v in r.items() if k != "protocol"})
+show_verdicts(verdicts, f"Mask-A3C against A3C on {cfg.game}, over training seeds, under each evaluation protocol.")
+
+# %% [markdown]
+# Under sticky actions, where every game differs, Mask-A3C scored
+# {glue:text}`sticky_mean_treatment:,.1f` and A3C {glue:text}`sticky_mean_baseline:,.1f` at
+# {glue:text}`sticky_frames:,.0f` frames, over {glue:text}`sticky_n_treatment` and
+# {glue:text}`sticky_n_baseline` seeds: a difference of {glue:text}`sticky_diff:+,.1f`
+# points, with a {glue:text}`sticky_level:.0%` interval over seeds from
+# {glue:text}`sticky_ci_low:+,.1f` to {glue:text}`sticky_ci_high:+,.1f`. Verdict:
+# **{glue:text}`sticky_verdict`**. Under the papers' greedy protocol the difference is
+# {glue:text}`greedy_diff:+,.1f` points ({glue:text}`greedy_mean_treatment:,.1f` against
+# {glue:text}`greedy_mean_baseline:,.1f`; interval {glue:text}`greedy_ci_low:+,.1f` to
+# {glue:text}`greedy_ci_high:+,.1f`, {glue:text}`greedy_n_treatment` and
+# {glue:text}`greedy_n_baseline` seeds). Verdict: **{glue:text}`greedy_verdict`**. With fewer
+# than two seeds of either variant there is no verdict, and the table says why.
+#
 # ## Summary
 #
 # * The filmstrips show where the official agent's policy and value masks look; the time
 #   series show how their size, spread and agreement change over play.
-# * On the study's states, the table places the masks among the perturbation methods for
-#   insertion, deletion and the sanity check, with confidence intervals.
+# * On the study's states, the tables place the masks among the perturbation methods for
+#   insertion, deletion and the sanity check, with confidence intervals and paired tests.
 # * Whether the masks keep their ranks from one training run to the next is judged only for
-#   a variant with at least two seeds, on 50 states of each; the generated sentence says how
-#   many seeds it rests on.
+#   a variant with at least two seeds, on 50 states of each; the agreement table gives the
+#   verdicts and the seeds they rest on.
 # * Whether the masks improve the score is tested over training seeds of our own A3C and
 #   Mask-A3C runs at our budget of 10 M frames, under the greedy and the sticky-action
-#   protocol; the generated sentences above give the result, the number of seeds it rests
-#   on, and no direction where the interval over seeds includes zero. The official run
+#   protocol; the verdict table gives the result, the number of seeds it rests on, and no
+#   direction where the interval over seeds includes zero. The official run
 #   trained for about 44 times as many frames (1.1 × 10⁸ global steps, reference notes
 #   §3.2), and its first learning-curve milestone lies beyond our budget, so the verdict
 #   is one about early training.

@@ -1,7 +1,8 @@
-"""Chapter 6 (run time): its figures and styled tables.
+"""Chapter 6 (Run-time): what the chapter shows, one ``show_*`` per table or figure.
 
-The numbers come from :mod:`saliency_book.ch6_runtime` and :mod:`saliency_book.ch6_scaleout`;
-this module only draws them.
+The tables come from :mod:`saliency_book.ch6_runtime` and :mod:`saliency_book.ch6_scaleout`. Each table shows its
+named columns; the tables of per-method records (the study's cost, the Mask-A3C local methods, the video) also show
+every further field the benchmark records, under its own name. A Note passes through.
 """
 
 from __future__ import annotations
@@ -14,48 +15,188 @@ import pandas as pd
 from saliency_book.ch6_runtime import FAMILY_COLOURS, Benchmarks
 from saliency_book.common import Note, figure_image, join_words
 
-__all__ = ["plot_cost", "cost_figure", "style_table", "style_explainer_table", "style_machine", "style_comparisons", "style_bf16",
-           "style_training", "style_envs", "style_spot_check", "style_before_after", "style_study_before_after", "style_mask_a3c_local",
-           "plot_before_after", "before_after_figure", "style_executors", "style_overhead", "style_shipped",
-           "style_projection", "plot_scaleout", "scaleout_figure"]
+__all__ = ["show_machine", "show_explainers", "show_comparisons", "show_bf16", "show_training", "show_envs",
+           "show_video", "show_spot_check", "show_before_after", "show_study_before_after", "show_mask_a3c_local",
+           "show_executors", "show_overhead", "show_shipped", "show_projection", "show_projection_inputs", "show_cost",
+           "show_before_after_figure", "show_scaleout"]
 
 
-def style_table(table: pd.DataFrame | Note, caption: str, columns: dict[str, str], formats: dict[str, str] | None = None):
-    """``table[columns]`` renamed, formatted (``NA`` for missing values) and captioned (a Note passes through)."""
+def _show(table: pd.DataFrame | Note, caption: str, spec: dict, *, hide=None):
+    """``table``'s columns of ``spec`` (column → (label, format)), renamed and formatted (NA for a missing value);
+    with ``hide``, every further column but those in ``hide`` follows under its own name."""
     if isinstance(table, Note):
         return table
-    t = table[list(columns)].rename(columns=columns)
-    return t.style.format({columns[k]: v for k, v in (formats or {}).items() if k in columns}, na_rep="NA") \
-        .hide(axis="index").set_caption(caption)
+    extra = [c for c in table.columns if c not in spec and c not in hide] if hide is not None else []
+    t = table[[c for c in spec if c in table.columns] + extra].rename(columns={k: v[0] for k, v in spec.items()})
+    fmt = {v[0]: v[1] for k, v in spec.items() if v[1] and k in table.columns}
+    fmt.update({c: "{:,.3g}" for c in extra if pd.api.types.is_float_dtype(t[c])})
+    return t.style.format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
 
 
-def style_explainer_table(table: pd.DataFrame | Note, caption: str):
-    """The benchmark table as the chapter shows it; the caption gains the names of the Captum equivalents."""
+def show_machine(table, caption: str):
+    """:func:`~saliency_book.ch6_runtime.machine_table`."""
+    return _show(table, caption, {"benchmark": ("File", None), "date": ("Date", None), "cpu": ("CPU", None),
+                                  "cpus": ("Logical CPUs", "{:.0f}"), "threads": ("Torch threads", "{:.0f}"),
+                                  "load": ("Load average", None), "versions": ("Versions / setting", None)})
+
+
+def show_explainers(table, caption: str):
+    """:func:`~saliency_book.ch6_runtime.explainer_table`; the caption gains the names of the Captum equivalents."""
+    if not isinstance(table, Note) and table["captum"].notna().any():
+        caption += " Captum equivalents: " + join_words([f"{r.captum} for {r.label}" for r in table.dropna(
+            subset=["captum"]).itertuples()]) + "."
+    return _show(table, caption, {
+        "label": ("Method", None), "forward_passes": ("Passes", "{:,.0f}"), "ms": ("Ours (ms)", "{:,.1f}"),
+        "floor_ms": ("Floor (ms)", "{:,.1f}"), "overhead": ("Overhead (× floor)", "{:.2f}"),
+        "captum_ms": ("Captum (ms)", "{:,.0f}"), "captum_speedup": ("Speed-up vs Captum", "{:.2f}×"),
+        "paper_s": ("Huber et al. (s)", "{:.2f}"), "paper_over_ours": ("Huber et al. ÷ ours", "{:.1f}×")})
+
+
+def show_comparisons(table, caption: str):
+    """:func:`~saliency_book.ch6_runtime.comparison_table`."""
+    return _show(table, caption, {
+        "theirs": ("Their implementation", None), "setting": ("Their best setting (others)", None),
+        "their_ms": ("Their ms/map", "{:,.0f}"), "ours": ("Our method", None), "our_ms": ("Our ms/map", "{:,.0f}"),
+        "ratio": ("Ratio", "{:.2f}×"), "floor_bound": ("Floor bound", "{:.2f}×")})
+
+
+def show_bf16(table, caption: str):
+    """:func:`~saliency_book.ch6_runtime.bf16_table`."""
+    return _show(table, caption, {
+        "kind": ("Agents", None), "label": ("Method", None), "agents": ("n agents", None), "states": ("States each", None),
+        "min_spearman": ("min ρ", "{:.4f}"), "bf16_speedup": ("bf16 speed-up", "{:.2f}×"), "precision": ("Decision", None),
+        "reason": ("Why", None), "offered": ("Offered", None)})
+
+
+def show_training(table, caption: str):
+    """:func:`~saliency_book.ch6_runtime.training_table`."""
+    return _show(table, caption, {"run": ("Run", None), "setting": ("Setting", None),
+                                  "steps_per_s": ("Agent steps/s", "{:,.0f}"), "frames_per_s": ("Frames/s", "{:,.0f}"),
+                                  "vs_cleanrl": ("× CleanRL-style", "{:.2f}×")})
+
+
+def show_envs(table, caption: str):
+    """:func:`~saliency_book.ch6_runtime.envs_table`."""
+    return _show(table, caption, {"backend": ("Backend", None), "used_by": ("Used by", None),
+                                  "steps_per_s": ("Agent steps/s", "{:,.0f}"), "vs_sync": ("× SyncVectorEnv", "{:.2f}×")})
+
+
+def show_video(table, caption: str):
+    """:func:`~saliency_book.ch6_runtime.video_table`, with every further field the benchmark records."""
+    return _show(table, caption, {
+        "agent": ("Agent", None), "label": ("Method", None), "forward_passes_per_map": ("Passes per map", "{:,.0f}"),
+        "maps_per_second": ("Maps/s", "{:,.1f}"), "frames": ("Frames", "{:,.0f}"), "explain_seconds": ("Explaining (s)", "{:,.1f}"),
+        "wall_seconds": ("Video (s)", "{:,.1f}"), "total_seconds": ("With loading (s)", "{:,.1f}"),
+        "mp4_bytes": ("MP4 (bytes)", "{:,.0f}")}, hide={"method", "max_steps", "frames_read_back"})
+
+
+def show_spot_check(table, caption: str):
+    """The spot check, one column pair per agent, next to the benchmark's time."""
     if isinstance(table, Note):
         return table
-    cols = {"label": "Method", "forward_passes": "Passes", "ms": "Ours (ms)", "floor_ms": "Floor (ms)",
-            "overhead": "Overhead (× floor)", "captum_ms": "Captum (ms)", "captum_speedup": "Speed-up vs Captum",
-            "paper_s": "Huber et al. (s)", "paper_over_ours": "Huber et al. ÷ ours"}
-    fmt = {"forward_passes": "{:,.0f}", "ms": "{:,.1f}", "floor_ms": "{:,.1f}", "overhead": "{:.2f}", "captum_ms": "{:,.0f}",
-           "captum_speedup": "{:.2f}×", "paper_s": "{:.2f}", "paper_over_ours": "{:.1f}×"}
-    eq = table.dropna(subset=["captum"])
-    if not eq.empty:
-        caption += " Captum equivalents: " + join_words([f"{r.captum} for {r.label}" for r in eq.itertuples()]) + "."
-    return style_table(table, caption, cols, fmt)
+    wide = table.pivot_table(index=["method", "label"], columns="agent", values=["ms", "forward_passes"], sort=False)
+    out, fmt = pd.DataFrame({"Method": [lbl for _, lbl in wide.index]}), {}
+    for spec in table["agent"].unique():
+        name = f"{spec} ({table.loc[table['agent'] == spec, 'input_shape'].iloc[0]})"
+        out[f"{name}: passes"], out[f"{name}: ms/map"] = wide[("forward_passes", spec)].to_numpy(), wide[("ms", spec)].to_numpy()
+        fmt[f"{name}: passes"], fmt[f"{name}: ms/map"] = "{:,.0f}", "{:,.1f}"
+    bench = table.drop_duplicates("method").set_index("method")["benchmark_ms"]
+    out["Benchmark, random-weight DQN (ms/map)"] = [bench.get(m, math.nan) for m, _ in wide.index]
+    fmt["Benchmark, random-weight DQN (ms/map)"] = "{:,.1f}"
+    return out.style.format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
 
 
-def plot_cost(table: pd.DataFrame, *, title: str, ax=None):
+_RECORD_FIELDS_NOT_SHOWN = {"method", "incremental", "floor_chunk", "map_states", "min_spearman", "min_spearman_map",
+                            "min_spearman_plain", "speedup_of_medians", "speedup_vs_naive_floor", "speedup_vs_naive_path",
+                            "target_speedup_vs_naive_floor"}
+"""Fields of ``study_cost.json``'s per-method records that the before/after table leaves out (repeats of a shown
+number, the benchmark's own checks); any other field it records shows as a column."""
+
+
+def show_before_after(table, caption: str, provenance: dict[str, str] | None = None):
+    """:func:`~saliency_book.ch6_scaleout.before_after_table`; the caption gains the runs the numbers come from."""
+    if not isinstance(table, Note) and provenance:
+        names, by_source = {"ours": "naive and fast", "captum": "Captum", "lime": "the lime package"}, {}
+        for k, v in provenance.items():
+            by_source.setdefault(v, []).append(names.get(k, k))
+        caption += "".join(f" {join_words(ks)[0].upper()}{join_words(ks)[1:]}: {v}." for v, ks in by_source.items())
+    return _show(table, caption, {
+        "label": ("Method", None), "forward_passes": ("Passes", "{:,.0f}"), "naive_floor_ms": ("Naive floor (ms)", "{:,.1f}"),
+        "naive_ms": ("Naive path (ms)", "{:,.1f}"), "ms": ("Fast (ms)", "{:,.1f}"), "speedup": ("Floor ÷ fast", "{:.2f}×"),
+        "target": ("Target", "{:.1f}×"), "max_abs_map_diff": ("Max map diff", "{:.1e}"), "captum_ms": ("Captum (ms)", "{:,.0f}"),
+        "captum_x_floor": ("Captum ÷ its floor", "{:.2f}×"), "captum_x_ours": ("Captum ÷ fast", "{:.2f}×"),
+        "lime_ms": ("lime (ms)", "{:,.0f}"), "lime_x_floor": ("lime ÷ its floor", "{:.2f}×"),
+        "lime_x_ours": ("lime ÷ fast", "{:.2f}×")}, hide=_RECORD_FIELDS_NOT_SHOWN)
+
+
+def show_study_before_after(table, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.study_before_after_table`."""
+    return _show(table, caption, {"what": ("What", None), "unit": ("Unit", None), "before": ("Before", "{:,.1f}"),
+                                  "after": ("After", "{:,.1f}"), "speedup": ("Speed-up", "{:.2f}×"),
+                                  "run": ("Run (date, commit)", None)})
+
+
+def show_mask_a3c_local(table, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.mask_a3c_local_table`, with every further field the benchmark records."""
+    return _show(table, caption, {
+        "label": ("Method", None), "forward_passes": ("Passes", "{:,.0f}"), "naive_ms_per_pass": ("Naive (ms/pass)", "{:.2f}"),
+        "ms_per_pass": ("Incremental (ms/pass)", "{:.2f}"), "speedup": ("Speed-up", "{:.1f}×"),
+        "cascade_ms_per_pass": ("Cascade (ms/pass/net)", "{:.2f}"), "cascade_speedup": ("Cascade speed-up", "{:.1f}×"),
+        "max_abs_map_diff": ("Max map diff", "{:.1e}")}, hide={"method"})
+
+
+def show_executors(table, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.executor_table`."""
+    return _show(table, caption, {
+        "executor": ("Executor", None), "workers": ("Workers", "{:.0f}"), "units": ("Units", "{:.0f}"),
+        "wall_s": ("Wall (s)", "{:.1f}"), "units_per_min": ("Units/min (whole sweep)", "{:.1f}"),
+        "steady_units_per_min": ("Units/min (steady)", "{:.1f}"), "startup_s": ("Start-up (s)", "{:.1f}"),
+        "efficiency": ("Efficiency", "{:.0%}"), "same_table": ("Same table as local", None)})
+
+
+def show_overhead(table, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.overhead_table`."""
+    return _show(table, caption, {"what": ("What", None), "value": ("Cost", "{:,.3g}"), "unit": ("Unit", None)})
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def show_shipped(table, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.shipped_table` in readable units."""
+    t = table if isinstance(table, Note) else table.assign(size=[_bytes(v) for v in table["bytes"]])
+    return _show(t, caption, {"what": ("What", None), "size": ("Pickled size", None)})
+
+
+def show_projection(table, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.projection_table`."""
+    return _show(table, caption, {
+        "target": ("Target", None), "cores": ("Cores", "{:.0f}"), "efficiency": ("Efficiency", "{:.0%}"),
+        "compute_hours": ("Compute (h)", "{:,.2f}"), "driver_hours": ("Driver (h)", "{:,.2f}"),
+        "startup_hours": ("Start-ups (h)", "{:,.2f}"), "wall_hours": ("Wall (h)", "{:,.1f}"),
+        "wall_hours_upper": ("Wall, upper bound (h)", "{:,.1f}")})
+
+
+def show_projection_inputs(table, caption: str):
+    """:func:`~saliency_book.ch6_scaleout.projection_inputs`."""
+    return _show(table, caption, {"input": ("Input or assumption", None), "value": ("Value", None)})
+
+
+# -- figures ---------------------------------------------------------------------------------------
+
+def _plot_cost(table: pd.DataFrame, *, title: str):
     """Horizontal log-scale bars of ms per map, labelled, with the floor and Huber et al.'s times as markers."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     t = table.sort_values("ms").reset_index(drop=True)
-    if ax is None:
-        fig = Figure(figsize=(8, 0.38 * len(t) + 1.4), layout="constrained")
-        ax = fig.subplots()
-    fig = ax.figure
-    y = np.arange(len(t))
+    fig = Figure(figsize=(8, 0.38 * len(t) + 1.4), layout="constrained")
+    ax, y = fig.subplots(), np.arange(len(t))
     ax.barh(y, t["ms"], color=[FAMILY_COLOURS.get(f, "0.3") for f in t["family"]], height=0.7)
     for yi, v in zip(y, t["ms"]):
         ax.text(v * 1.08, yi, f"{v:,.1f} ms" if v < 10 else f"{v:,.0f} ms", va="center", fontsize=8)
@@ -64,8 +205,7 @@ def plot_cost(table: pd.DataFrame, *, title: str, ax=None):
     ax.plot(paper, y, "D", color="tab:red", markersize=6)
     ax.set_yticks(y, t["label"])
     ax.set_xscale("log")
-    right = np.nanmax(np.r_[t["ms"].to_numpy(), paper.to_numpy()])
-    ax.set_xlim(min(t["ms"].min(), np.nanmin(t["floor_ms"])) / 2, right * 4)
+    ax.set_xlim(min(t["ms"].min(), np.nanmin(t["floor_ms"])) / 2, np.nanmax(np.r_[t["ms"].to_numpy(), paper.to_numpy()]) * 4)
     ax.set_xlabel("milliseconds per map (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", which="major", alpha=0.3)
@@ -77,125 +217,29 @@ def plot_cost(table: pd.DataFrame, *, title: str, ax=None):
     return fig
 
 
-def cost_figure(table: pd.DataFrame | Note, b: Benchmarks):
-    """:func:`plot_cost` of the benchmark table as an image (a Note passes through)."""
+def show_cost(table: pd.DataFrame | Note, b: Benchmarks):
+    """Milliseconds per map of every benchmarked method, with its floor and Huber et al.'s time (an image)."""
     if isinstance(table, Note):
         return table
-    m = b.explainers.get("machine", {})
-    title = (f"Cost of one saliency map: random-weight DQN, one Ms. Pac-Man state, 1 thread of "
-             f"{m.get('cpu', 'an unrecorded CPU')}")
-    return figure_image(plot_cost(table, title=title))
+    cpu = b.explainers.get("machine", {}).get("cpu", "an unrecorded CPU")
+    return figure_image(_plot_cost(table, title=f"Cost of one saliency map: random-weight DQN, one Ms. Pac-Man state, "
+                                                f"1 thread of {cpu}"))
 
 
-def style_machine(table: pd.DataFrame | Note, caption: str):
-    """:func:`machine_table` as the chapter shows it."""
-    return style_table(table, caption, {"benchmark": "File", "date": "Date", "cpu": "CPU", "cpus": "Logical CPUs",
-                                        "threads": "Torch threads", "load": "Load average", "versions": "Versions / setting"},
-                       {"cpus": "{:.0f}", "threads": "{:.0f}"})
-
-
-def style_comparisons(table: pd.DataFrame | Note, caption: str):
-    """:func:`comparison_table` as the chapter shows it."""
-    return style_table(table, caption, {"theirs": "Their implementation", "setting": "Their best setting (others)",
-                                        "their_ms": "Their ms/map", "ours": "Our method", "our_ms": "Our ms/map",
-                                        "ratio": "Ratio", "floor_bound": "Floor bound"},
-                       {"their_ms": "{:,.0f}", "our_ms": "{:,.0f}", "ratio": "{:.2f}×", "floor_bound": "{:.2f}×"})
-
-
-def style_bf16(table: pd.DataFrame | Note, caption: str):
-    """:func:`bf16_table` as the chapter shows it."""
-    return style_table(table, caption, {"kind": "Agents", "label": "Method", "agents": "n agents", "states": "States each",
-                                        "min_spearman": "min ρ", "bf16_speedup": "bf16 speed-up", "precision": "Decision",
-                                        "reason": "Why", "offered": "Offered"},
-                       {"min_spearman": "{:.4f}", "bf16_speedup": "{:.2f}×"})
-
-
-def style_training(table: pd.DataFrame | Note, caption: str):
-    """:func:`training_table` as the chapter shows it."""
-    return style_table(table, caption, {"run": "Run", "setting": "Setting", "steps_per_s": "Agent steps/s",
-                                        "frames_per_s": "Frames/s", "vs_cleanrl": "× CleanRL-style"},
-                       {"steps_per_s": "{:,.0f}", "frames_per_s": "{:,.0f}", "vs_cleanrl": "{:.2f}×"})
-
-
-def style_envs(table: pd.DataFrame | Note, caption: str):
-    """:func:`envs_table` as the chapter shows it."""
-    return style_table(table, caption, {"backend": "Backend", "used_by": "Used by", "steps_per_s": "Agent steps/s",
-                                        "vs_sync": "× SyncVectorEnv"},
-                       {"steps_per_s": "{:,.0f}", "vs_sync": "{:.2f}×"})
-
-
-def style_spot_check(table: pd.DataFrame | Note, caption: str):
-    """The spot check, one column pair per agent, next to the benchmark's time."""
-    if isinstance(table, Note):
-        return table
-    wide = table.pivot_table(index=["method", "label"], columns="agent", values=["ms", "forward_passes"], sort=False)
-    out = pd.DataFrame({"Method": [lbl for _, lbl in wide.index]})
-    fmt = {}
-    for spec in table["agent"].unique():
-        shape = table.loc[table["agent"] == spec, "input_shape"].iloc[0]
-        out[f"{spec} ({shape}): passes"] = wide[("forward_passes", spec)].to_numpy()
-        out[f"{spec} ({shape}): ms/map"] = wide[("ms", spec)].to_numpy()
-        fmt[f"{spec} ({shape}): passes"], fmt[f"{spec} ({shape}): ms/map"] = "{:,.0f}", "{:,.1f}"
-    bench = table.drop_duplicates("method").set_index("method")["benchmark_ms"]
-    out["Benchmark, random-weight DQN (ms/map)"] = [bench.get(m, math.nan) for m, _ in wide.index]
-    fmt["Benchmark, random-weight DQN (ms/map)"] = "{:,.1f}"
-    return out.style.format(fmt, na_rep="NA").hide(axis="index").set_caption(caption)
-
-
-# -- the study's cost: before/after and scale-out (saliency_book.ch6_scaleout) ---------------------------
-
-def style_before_after(table: pd.DataFrame | Note, caption: str, provenance: dict[str, str] | None = None):
-    """:func:`~saliency_book.ch6_scaleout.before_after_table` as the chapter shows it; the caption gains the runs."""
-    if isinstance(table, Note):
-        return table
-    if provenance:
-        names = {"ours": "naive and fast", "captum": "Captum", "lime": "the lime package"}
-        by_source: dict[str, list[str]] = {}
-        for k, v in provenance.items():
-            by_source.setdefault(v, []).append(names.get(k, k))
-        caption += " " + " ".join(f"{join_words(ks)[0].upper()}{join_words(ks)[1:]}: {v}." for v, ks in by_source.items())
-    return style_table(table, caption, {
-        "label": "Method", "forward_passes": "Passes", "naive_floor_ms": "Naive floor (ms)", "naive_ms": "Naive path (ms)",
-        "ms": "Fast (ms)", "speedup": "Floor ÷ fast", "target": "Target", "max_abs_map_diff": "Max map diff",
-        "captum_ms": "Captum (ms)", "captum_x_floor": "Captum ÷ its floor", "captum_x_ours": "Captum ÷ fast",
-        "lime_ms": "lime (ms)", "lime_x_floor": "lime ÷ its floor", "lime_x_ours": "lime ÷ fast"},
-        {"forward_passes": "{:,.0f}", "naive_floor_ms": "{:,.1f}", "naive_ms": "{:,.1f}", "ms": "{:,.1f}",
-         "speedup": "{:.2f}×", "target": "{:.1f}×", "max_abs_map_diff": "{:.1e}", "captum_ms": "{:,.0f}",
-         "captum_x_floor": "{:.2f}×", "captum_x_ours": "{:.2f}×", "lime_ms": "{:,.0f}", "lime_x_floor": "{:.2f}×",
-         "lime_x_ours": "{:.2f}×"})
-
-
-def style_study_before_after(table: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.study_before_after_table` as the chapter shows it."""
-    return style_table(table, caption, {"what": "What", "unit": "Unit", "before": "Before", "after": "After",
-                                        "speedup": "Speed-up", "run": "Run (date, commit)"},
-                       {"before": "{:,.1f}", "after": "{:,.1f}", "speedup": "{:.2f}×"})
-
-
-def style_mask_a3c_local(table: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.mask_a3c_local_table` as the chapter shows it."""
-    return style_table(table, caption, {
-        "label": "Method", "forward_passes": "Passes", "naive_ms_per_pass": "Naive (ms/pass)", "ms_per_pass": "Incremental (ms/pass)",
-        "speedup": "Speed-up", "cascade_ms_per_pass": "Cascade (ms/pass/net)", "cascade_speedup": "Cascade speed-up",
-        "max_abs_map_diff": "Max map diff"},
-        {"naive_ms_per_pass": "{:.2f}", "ms_per_pass": "{:.2f}", "speedup": "{:.1f}×", "cascade_ms_per_pass": "{:.2f}",
-         "cascade_speedup": "{:.1f}×", "max_abs_map_diff": "{:.1e}"})
-
-
-def plot_before_after(table: pd.DataFrame, *, title: str):
-    """Per method: naive floor and fast time (left, ms, log scale) and every time as a multiple of the naive
-    floor of its own run (right: bars from the floor to the fast path), with Captum's and the lime package's
-    times where they exist."""
+def show_before_after_figure(table: pd.DataFrame | Note, b: Benchmarks):
+    """Per method: naive floor and fast time (left, ms, log scale) and every time as a multiple of the naive floor of
+    its own run (right: bars from the floor to the fast path), with Captum's and the lime package's times."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
+    if isinstance(table, Note):
+        return table
     t = table.sort_values("naive_floor_ms").reset_index(drop=True)
     fig = Figure(figsize=(10, 0.42 * len(t) + 2.2), layout="constrained")
     left, right = fig.subplots(1, 2, sharey=True, width_ratios=(3, 2))
-    y = np.arange(len(t))
-    h = 0.38
+    y, h = np.arange(len(t)), 0.38
     left.barh(y + h / 2, t["naive_floor_ms"], height=h, color="0.7")
     left.barh(y - h / 2, t["ms"], height=h, color="tab:blue")
     for yi, v in zip(y, t["ms"]):
@@ -212,8 +256,8 @@ def plot_before_after(table: pd.DataFrame, *, title: str):
         ax.grid(axis="x", which="major", alpha=0.3)
     values = np.r_[ratio.to_numpy(), t["captum_x_floor"].dropna().to_numpy(), t["lime_x_floor"].dropna().to_numpy()]
     right.set_xlim(min(values.min(), 1) / 1.8, max(values.max(), 1) * 1.8)
-    ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if right.get_xlim()[0] <= v <= right.get_xlim()[1]]
-    right.xaxis.set_major_locator(FixedLocator(ticks))
+    right.xaxis.set_major_locator(FixedLocator([v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20)
+                                                if right.get_xlim()[0] <= v <= right.get_xlim()[1]]))
     right.xaxis.set_major_formatter(lambda v, _: f"{v:g}×")
     right.xaxis.set_minor_locator(NullLocator())
     right.xaxis.set_minor_formatter(NullFormatter())
@@ -224,75 +268,27 @@ def plot_before_after(table: pd.DataFrame, *, title: str):
                Line2D([], [], marker="^", color="tab:orange", ls="", markersize=8, label="Captum (its own run)"),
                Line2D([], [], marker="s", color="tab:green", ls="", markersize=7, label="lime package (its own run)")]
     fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=10)
-    return fig
-
-
-def before_after_figure(table: pd.DataFrame | Note, b: Benchmarks):
-    """:func:`plot_before_after` as an image (a Note passes through)."""
-    if isinstance(table, Note):
-        return table
     s = (b.study_cost or {}).get("setting", {})
-    title = (f"Below the naive floor: {s.get('agent', 'the study agent')}, {s.get('states_per_call', '?')} states per call, "
-             "1 thread")
-    return figure_image(plot_before_after(table, title=title))
+    fig.suptitle(f"Below the naive floor: {s.get('agent', 'the study agent')}, {s.get('states_per_call', '?')} states "
+                 "per call, 1 thread", fontsize=10)
+    return figure_image(fig)
 
 
-def style_executors(table: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.executor_table` as the chapter shows it."""
-    return style_table(table, caption, {"executor": "Executor", "workers": "Workers", "units": "Units", "wall_s": "Wall (s)",
-                                        "units_per_min": "Units/min (whole sweep)",
-                                        "steady_units_per_min": "Units/min (steady)", "startup_s": "Start-up (s)",
-                                        "efficiency": "Efficiency", "same_table": "Same table as local"},
-                       {"workers": "{:.0f}", "units": "{:.0f}", "wall_s": "{:.1f}", "units_per_min": "{:.1f}",
-                        "steady_units_per_min": "{:.1f}", "startup_s": "{:.1f}", "efficiency": "{:.0%}"})
-
-
-def style_overhead(table: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.overhead_table` as the chapter shows it."""
-    return style_table(table, caption, {"what": "What", "value": "Cost", "unit": "Unit"}, {"value": "{:,.3g}"})
-
-
-def style_shipped(table: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.shipped_table` as the chapter shows it, in readable units."""
-    if isinstance(table, Note):
-        return table
-    t = table.assign(size=[_bytes(v) for v in table["bytes"]])
-    return style_table(t, caption, {"what": "What", "size": "Pickled size"})
-
-
-def _bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:,.1f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def style_projection(table: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.projection_table` as the chapter shows it."""
-    return style_table(table, caption, {"target": "Target", "cores": "Cores", "efficiency": "Efficiency",
-                                        "compute_hours": "Compute (h)", "driver_hours": "Driver (h)",
-                                        "startup_hours": "Start-ups (h)", "wall_hours": "Wall (h)",
-                                        "wall_hours_upper": "Wall, upper bound (h)"},
-                       {"cores": "{:.0f}", "efficiency": "{:.0%}", "compute_hours": "{:,.2f}", "driver_hours": "{:,.2f}",
-                        "startup_hours": "{:,.2f}", "wall_hours": "{:,.1f}", "wall_hours_upper": "{:,.1f}"})
-
-
-def plot_scaleout(executors: pd.DataFrame, proj: pd.DataFrame | None = None):
-    """Steady units per minute per executor and workers (left; dashed: workers × the local rate) and the
-    projected wall hours of the full study per target (right, bar to the upper bound)."""
+def show_scaleout(executors: pd.DataFrame | Note, proj: pd.DataFrame | Note):
+    """Steady units per minute per executor and workers (left; dashed: workers × the local rate) and the projected
+    wall hours of the full study per target (right, bar to the upper bound; left out when ``proj`` is a Note)."""
     from matplotlib.figure import Figure
 
+    if isinstance(executors, Note):
+        return executors
+    proj = None if isinstance(proj, Note) else proj
     fig = Figure(figsize=(10 if proj is not None else 6, 3.6), layout="constrained")
     axes = fig.subplots(1, 2 if proj is not None else 1, squeeze=False)[0]
-    ax = axes[0]
-    order = list(dict.fromkeys(executors["executor"]))
+    ax, order = axes[0], list(dict.fromkeys(executors["executor"]))
     local = executors.loc[executors["executor"] == "local", "steady_units_per_min"]
-    base = float(local.iloc[0]) if not local.empty else math.nan
-    colours = {1: "tab:blue", 2: "tab:orange"}
-    w = 0.38
+    base, colours, w = float(local.iloc[0]) if not local.empty else math.nan, {1: "tab:blue", 2: "tab:orange"}, 0.38
     for workers, g in executors.groupby("workers"):
-        x = np.array([order.index(e) for e in g["executor"]]) + (workers - 1.5) * w * (len(colours) > 1)
+        x = np.array([order.index(e) for e in g["executor"]]) + (workers - 1.5) * w
         ax.bar(x, g["steady_units_per_min"], width=w, color=colours.get(workers, "0.4"),
                label=f"{workers} worker{'s' if workers > 1 else ''}")
         ax.plot(x, g["units_per_min"], "_", color="black", markersize=14, markeredgewidth=2)
@@ -303,8 +299,7 @@ def plot_scaleout(executors: pd.DataFrame, proj: pd.DataFrame | None = None):
     ax.set_ylim(0, max(executors["steady_units_per_min"].max(), 2 * base if base == base else 0) * 1.25)
     ax.legend(fontsize=8, loc="upper left")
     if proj is not None:
-        ax = axes[1]
-        y = np.arange(len(proj))
+        ax, y = axes[1], np.arange(len(proj))
         ax.barh(y, proj["wall_hours"], color="tab:purple", height=0.6)
         ax.errorbar(proj["wall_hours"], y, xerr=[np.zeros(len(proj)), proj["wall_hours_upper"] - proj["wall_hours"]],
                     fmt="none", ecolor="black", capsize=4)
@@ -317,11 +312,4 @@ def plot_scaleout(executors: pd.DataFrame, proj: pd.DataFrame | None = None):
         ax.set_xlim(right=proj["wall_hours_upper"].max() * 12)
         ax.set_xlabel("projected wall-clock hours, full study (log scale)")
         ax.set_title("Projection from the measured costs", fontsize=9)
-    return fig
-
-
-def scaleout_figure(executors: pd.DataFrame | Note, proj: pd.DataFrame | Note):
-    """:func:`plot_scaleout` as an image (a Note in ``executors`` passes through; one in ``proj`` drops the panel)."""
-    if isinstance(executors, Note):
-        return executors
-    return figure_image(plot_scaleout(executors, None if isinstance(proj, Note) else proj))
+    return figure_image(fig)

@@ -1,28 +1,15 @@
-"""Chapter 6 (run time), the study's cost: below the naive floor, and spread over workers.
+"""Chapter 6 (Run-time), the study's cost: below the naive floor, and spread over workers.
 
-The chapter reads two more committed benchmark results (loaded with the others by
-:func:`saliency_book.ch6_runtime.load_benchmarks`); nothing here times anything:
+Reads two committed benchmark results (loaded with the others by :func:`~saliency_book.ch6_runtime.load_benchmarks`):
 
-* ``study_cost.json``, written by ``benchmarks/study_cost.py``: per method the naive floor
-  (the method's forward passes through the bare network) against the library's fast
-  path; the sanity cascade and the insertion/deletion curves per state, naive and fast;
-  the core hours of the paper-scale study before and after;
-* ``scaleout.json``, written by ``benchmarks/scaleout.py``: units of the sweep per minute
-  under each executor and number of workers, Ray's overhead per task, and what each task
-  ships.
+* ``study_cost.json`` (``benchmarks/study_cost.py``): per method the naive floor against the library's fast path,
+  the sanity cascade and the insertion/deletion curves per state, the core hours of the paper-scale study;
+* ``scaleout.json`` (``benchmarks/scaleout.py``): units per minute per executor and workers, Ray's overhead per
+  task, what each task ships.
 
-* :func:`before_after_table`: per method, naive floor → fast, with Captum and the ``lime``
-  package beside it (and the run each number comes from, :func:`provenance`);
-* :func:`study_before_after_table`: the cascade, the curves and the projected core hours;
-* :func:`executor_table`, :func:`overhead_table`, :func:`shipped_table`: the scale-out
-  measurements;
-* :func:`projection`: the wall-clock projection of the full study on 2 cores and on a
-  64-core Ray cluster, from the measured scaling and ``study_cost.json``'s core hours, so a
-  re-run of either benchmark changes it; :func:`projection_table` and
-  :func:`projection_assumptions` show it. ``benchmarks/scaleout.py`` records the same
-  function's result at measurement time.
-
-Functions whose input is missing return a :class:`~saliency_book.common.Note`.
+:func:`projection` turns both into wall-clock hours of the full study on 2 cores and on a 64-core Ray cluster
+(``benchmarks/scaleout.py`` records the same function's result when it measures). The tables keep every scalar
+field of the files' per-method records, so a field the benchmark adds shows as a column.
 """
 
 from __future__ import annotations
@@ -32,21 +19,16 @@ import math
 import numpy as np
 import pandas as pd
 
-from saliency_book.ch6_runtime import CAPTUM_EQUIVALENT, Benchmarks, missing_benchmark
-from saliency_book.common import Note, join_words
+from saliency_book.ch6_runtime import CAPTUM_EQUIVALENT, LIME_PACKAGE_EQUIVALENT, Benchmarks, missing_benchmark
+from saliency_book.common import Note
 from saliency_lib.explainers import METHOD_LABELS
 from saliency_study.catalog import ABLATION_METHODS, STUDY_METHODS
 from saliency_study.profiles import get_profile
 
-__all__ = [
-    "LIME_PACKAGE_EQUIVALENT", "CLUSTER_CORES", "MACHINE_CORES", "MASK_A3C_AGENTS", "TARGETS",
-    "before_after_table", "provenance", "study_before_after_table", "executor_table", "overhead_table",
-    "shipped_table", "study_tasks", "projection", "projection_table", "projection_assumptions",
-    "before_after_summary", "scaleout_summary",
-]
-
-LIME_PACKAGE_EQUIVALENT = {"lime_slic": "lime.lime_image vs lime_slic"}
-"""Method → key of the ``lime`` package's time in a benchmark's ``comparisons``."""
+__all__ = ["CLUSTER_CORES", "MACHINE_CORES", "MASK_A3C_AGENTS", "TARGETS", "provenance", "before_after_table",
+           "study_before_after_table", "mask_a3c_local_table", "executor_table", "overhead_table", "shipped_table",
+           "study_tasks", "projection", "projection_table", "projection_inputs", "before_after_numbers",
+           "scaleout_numbers"]
 
 MACHINE_CORES = 2
 """Cores of the study's machine."""
@@ -59,20 +41,27 @@ TARGETS = (("2 cores with processes", "processes", MACHINE_CORES), ("2 cores wit
 """Projection targets: (label, executor, cores). Each takes the efficiency measured with 2 workers here."""
 
 
-# -- before / after --------------------------------------------------------------------------------
-
 def _run_of(doc: dict, part: str) -> dict:
     """The machine record of one part of a benchmark file (``runs.<part>``, else its ``machine``)."""
     return doc.get("runs", {}).get(part) or doc.get("machine", {})
 
 
+def _flat(record: dict, prefix: str = "") -> dict:
+    """The scalar fields of a record, nested mappings flattened to ``a.b`` (lists are left out)."""
+    out = {}
+    for k, v in record.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        elif not isinstance(v, list):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def provenance(b: Benchmarks) -> dict[str, str]:
     """Which run each number of the before/after comparison comes from: ``{"ours", "captum", "lime"}``.
 
-    Captum's and the ``lime`` package's times come from ``study_cost.json`` when it has a
-    ``comparisons`` mapping (the same run as the naive and fast times), else from
-    ``explainers.json``, whose run is described.
-    """
+    Captum's and the ``lime`` package's times come from ``study_cost.json`` when it has ``comparisons`` (the
+    same run as the naive and fast times), else from ``explainers.json``, whose run is described."""
     out = {}
     if b.study_cost is not None:
         r, s = _run_of(b.study_cost, "methods"), b.study_cost.get("setting", {})
@@ -83,69 +72,45 @@ def provenance(b: Benchmarks) -> dict[str, str]:
         out["captum"] = out["lime"] = "study_cost.json, the same run as the naive and fast times"
     elif b.explainers is not None:
         m, s = b.explainers.get("machine", {}), b.explainers.get("setting", {})
-        other = (f"explainers.json, run of {m.get('date', '?')[:10]} (another run, on another network and state: "
-                 f"{s.get('agent', '?')}; {s.get('state', '?')}; wall time)")
-        out["captum"] = out["lime"] = other
+        out["captum"] = out["lime"] = (f"explainers.json, run of {m.get('date', '?')[:10]} (another run, on another network "
+                                       f"and state: {s.get('agent', '?')}; {s.get('state', '?')}; wall time)")
     return out
 
 
-def _comparisons(b: Benchmarks) -> tuple[dict, dict, bool]:
-    """The comparisons mapping and the methods mapping (for its floors) of the run that timed Captum and lime,
-    and whether that run is the cost benchmark's own (so that their times divide by ours)."""
-    if b.study_cost is not None and b.study_cost.get("comparisons"):
-        return b.study_cost["comparisons"], b.study_cost.get("methods", {}), True
-    if b.explainers is not None:
-        return b.explainers.get("comparisons", {}), b.explainers.get("methods", {}), False
-    return {}, {}, False
-
-
 def before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """Per perturbation method of ``study_cost.json``: naive floor (before) and fast path (after).
+    """Per perturbation method of ``study_cost.json``: every scalar field of its record, and
 
-    Returns
-    -------
-    pandas.DataFrame or Note
-        Columns ``method, label, forward_passes, incremental, naive_floor_ms, naive_ms, ms,
-        speedup, max_abs_map_diff, target, captum_ms, captum_x_floor, captum_x_ours, lime_ms, lime_x_floor,
-        lime_x_ours``. ``speedup`` is naive floor ÷ ms. Captum's and the lime package's ms are
-        those of their run (:func:`provenance`); their ``*_x_floor`` is that ms ÷ our method's
-        naive floor in the same run, the ratio that can be set beside ``ms / naive_floor_ms``
-        across runs. ``*_x_ours`` is the benchmark's own ``ratio_vs_ours`` (their time ÷ our
-        default path's, median of paired rounds), only where they were timed in the cost
-        benchmark's run. NaN where there is no equivalent.
+    ``method, label``, ``speedup`` (naive floor ÷ fast ms), ``naive_ms`` (the naive path; ``ms`` without one),
+    ``target`` (the issue's target speed-up), ``captum_ms``, ``lime_ms`` (their time in the run that timed them,
+    :func:`provenance`), ``*_x_floor`` (that time ÷ our method's naive floor in the same run, the ratio that can
+    be set beside ``ms / naive_floor_ms`` across runs) and ``*_x_ours`` (the benchmark's paired ratio to our
+    fast path, only where they were timed in the cost benchmark's own run); NaN where there is no equivalent.
     """
     if b.study_cost is None or not b.study_cost.get("methods"):
         return missing_benchmark("study_cost.json", b, "study_cost.py")
-    comps, their_methods, same_run = _comparisons(b)
+    same_run = bool(b.study_cost.get("comparisons"))
+    src = b.study_cost if same_run else (b.explainers or {})
+    comps, their_methods = src.get("comparisons", {}), src.get("methods", {})
     rows = []
     for name, r in b.study_cost["methods"].items():
-        floor_there = their_methods.get(name, {}).get("floor_ms", their_methods.get(name, {}).get("naive_floor_ms"))
-
-        def other(key, floor_there=floor_there):
+        there = their_methods.get(name, {})
+        floor = there.get("floor_ms", there.get("naive_floor_ms"))
+        row = {"method": name, "label": METHOD_LABELS.get(name, name), **_flat(r), "naive_ms": float(r.get("naive_ms", r["ms"])),
+               "incremental": bool(r.get("incremental", False)), "speedup": float(r["naive_floor_ms"]) / float(r["ms"]),
+               "target": r.get("target_speedup_vs_naive_floor", np.nan)}
+        for who, key in (("captum", CAPTUM_EQUIVALENT.get(name)), ("lime", LIME_PACKAGE_EQUIVALENT.get(name))):
             c = comps.get(key or "")
-            if not c:
-                return np.nan, np.nan, np.nan
-            ours = float(c["ratio_vs_ours"]) if same_run and "ratio_vs_ours" in c else np.nan
-            return float(c["ms"]), float(c["ms"]) / floor_there if floor_there else np.nan, ours
-
-        captum_ms, captum_x, captum_o = other(CAPTUM_EQUIVALENT.get(name))
-        lime_ms, lime_x, lime_o = other(LIME_PACKAGE_EQUIVALENT.get(name))
-        rows.append({"method": name, "label": METHOD_LABELS.get(name, name), "forward_passes": int(r["forward_passes"]),
-                     "incremental": bool(r.get("incremental", False)), "naive_floor_ms": float(r["naive_floor_ms"]),
-                     "naive_ms": float(r.get("naive_ms", r["ms"])), "ms": float(r["ms"]),
-                     "speedup": float(r["naive_floor_ms"]) / float(r["ms"]),
-                     "max_abs_map_diff": r.get("max_abs_map_diff", np.nan),
-                     "target": r.get("target_speedup_vs_naive_floor", np.nan),
-                     "captum_ms": captum_ms, "captum_x_floor": captum_x, "captum_x_ours": captum_o,
-                     "lime_ms": lime_ms, "lime_x_floor": lime_x, "lime_x_ours": lime_o})
+            row.update({f"{who}_ms": float(c["ms"]) if c else np.nan,
+                        f"{who}_x_floor": float(c["ms"]) / floor if c and floor else np.nan,
+                        f"{who}_x_ours": float(c["ratio_vs_ours"]) if c and same_run and "ratio_vs_ours" in c else np.nan})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def study_before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """The study-level numbers of ``study_cost.json`` before and after: cascade, curves, projected core hours.
-
-    Columns ``what, unit, before, after, speedup, run`` (``run``: date and commit of the part).
-    """
+    """The study-level numbers of ``study_cost.json`` before and after: the cascade, the curves, the projected core
+    hours, and every further ``projection.*core_hours*`` number (after only). Columns ``what, unit, before, after,
+    speedup, run`` (``run``: date and commit of the part)."""
     if b.study_cost is None:
         return missing_benchmark("study_cost.json", b, "study_cost.py")
     sc, rows = b.study_cost, []
@@ -168,98 +133,67 @@ def study_before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
         p = sc["projection"]
         rows.append({"what": "paper-scale study (DQN and Mask-A3C)", "unit": "core hours",
                      "before": p["core_hours_before"], "after": p["core_hours_after"], "run": run("projection")})
+        rows += [{"what": k.replace("_core_hours", "").replace("_", " "), "unit": "core hours", "before": np.nan,
+                  "after": float(v), "run": run("projection")} for k, v in p.items()
+                 if "core_hours" in k and k not in ("core_hours_before", "core_hours_after") and isinstance(v, (int, float))]
     if not rows:
         return Note("study_cost.json has no cascade, degradation or projection part.", title="No study-level numbers")
     t = pd.DataFrame(rows)
-    t["speedup"] = t["before"] / t["after"]
-    return t[["what", "unit", "before", "after", "speedup", "run"]]
+    return t.assign(speedup=t["before"] / t["after"])[["what", "unit", "before", "after", "speedup", "run"]]
 
 
 def mask_a3c_local_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """The local methods on a Mask-A3C network (``projection.mask_a3c.local`` of ``study_cost.json``).
-
-    Columns ``method, label, forward_passes, naive_ms_per_pass, ms_per_pass, speedup,
-    cascade_ms_per_pass, cascade_speedup, max_abs_map_diff``: ms per forward pass of the
-    naive path (full passes in the network's inference batch) and of incremental inference,
-    alone and per network over the cascade's six networks at once (``cascade_speedup``
-    against the naive cascade's full pass per network, ``cascade_naive_ms_per_pass``).
-    """
+    """The local methods on a Mask-A3C network (``projection.mask_a3c.local`` of ``study_cost.json``): every field
+    of each method's record, ``speedup`` (naive ÷ incremental ms per pass) and ``cascade_speedup`` (the naive
+    cascade's full pass per network ÷ the incremental one over the cascade's six networks at once)."""
     if b.study_cost is None:
         return missing_benchmark("study_cost.json", b, "study_cost.py")
     a3c = b.study_cost.get("projection", {}).get("mask_a3c", {})
-    local = a3c.get("local")
-    if not local:
+    if not a3c.get("local"):
         return Note("study_cost.json has no Mask-A3C local-method costs: run benchmarks/study_cost.py --only projection.",
                     title="No Mask-A3C incremental numbers")
-    naive_casc = a3c.get("cascade_naive_ms_per_pass", np.nan)
-    t = pd.DataFrame([{"method": k, "label": METHOD_LABELS.get(k, k), "forward_passes": int(v["forward_passes"]),
-                       "naive_ms_per_pass": float(v["naive_ms_per_pass"]), "ms_per_pass": float(v["ms_per_pass"]),
-                       "cascade_ms_per_pass": float(v["cascade_ms_per_pass"]),
-                       "max_abs_map_diff": float(v.get("max_abs_map_diff", np.nan))} for k, v in local.items()])
-    t["speedup"] = t["naive_ms_per_pass"] / t["ms_per_pass"]
-    t["cascade_speedup"] = naive_casc / t["cascade_ms_per_pass"]
-    return t[["method", "label", "forward_passes", "naive_ms_per_pass", "ms_per_pass", "speedup", "cascade_ms_per_pass",
-              "cascade_speedup", "max_abs_map_diff"]]
-
-
-def mask_a3c_local_summary(table: pd.DataFrame | Note, b: Benchmarks | None = None) -> str | Note:
-    """Sentences on :func:`mask_a3c_local_table` (Markdown); with ``b``, first the cost of a Mask-A3C
-    pass against a DQN pass (the DQN's from Occlusion's naive floor per pass, batches of 256)."""
-    if isinstance(table, Note):
-        return table
-    first = ""
-    sc = b.study_cost if b is not None and b.study_cost else {}
-    a3c_row = sc.get("projection", {}).get("mask_a3c", {}).get("row_ms_inference_batch")
-    occ = sc.get("methods", {}).get("occlusion", {})
-    if a3c_row and occ.get("forward_passes"):
-        dqn_row = float(occ["naive_floor_ms"]) / int(occ["forward_passes"])
-        first = (f"A full Mask-A3C pass costs {a3c_row:.2f} ms per row here, {a3c_row / dqn_row:.0f} times a DQN pass "
-                 f"({dqn_row:.2f} ms). ")
-    return first + (f"On the Mask-A3C network, incremental inference makes a pass of {join_words(table['label'].tolist())} "
-            f"{table['speedup'].min():.1f} to {table['speedup'].max():.1f} times as fast as a full pass, and "
-            f"{table['cascade_speedup'].min():.1f} to {table['cascade_speedup'].max():.1f} times as fast per network in the "
-            f"cascade; the maps differ from the naive ones by at most {table['max_abs_map_diff'].max():.1e} after min-max "
-            "normalisation.")
+    t = pd.DataFrame([{"method": k, "label": METHOD_LABELS.get(k, k), **_flat(v)} for k, v in a3c["local"].items()])
+    return t.assign(speedup=t["naive_ms_per_pass"] / t["ms_per_pass"],
+                    cascade_speedup=a3c.get("cascade_naive_ms_per_pass", np.nan) / t["cascade_ms_per_pass"])
 
 
 # -- scale-out ---------------------------------------------------------------------------------------
 
 def executor_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """Units per minute per executor and number of workers (``scaleout.json``).
-
-    Columns ``executor, workers, units, wall_s, units_per_min, steady_units_per_min, startup_s,
-    efficiency, same_table``: ``units_per_min`` over the whole sweep (start-up included),
-    ``steady_units_per_min`` between the first and the last finished unit, ``efficiency`` the
-    steady rate ÷ (workers × the local executor's steady rate).
-    """
+    """Units per minute per executor and number of workers (``scaleout.json``'s ``executors``, every field):
+    ``units_per_min`` over the whole sweep (start-up included), ``steady_units_per_min`` between the first and the
+    last finished unit, ``efficiency`` the steady rate ÷ (workers × the local rate), ``same_table``."""
     if b.scaleout is None:
         return missing_benchmark("scaleout.json", b, "scaleout.py")
-    cols = ["executor", "workers", "units", "wall_s", "units_per_min", "steady_units_per_min", "startup_s",
-            "efficiency", "same_table"]
     t = pd.DataFrame(b.scaleout.get("executors", []))
-    if t.empty:
-        return Note("scaleout.json recorded no executor.", title="No executors")
-    t = t.rename(columns={"same_table_as_local": "same_table"})
-    return t[[c for c in cols if c in t.columns]]
+    return t.rename(columns={"same_table_as_local": "same_table"}) if len(t) else Note("scaleout.json recorded no executor.",
+                                                                                       title="No executors")
+
+
+_OVERHEAD = (("direct_call_us", "a direct Python call of the empty function", "µs"),
+             ("noop_ms_per_task", "an empty Ray task, many in flight (throughput)", "ms per task"),
+             ("noop_round_trip_ms", "an empty Ray task, submitted and awaited one at a time (latency)", "ms per task"),
+             ("unit_args_ms_per_task", "an empty Ray task given a unit and the context reference, as the sweep submits it",
+              "ms per task"),
+             ("frame_return_ms_per_task", "a Ray task returning the largest measured result frame", "ms per task"),
+             ("init_s", "starting a local Ray (ray.init) and its first tasks", "s"),
+             ("per_unit_difference_s", "ray − local, per unit of the measured sweep (1 worker, steady rate)", "s per unit"))
+_SHIPPED = (("unit_args_bytes", "task arguments: the unit and the context reference (largest)"),
+            ("sanity_frame_bytes", "returned frame of a sanity unit (largest measured)"),
+            ("degradation_frame_bytes", "returned frame of a degradation unit (largest measured)"),
+            ("context_bytes", "agent and states, once per worker (measured sweep)"),
+            ("full_study_frame_bytes", "returned frame of a full-study degradation unit (per-state size × chunk)"),
+            ("full_study_context_bytes", "agent and 997 states, once per worker (full study, per-state size)"))
 
 
 def overhead_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """Ray's overhead per task, from ``scaleout.json``'s ``ray_overhead``: columns ``what, value, unit``."""
+    """Ray's overhead per task (``scaleout.json``'s ``ray_overhead``): columns ``key, what, value, unit``."""
     if b.scaleout is None:
         return missing_benchmark("scaleout.json", b, "scaleout.py")
     o = b.scaleout.get("ray_overhead")
     if not o:
         return Note("scaleout.json has no Ray overhead measurement (run without --skip-ray?).", title="No Ray overhead")
-    spec = [("direct_call_us", "a direct Python call of the empty function", "µs"),
-            ("noop_ms_per_task", "an empty Ray task, many in flight (throughput)", "ms per task"),
-            ("noop_round_trip_ms", "an empty Ray task, submitted and awaited one at a time (latency)", "ms per task"),
-            ("unit_args_ms_per_task", "an empty Ray task given a unit and the context reference, as the sweep submits it",
-             "ms per task"),
-            ("frame_return_ms_per_task", "a Ray task returning the largest measured result frame", "ms per task"),
-            ("init_s", "starting a local Ray (ray.init) and its first tasks", "s"),
-            ("per_unit_difference_s", "ray − local, per unit of the measured sweep (1 worker, steady rate)", "s per unit")]
-    rows = [{"what": w, "value": float(o[k]), "unit": u} for k, w, u in spec if o.get(k) is not None]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"key": k, "what": w, "value": float(o[k]), "unit": u} for k, w, u in _OVERHEAD if o.get(k) is not None])
 
 
 def shipped_table(b: Benchmarks) -> pd.DataFrame | Note:
@@ -267,26 +201,17 @@ def shipped_table(b: Benchmarks) -> pd.DataFrame | Note:
     if b.scaleout is None:
         return missing_benchmark("scaleout.json", b, "scaleout.py")
     s = b.scaleout.get("shipped", {})
-    spec = [("unit_args_bytes", "task arguments: the unit and the context reference (largest)"),
-            ("sanity_frame_bytes", "returned frame of a sanity unit (largest measured)"),
-            ("degradation_frame_bytes", "returned frame of a degradation unit (largest measured)"),
-            ("context_bytes", "agent and states, once per worker (measured sweep)"),
-            ("full_study_frame_bytes", "returned frame of a full-study degradation unit (per-state size × chunk)"),
-            ("full_study_context_bytes", "agent and 997 states, once per worker (full study, per-state size)")]
-    rows = [{"what": w, "bytes": int(s[k])} for k, w in spec if s.get(k) is not None]
-    if not rows:
-        return Note("scaleout.json recorded no sizes.", title="No sizes")
-    return pd.DataFrame(rows)
+    rows = [{"what": w, "bytes": int(s[k])} for k, w in _SHIPPED if s.get(k) is not None]
+    return pd.DataFrame(rows) if rows else Note("scaleout.json recorded no sizes.", title="No sizes")
 
 
 def study_tasks(study_cost: dict) -> dict:
     """Units (Ray tasks) and sweeps of the paper-scale study that ``study_cost.json`` projects.
 
     DQN: ``dqn.agents`` agents × ⌈``dqn.states`` ÷ the full profile's chunk⌉ chunks; Mask-A3C:
-    ⌈``mask_a3c.states`` ÷ its chunk⌉ chunks. Per chunk, one sanity unit per method and one
-    degradation unit per method and the random map, and for the DQN agents one degradation unit
-    per method of the §6.2 ablation; every Mask-A3C agent is counted with both attention masks
-    (an upper bound: an agent without masks has two methods fewer).
+    ⌈``mask_a3c.states`` ÷ its chunk⌉ chunks. Per chunk, one sanity unit per method and one degradation unit
+    per method and the random map, and for the DQN agents one degradation unit per method of the §6.2
+    ablation; every Mask-A3C agent is counted with both attention masks (an upper bound).
     """
     p, prof = study_cost["projection"], get_profile("full")
     dqn_methods = [m for m in STUDY_METHODS if not m.startswith("mask_")]
@@ -313,26 +238,21 @@ def _largest_dqn_unit_s(study_cost: dict, chunk: int) -> float | None:
     return max(sanity + curves) * chunk / 1e3 if sanity or curves else None
 
 
-def _measured(scaleout: dict, executor: str, workers: int) -> dict | None:
-    return next((e for e in scaleout.get("executors", []) if e["executor"] == executor and e["workers"] == workers), None)
-
-
 def projection(scaleout: dict, study_cost: dict) -> dict:
     """Wall-clock hours of the paper-scale study per target of :data:`TARGETS`.
 
-    Model, per target (``executor`` on ``cores`` cores, ``e`` the efficiency that executor
-    reached with 2 workers here, ``C`` = ``study_cost.json``'s ``projection.core_hours_after``)::
+    Model, per target (``executor`` on ``cores`` cores, ``e`` the efficiency that executor reached with 2 workers
+    here, ``C`` = ``study_cost.json``'s ``projection.core_hours_after``)::
 
         compute = C / (cores × e)
         driver  = rows of the study × the driver's measured time per stored row
         lower   = max(compute, driver) + sweeps × start-up (measured, per sweep)
         upper   = lower + sweeps × the largest unit   (each sweep's last unit may run alone)
 
-    Returns ``{"core_hours_after", "tasks", "largest_unit_s", "rows", "bytes_to_driver",
-    "targets": [{"target", "executor", "cores", "efficiency", "compute_hours", "driver_hours",
-    "startup_hours", "wall_hours", "wall_hours_upper", "dispatch_hours"} | {"target", "missing"}]}``.
-    ``dispatch_hours`` is Ray's measured per-task overhead × tasks ÷ cores, for scale: it is part of
-    ``e`` (the measured units paid it too), not added again.
+    Returns ``{"core_hours_after", "tasks", "largest_unit_s", "rows", "bytes_to_driver", "targets": [{"target",
+    "executor", "cores", "efficiency", "compute_hours", "driver_hours", "startup_hours", "wall_hours",
+    "wall_hours_upper", "dispatch_hours"} | {"target", "missing"}]}``. ``dispatch_hours`` is Ray's measured
+    per-task overhead × tasks ÷ cores, for scale: it is part of ``e`` (the measured units paid it too).
     """
     core_h = float(study_cost["projection"]["core_hours_after"])
     tasks = study_tasks(study_cost)
@@ -355,7 +275,8 @@ def projection(scaleout: dict, study_cost: dict) -> dict:
     noop = (scaleout.get("ray_overhead") or {}).get("noop_ms_per_task")
     out = []
     for label, executor, cores in TARGETS:
-        m = _measured(scaleout, executor, min(cores, MACHINE_CORES))
+        m = next((e for e in scaleout.get("executors", []) if e["executor"] == executor
+                  and e["workers"] == min(cores, MACHINE_CORES)), None)
         if m is None or not m.get("efficiency"):
             out.append({"target": label, "executor": executor, "cores": cores,
                         "missing": f"no {executor} measurement with {min(cores, MACHINE_CORES)} workers"})
@@ -371,121 +292,91 @@ def projection(scaleout: dict, study_cost: dict) -> dict:
             "bytes_to_driver": rows * bytes_per_row, "targets": out}
 
 
-def _study_cost_run(b: Benchmarks) -> str:
-    r = _run_of(b.study_cost, "projection")
-    return f"{r.get('date', '?')[:10]}, commit {r.get('commit') or '?'}"
-
-
-def projection_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """:func:`projection` of the committed files, one row per target.
-
-    Columns ``target, cores, efficiency, compute_hours, driver_hours, startup_hours, wall_hours,
-    wall_hours_upper``.
-    """
+def _projection_missing(b: Benchmarks) -> Note | None:
     if b.scaleout is None:
         return missing_benchmark("scaleout.json", b, "scaleout.py")
     if b.study_cost is None or "projection" not in b.study_cost:
         return missing_benchmark("study_cost.json", b, "study_cost.py")
-    p = projection(b.scaleout, b.study_cost)
-    t = pd.DataFrame([r for r in p["targets"] if "missing" not in r])
-    if t.empty:
-        return Note("scaleout.json measured no executor with 2 workers, so nothing can be projected.", title="No projection")
-    return t[["target", "cores", "efficiency", "compute_hours", "driver_hours", "startup_hours", "wall_hours",
-              "wall_hours_upper"]]
+    return None
 
 
-def projection_assumptions(b: Benchmarks) -> str | Note:
-    """The projection's inputs and assumptions as a Markdown list (the benchmark's recorded ones, then the inputs)."""
-    if b.scaleout is None or b.study_cost is None or "projection" not in b.study_cost:
-        return projection_table(b)  # the Note that says what is missing
-    p = projection(b.scaleout, b.study_cost)
+def projection_table(b: Benchmarks) -> pd.DataFrame | Note:
+    """:func:`projection` of the committed files, one row per measured target: ``target, executor, cores, efficiency,
+    compute_hours, driver_hours, startup_hours, wall_hours, wall_hours_upper, dispatch_hours``."""
+    if (note := _projection_missing(b)) is not None:
+        return note
+    t = pd.DataFrame([r for r in projection(b.scaleout, b.study_cost)["targets"] if "missing" not in r])
+    return t if len(t) else Note("scaleout.json measured no executor with 2 workers, so nothing can be projected.",
+                                 title="No projection")
+
+
+def projection_inputs(b: Benchmarks) -> pd.DataFrame | Note:
+    """The projection's inputs (read now from the committed files) and the assumptions ``scaleout.json`` records:
+    columns ``input, value``."""
+    if (note := _projection_missing(b)) is not None:
+        return note
+    p, r = projection(b.scaleout, b.study_cost), _run_of(b.study_cost, "projection")
     t = p["tasks"]
-    items = [f"Core hours after the speed-ups: {p['core_hours_after']:.1f}, read now from `study_cost.json` "
-             f"(projection run of {_study_cost_run(b)}).",
-             f"Tasks: {t['total']:,} units ({t['dqn_tasks']:,} DQN, {t['mask_a3c_tasks']:,} Mask-A3C) in {t['sweeps']} sweeps, one "
-             f"per agent; {t['dqn_chunk']} states per DQN unit, {t['mask_a3c_chunk']} per Mask-A3C unit (the `full` profile).",
-             f"Largest unit: about {p['largest_unit_s'] / 60:.1f} minutes." if p["largest_unit_s"] else "Largest unit: unknown.",
-             f"Rows stored by the driver: {p['rows']:,.0f} (about {p['bytes_to_driver'] / 1e9:.1f} GB pickled)."]
+    rows = [("core hours after the speed-ups (study_cost.json, projection run of "
+             f"{r.get('date', '?')[:10]}, commit {r.get('commit') or '?'})", f"{p['core_hours_after']:.1f}"),
+            ("units (DQN, Mask-A3C)", f"{t['total']:,} ({t['dqn_tasks']:,}, {t['mask_a3c_tasks']:,})"),
+            ("sweeps, one per agent", f"{t['sweeps']}"),
+            ("states per unit (DQN, Mask-A3C; the full profile)", f"{t['dqn_chunk']}, {t['mask_a3c_chunk']}"),
+            ("largest unit", f"{p['largest_unit_s'] / 60:.1f} minutes" if p["largest_unit_s"] else "unknown"),
+            ("rows stored by the driver", f"{p['rows']:,.0f} (about {p['bytes_to_driver'] / 1e9:.1f} GB pickled)")]
     used = b.scaleout.get("projection", {}).get("core_hours_after")
     if used is not None and not math.isclose(used, p["core_hours_after"], rel_tol=1e-9):
-        items.append(f"`scaleout.json` projected from {used:.1f} core hours when it was measured; the table uses the "
-                     "current `study_cost.json`.")
-    items += list(b.scaleout.get("assumptions", []))
-    return "\n".join(f"* {x}" for x in items) + "\n"
+        rows.append(("core hours scaleout.json projected from when it was measured", f"{used:.1f}"))
+    rows += [("assumption recorded by benchmarks/scaleout.py", a) for a in b.scaleout.get("assumptions", [])]
+    return pd.DataFrame(rows, columns=["input", "value"])
 
 
-# -- sentences ---------------------------------------------------------------------------------------
+# -- the numbers the prose quotes -------------------------------------------------------------------------
 
-def before_after_summary(table: pd.DataFrame | Note, study: pd.DataFrame | Note) -> str | Note:
-    """Sentences on the speed-ups below the naive floor, formatted from the tables (Markdown)."""
-    if isinstance(table, Note):
-        return table
-    inc, full = table[table["incremental"]], table[~table["incremental"]]
-    out = []
-    if not inc.empty:
-        one = len(inc) == 1
-        span = f"{inc['speedup'].min():.1f}" if one else f"{inc['speedup'].min():.1f} to {inc['speedup'].max():.1f}"
-        out.append(f"With incremental inference, {join_words(inc['label'].tolist())} {'runs' if one else 'run'} {span} "
-                   f"times as fast as {'its' if one else 'their'} naive floor, with maps that differ from the naive "
-                   f"ones by at most {inc['max_abs_map_diff'].max():.1e} after min-max normalisation.")
-        miss = inc[inc["speedup"] < inc["target"]]
-        if not miss.empty:
-            out.append("Below the issue's target: " + join_words(
-                [f"{r.label} ({r.speedup:.2f} against {r.target:.1f})" for r in miss.itertuples()]) + ".")
-    if not full.empty:
-        one = len(full) == 1
-        ratio = full["ms"] / full["naive_floor_ms"]
-        span = f"{ratio.min():.2f}" if one else f"{ratio.min():.2f} to {ratio.max():.2f}"
-        out.append(f"{join_words(full['label'].tolist())} {'has' if one else 'have'} no incremental path: "
-                   f"{'it takes' if one else 'they take'} {span} times {'its' if one else 'their'} floor, and "
-                   f"{'gains' if one else 'gain'} only in the cascade.")
-    for who, col in (("Captum", "captum"), ("the lime package", "lime")):
-        rows = table.dropna(subset=[f"{col}_x_floor"])
-        if rows.empty:
-            continue
-        same = rows[f"{col}_x_ours"].notna().all() if f"{col}_x_ours" in rows else False
-        parts = [f"{getattr(r, col + '_x_floor'):.1f} times the floor for {r.label}"
-                 + (f", {getattr(r, col + '_x_ours'):.1f} times as long as ours" if same else "")
-                 for r in rows.itertuples()]
-        out.append(f"{'In the same run' if same else 'In its own run'}, {who} took {join_words(parts)}.")
-    if not isinstance(study, Note):
-        out.append("For the whole study: " + join_words(
-            [f"{r.what} {r.speedup:.2f} times as fast ({r.before:,.0f} → {r.after:,.0f} {r.unit})"
-             for r in study.itertuples()]) + ".")
-    return " ".join(out)
+def _span(s) -> tuple[float, float]:
+    s = pd.Series(s, dtype=float).dropna()
+    return (float(s.min()), float(s.max())) if len(s) else (np.nan, np.nan)
 
 
-def scaleout_summary(executors: pd.DataFrame | Note, overhead: pd.DataFrame | Note,
-                     proj: pd.DataFrame | Note) -> str | Note:
-    """Sentences on the executors' throughput, Ray's overhead and the projection (Markdown)."""
-    if isinstance(executors, Note):
-        return executors
-    out = []
-    local = executors[executors["executor"] == "local"]
-    two = executors[executors["workers"] == 2]
-    if not local.empty:
-        out.append(f"In one process, the sweep ran {local['steady_units_per_min'].iloc[0]:.1f} units per minute.")
-    if not two.empty:
-        out.append("With 2 workers, " + join_words(
-            [f"{r.executor} reached {r.steady_units_per_min:.1f} ({r.efficiency:.0%} of twice the local rate)"
-             for r in two.itertuples()]) + ".")
-    if not isinstance(overhead, Note):
-        o = overhead.set_index("what")["value"]
-        noop = [v for k, v in o.items() if k.startswith("an empty Ray task, many")]
-        if noop:
-            out.append(f"An empty Ray task costs {noop[0]:.2f} ms, which is negligible next to a unit of the study.")
-        diff = [v for k, v in o.items() if k.startswith("ray − local")]
-        if diff:
-            out.append(f"Per unit of the measured sweep, Ray took {abs(diff[0]):.2f} s {'more' if diff[0] > 0 else 'less'} "
-                       "than the local executor" + (": the other jobs on the machine moved the times more than Ray's "
-                                                    "overhead did." if diff[0] <= 0 else "."))
-    if not isinstance(proj, Note):
-        bound = proj[proj["driver_hours"] > proj["compute_hours"]]
-        out.append("The full study would take " + join_words(
-            [f"{r.wall_hours:,.1f} to {r.wall_hours_upper:,.1f} hours on {r.target}" for r in proj.itertuples()]) + ".")
-        if not bound.empty:
-            out.append("On " + join_words(bound["target"].tolist()) + ", the driver, which stores every unit's rows itself "
-                       f"({bound['driver_hours'].iloc[0]:,.1f} hours), is slower than the workers "
-                       f"({join_words([f'{h:,.1f} hours' for h in bound['compute_hours']])} of compute): it bounds the "
-                       "wall time.")
-    return " ".join(out)
+def before_after_numbers(table: pd.DataFrame | Note, study: pd.DataFrame | Note) -> dict:
+    """The speed-ups below the floor: the incremental methods' range of speed-ups (``inc_speedup_min``/``_max``)
+    and largest map difference (``inc_max_diff``), the others' time ÷ floor (``full_ratio_min``/``_max``), their
+    names (``inc_methods``, ``full_methods``), and the study-level speed-ups with before → after
+    (``study_<i>_speedup``, ``_before``, ``_after`` for the cascade, the curves and the core hours)."""
+    from saliency_book.common import join_words
+
+    t = table if not isinstance(table, Note) else pd.DataFrame(columns=["incremental", "speedup", "max_abs_map_diff",
+                                                                        "ms", "naive_floor_ms", "label"])
+    mask = t["incremental"].astype(bool)
+    inc, full = t[mask], t[~mask]
+    out = dict(zip(("inc_speedup_min", "inc_speedup_max"), _span(inc["speedup"])))
+    out["inc_max_diff"] = _span(inc["max_abs_map_diff"])[1]
+    out.update(zip(("full_ratio_min", "full_ratio_max"), _span(full["ms"] / full["naive_floor_ms"])))
+    out.update(inc_methods=join_words(inc["label"].tolist()), full_methods=join_words(full["label"].tolist()))
+    s = study if not isinstance(study, Note) else pd.DataFrame()
+    for i in range(3):
+        r = s.iloc[i] if i < len(s) else {}
+        out.update({f"study_{i}_{k}": float(r.get(k, np.nan)) for k in ("speedup", "before", "after")})
+    return out
+
+
+def scaleout_numbers(executors: pd.DataFrame | Note, overhead: pd.DataFrame | Note, proj: pd.DataFrame | Note) -> dict:
+    """The scale-out in numbers: ``local_rate`` (steady units per minute in one process), per executor with 2
+    workers ``<executor>_rate`` and ``<executor>_efficiency``, ``noop_ms`` and ``per_unit_diff_s`` (Ray's
+    overhead), and per projection target ``<executor>_<cores>_wall``, ``_upper``, ``_compute``, ``_driver``."""
+    e = executors if not isinstance(executors, Note) else pd.DataFrame(columns=["executor", "workers",
+                                                                                "steady_units_per_min", "efficiency"])
+    local = e.loc[e["executor"] == "local", "steady_units_per_min"]
+    out = {"local_rate": float(local.iloc[0]) if len(local) else np.nan}
+    for ex in ("processes", "ray"):
+        two = e[(e["executor"] == ex) & (e["workers"] == 2)]
+        out[f"{ex}_rate"], out[f"{ex}_efficiency"] = ((float(two["steady_units_per_min"].iloc[0]), float(two["efficiency"].iloc[0]))
+                                                      if len(two) else (np.nan, np.nan))
+    o = {} if isinstance(overhead, Note) else overhead.set_index("key")["value"].to_dict()
+    out.update(noop_ms=o.get("noop_ms_per_task", np.nan), per_unit_diff_s=o.get("per_unit_difference_s", np.nan))
+    rows = {} if isinstance(proj, Note) else {(r["executor"], r["cores"]): r for r in proj.to_dict("records")}
+    for _, ex, cores in TARGETS:
+        r = rows.get((ex, cores), {})
+        out.update({f"{ex}_{cores}_{k}": float(r.get(f"{k}_hours", np.nan))
+                    for k in ("wall", "compute", "driver")} | {f"{ex}_{cores}_upper": float(r.get("wall_hours_upper", np.nan))})
+    return out

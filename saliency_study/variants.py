@@ -37,15 +37,13 @@ class VariantComparison:
         Of the treatment against the baseline; None when the numbers cannot support one
         (``reason`` says why).
     reason : str or None
-    sentence : str
-        Generated from the numbers above only.
+        Why there is no verdict (a short phrase), None with one. The book words the verdict.
     """
 
     table: pd.DataFrame
     difference: dict
     verdict: str | None
     reason: str | None
-    sentence: str
     protocol: str
     game: str
     baseline: str
@@ -84,10 +82,6 @@ def _welch(a: np.ndarray, b: np.ndarray, level: float) -> dict:
     return out
 
 
-def _frames_text(frames: float) -> str:
-    return f"{frames / 1e6:.3g} M frames" if np.isfinite(frames) else "an unknown number of frames"
-
-
 def compare_variants(scores: pd.DataFrame, *, protocol: str, game: str = "Breakout",
                      variants: tuple[str, ...] = VARIANTS, baseline: str = "none", treatment: str = "double",
                      level: float = 0.95, labels: dict | None = None) -> VariantComparison:
@@ -106,7 +100,7 @@ def compare_variants(scores: pd.DataFrame, *, protocol: str, game: str = "Breako
 
     No verdict is given (``verdict`` None, with ``reason``) when the baseline or the treatment
     has fewer than 2 seeds: one seed per variant has no spread over seeds to compare a
-    difference with. The sentence then says so and gives no direction.
+    difference with.
 
     Parameters
     ----------
@@ -124,7 +118,7 @@ def compare_variants(scores: pd.DataFrame, *, protocol: str, game: str = "Breako
     level : float
         Confidence level of the intervals.
     labels : dict, optional
-        Names of the variants in the sentence (default :data:`VARIANT_NAMES`).
+        Names of the variants in the table and the reason (default :data:`VARIANT_NAMES`).
 
     Returns
     -------
@@ -171,31 +165,14 @@ def compare_variants(scores: pd.DataFrame, *, protocol: str, game: str = "Breako
     diff = _welch(a, b, level)
     frames = float(df.loc[df["variant"].isin([baseline, treatment]), "frames"].median())
     la, lb = labels.get(baseline, baseline), labels.get(treatment, treatment)
-    how = f"({protocol} evaluation)"
     verdict = reason = None
     if len(a) == 0 or len(b) == 0:
         missing = " and ".join(lab for lab, x in ((la, a), (lb, b)) if len(x) == 0)
         reason = f"{missing} has no {protocol} evaluation on {game}"
-        sentence = f"No comparison of {lb} with {la} on {game} {how}: {reason}."
     elif len(a) < 2 or len(b) < 2:
         few = " and ".join(f"{lab} has {len(x)} seed" for lab, x in ((la, a), (lb, b)) if len(x) < 2)
         reason = f"{few}; a difference between variants needs at least 2 seeds of each"
-        sentence = (f"No verdict on {lb} against {la} on {game} at {_frames_text(frames)} {how}: {reason}. "
-                    f"The means are {np.mean(b):,.1f} ({treatment}) and {np.mean(a):,.1f} ({baseline}); without 2 seeds of each, "
-                    "the CI of their difference cannot be computed.")
     else:
-        seeds = f"{len(a)} seeds" if len(a) == len(b) else f"{len(a)} seeds of {la} and {len(b)} of {lb}"
-        nums = (f"difference {treatment} − {baseline} {diff['diff']:+,.1f} (means {np.mean(b):,.1f} and {np.mean(a):,.1f}), "
-                f"{100 * level:g} % CI {diff['ci_low']:+,.1f} to {diff['ci_high']:+,.1f} (Welch t over seeds)")
-        if diff["ci_low"] > 0:
-            verdict = "higher"
-        elif diff["ci_high"] < 0:
-            verdict = "lower"
-        else:
-            verdict = "no detectable difference"
-        if verdict == "no detectable difference":
-            sentence = f"Between {la} and {lb} on {game} there is no detectable difference at {_frames_text(frames)}, {seeds} {how}: {nums}."
-        else:
-            sentence = f"{lb} scores {verdict} than {la} on {game} at {_frames_text(frames)}, {seeds} {how}: {nums}."
-    return VariantComparison(table=table, difference=diff, verdict=verdict, reason=reason, sentence=sentence, protocol=protocol,
+        verdict = "higher" if diff["ci_low"] > 0 else "lower" if diff["ci_high"] < 0 else "no detectable difference"
+    return VariantComparison(table=table, difference=diff, verdict=verdict, reason=reason, protocol=protocol,
                              game=game, baseline=baseline, treatment=treatment, level=level, frames=frames, labels=labels)

@@ -122,40 +122,6 @@ def test_insertion_finding_waits_for_every_method_of_the_paper():
     assert "Breakout: 2 of the 8 methods stored so far" in fd.insertion_finding(rows)
 
 
-def test_mask_score_finding_quotes_chapter_5s_verdict_under_both_protocols(tmp_path):
-    from saliency_lib.train.scores import read_scores
-    from saliency_study.variants import compare_variants
-
-    rows = [{"agent": f"a3c-Breakout-{v}-s{s}", "algo": "a3c-sync", "game": "Breakout", "variant": v, "seed": s,
-             "frames": 10_000_000, "protocol": p, "episodes": 10, "distinct_games": 10, "mean": m + s, "std": 1.0}
-            for v, m in (("none", 100.0), ("double", 300.0)) for s in range(3) for p in ("greedy", "sticky")]
-    path = tmp_path / "scores.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    text = fd.mask_score_finding(path)
-    for protocol in ("greedy", "sticky"):
-        sentence = compare_variants(read_scores(path), protocol=protocol).sentence
-        assert sentence in text and f"({protocol} evaluation)" in sentence
-    assert "higher" in text
-
-
-def test_mask_rank_finding_quotes_chapter_5s_seed_sentences(tmp_path):
-    from saliency_book.ch5_seeds import MASKS, seed_sentence, seed_study
-    from saliency_book.common import Note
-
-    empty = fd.mask_rank_finding(results_dir=tmp_path)  # nothing packed there: the Note that names the command
-    assert empty.startswith("**Do the masks keep their rank across training seeds?**")
-    assert "--seeds --games Breakout" in empty or "No masked Mask-A3C agent" in empty
-    assert not list(tmp_path.rglob("*.parquet"))  # computed nothing
-    study = seed_study("full", "Breakout")
-    if isinstance(study, Note):
-        pytest.skip(f"the seed sweep is not stored: {study.text}")
-    text = fd.mask_rank_finding()
-    for m in MASKS:
-        for paragraph in seed_sentence(study.agreement, method=m, within_seed=False).split("\n\n"):
-            assert paragraph in text
-    assert "  " not in text  # the paragraphs are joined into one bullet
-
-
 def _degeneracy(n: int, value_flags: tuple[bool, ...], prob_flags: tuple[bool, ...]) -> pd.DataFrame:
     rows = []
     for meas, flags in (("prob", prob_flags), ("value", value_flags)):

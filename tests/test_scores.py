@@ -73,7 +73,7 @@ def test_one_seed_per_variant_refuses_a_verdict():
     c = compare_variants(_table({"none": [358.1], "double": [322.1]}), protocol="sticky")
     assert c.verdict is None and "1 seed" in c.reason
     assert np.isnan(c.difference["ci_low"]) and c.difference["diff"] == pytest.approx(-36.0)
-    assert "No verdict" in c.sentence and not any(w in c.sentence for w in ("higher", "lower", "no detectable"))
+    assert not hasattr(c, "sentence")  # the book words the verdict
     # one variant with 3 seeds is not enough either
     c = compare_variants(_table({"none": [1.0, 2.0, 3.0], "double": [9.0]}), protocol="sticky")
     assert c.verdict is None and "Mask-A3C (both masks) has 1 seed" in c.reason
@@ -94,17 +94,17 @@ def test_known_answers_against_scipy():
     assert d["diff"] == pytest.approx(np.mean(double) - np.mean(none)) and (d["n_baseline"], d["n_treatment"]) == (3, 4)
 
 
-@pytest.mark.parametrize("double,verdict,words", [
-    ([400.0, 401.0, 402.0], "higher", "Mask-A3C (both masks) scores higher than A3C (no mask) on Breakout at 10 M frames, 3 seeds"),
-    ([100.0, 101.0, 102.0], "lower", "Mask-A3C (both masks) scores lower than A3C (no mask)"),
-    ([150.0, 350.0, 250.0], "no detectable difference", "no detectable difference at 10 M frames, 3 seeds"),
+@pytest.mark.parametrize("double,verdict", [
+    ([400.0, 401.0, 402.0], "higher"),
+    ([100.0, 101.0, 102.0], "lower"),
+    ([150.0, 350.0, 250.0], "no detectable difference"),
 ])
-def test_sentence_says_only_what_the_ci_supports(double, verdict, words):
+def test_verdict_says_only_what_the_ci_supports(double, verdict):
     c = compare_variants(_table({"none": [200.0, 201.0, 202.0], "double": double}), protocol="sticky")
-    assert c.verdict == verdict and words in c.sentence
-    assert "95 % CI" in c.sentence and "(Welch t over seeds)" in c.sentence and "(sticky evaluation)" in c.sentence
     d = c.difference
-    assert f"{d['ci_low']:+,.1f} to {d['ci_high']:+,.1f}" in c.sentence
+    assert c.verdict == verdict and c.reason is None and (d["n_baseline"], d["n_treatment"]) == (3, 3)
+    assert (d["ci_low"] > 0) == (verdict == "higher") and (d["ci_high"] < 0) == (verdict == "lower")
+    assert d["ci_low"] < d["diff"] < d["ci_high"] and c.frames == 10_000_640
 
 
 def test_protocols_are_not_mixed_and_variants_without_rows_are_left_out():

@@ -1,4 +1,4 @@
-"""Chapter 5's library (saliency_book.ch5_mask_attention): mask statistics, plays, ranking, A3C vs Mask-A3C.
+"""Chapter 5 (saliency_book.ch5_*): mask statistics, plays, the profile's ranking, A3C vs Mask-A3C.
 
 Our own actor-critic agents are not trained yet, so the tests save tiny untrained
 MaskA3CNet agents (and synthetic shipped-agent folders with logs) in temporary
@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 import torch
 
-import saliency_book.ch5_figures as fg
 import saliency_book.ch5_mask_attention as ma
 import saliency_book.ch5_rankings as rk
 import saliency_book.ch5_scores as sc
@@ -54,21 +53,29 @@ def _play(masks: dict, n: int = 5, label: str = "toy agent") -> ma.MaskPlay:
 # -- configuration ---------------------------------------------------------------------------
 
 def test_config_accepts_papermill_values_and_rejects_bad_ones():
-    cfg = ma.MaskAttentionChapter(steps="25", filmstrip=4.0, top="0.2", seed="3", profile="tiny")
-    assert (cfg.steps, cfg.filmstrip, cfg.top, cfg.seed) == (25, 4, 0.2, 3)
+    from saliency_book.config import ChapterConfig
+
+    cfg = ma.MaskAttentionChapter(steps="25", filmstrip="4", top="0.2", seed="3", profile="tiny")
+    assert isinstance(cfg, ChapterConfig) and (cfg.steps, cfg.filmstrip, cfg.top, cfg.seed) == (25, 4, 0.2, 3)
     assert cfg.play_steps == 25 and cfg.official == "official:Breakout"
-    assert ma.MaskAttentionChapter(profile="tiny", steps="None").play_steps == PROFILES["tiny"].play_steps
-    assert "40 agent steps" in ma.MaskAttentionChapter(profile="tiny")._repr_markdown_()
-    with pytest.raises(ValueError, match="top must be a fraction"):
+    assert ma.MaskAttentionChapter(profile="tiny", steps="None").play_steps == PROFILES["tiny"].play_steps == 40
+    assert "`top=0.1`" in ma.MaskAttentionChapter(profile="tiny")._repr_markdown_()
+    with pytest.raises(ValueError, match=r"top must be a real number in \(0, 1\], got 0"):
         ma.MaskAttentionChapter(top=0)
-    with pytest.raises(ValueError, match="substrate must be one of"):
+    with pytest.raises(ValueError, match="unknown substrate 'gray'"):
         ma.MaskAttentionChapter(substrate="gray")
-    with pytest.raises(ValueError, match="executor must be one of"):
+    with pytest.raises(ValueError, match="unknown executor 'slurm'"):
         ma.MaskAttentionChapter(executor="slurm")
-    with pytest.raises(ValueError, match="steps must be a positive integer"):
+    with pytest.raises(ValueError, match="steps must be an integer >= 1, got 0"):
         ma.MaskAttentionChapter(steps=0)
     with pytest.raises(ValueError, match="unknown profile"):
         ma.MaskAttentionChapter(profile="huge")
+    errors = []
+    for cls in (ma.MaskAttentionChapter, ChapterConfig):  # the base's message, word for word
+        with pytest.raises(ValueError) as e:
+            cls(seed="x")
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "seed must be an integer >= 0" in errors[0]
 
 
 # -- per-step statistics ---------------------------------------------------------------------
@@ -105,9 +112,7 @@ def test_topk_iou_spearman_and_chance_level():
     assert mc == pytest.approx(ma.chance_iou(100, 0.1), abs=0.01)
 
 
-def test_series_summary_and_sentence_from_a_synthetic_play():
-    from IPython.display import Markdown
-
+def test_series_summary_and_numbers_from_a_synthetic_play():
     rng = np.random.default_rng(1)
     pol = rng.random((5, 10, 10)) * 0.2
     val = pol.copy()
@@ -121,13 +126,14 @@ def test_series_summary_and_sentence_from_a_synthetic_play():
     assert set(summary["agent"]) == {"toy agent", "policy-only agent"}
     only = summary[summary["agent"] == "policy-only agent"].set_index("stat")
     assert np.isnan(only.loc["iou", "mean"]) and np.isnan(only.loc["value_mass", "mean"])
-    html = fg.style_summary(summary, "Breakout", "cap").to_html()
+    html = ma.show_mask_summary(summary, "Breakout", "cap").to_html()
     assert "reference notes" in html and "0.12–0.16" in html and "20.0 % ± 0.0 %" in html
-    assert isinstance(fg.style_summary(summary.iloc[:0], "Breakout", "cap"), Note)
-    text = ma.summary_sentence(play, top=0.1)
-    assert isinstance(text, Markdown) and "Over the 5 steps of the toy agent" in text.data
-    assert f"{s['value_mass'].mean():.2f}" in text.data and "20.0 %" in text.data
-    assert ma.summary_sentence(Note("x")) is None
+    assert isinstance(ma.show_mask_summary(summary.iloc[:0], "Breakout", "cap"), Note)
+    n = ma.series_numbers(play, top=0.1)
+    assert n["steps"] == 5 and n["resets"] == 0 and n["value_open"] == pytest.approx(0.2)
+    assert n["value_mass"] == pytest.approx(s["value_mass"].mean()) and n["chance_iou"] == pytest.approx(ma.chance_iou(100))
+    assert all(np.isnan(v) for v in ma.series_numbers(Note("x")).values())
+    assert set(ma.series_numbers(Note("x"))) == set(n)  # the prose can quote every name in either case
 
 
 def test_figures_draw_both_masks_and_pass_notes_through():
@@ -135,12 +141,12 @@ def test_figures_draw_both_masks_and_pass_notes_through():
 
     rng = np.random.default_rng(2)
     play = _play({"policy": rng.random((5, 10, 10)), "value": rng.random((5, 10, 10))})
-    for img in (fg.filmstrip_figure(play, dpi=40), fg.series_figure(play, dpi=40)):
+    for img in (ma.show_filmstrip(play, dpi=40), ma.show_series(play, dpi=40)):
         assert isinstance(img, Image) and img.data[:8] == b"\x89PNG\r\n\x1a\n"
     single = _play({"policy": rng.random((5, 10, 10))})
-    assert isinstance(fg.series_figure(single, dpi=40), Image)  # no agreement panel data, still draws
+    assert isinstance(ma.show_series(single, dpi=40), Image)  # no agreement panel data, still draws
     note = Note("gone")
-    assert fg.filmstrip_figure(note) is note and fg.series_figure(note) is note
+    assert ma.show_filmstrip(note) is note and ma.show_series(note) is note
 
 
 # -- playing our own Mask-A3C agents -------------------------------------------------------------
@@ -185,7 +191,7 @@ def test_our_agents_fill_the_tabs_or_say_they_are_missing(agents_dir, results, t
     assert sorted(plays) == ["a3c-Breakout-double-s0", "a3c-Breakout-policy-s0"]
     assert set(plays["a3c-Breakout-policy-s0"].masks) == {"policy"}
     assert "policy-mask A3C" in plays["a3c-Breakout-policy-s0"].label
-    tabs = fg.our_filmstrips(plays, dpi=30)
+    tabs = ma.show_our_plays(plays, dpi=30)
     assert isinstance(tabs, w.Tab) and len(tabs.children) == 2 and tabs.get_title(0) == "a3c-Breakout-double-s0"
     empty = ma.MaskAttentionChapter(profile="tiny", results_dir=results, agents_dir=str(tmp_path))
     note = ma.our_mask_plays(empty)
@@ -193,15 +199,16 @@ def test_our_agents_fill_the_tabs_or_say_they_are_missing(agents_dir, results, t
     assert f"`{tmp_path.as_posix()}` holds no `a3c-Breakout-<variant>-s<seed>` agent" in note.text
     default = ma.our_mask_plays(ma.MaskAttentionChapter(profile="tiny", agents_dir="data/no-such-agents"))
     assert "`data/no-such-agents` holds no" in default.text  # shown relative to the repository
-    assert fg.our_filmstrips(note) is note
+    assert ma.show_our_plays(note) is note
 
 
 def test_missing_official_agent_gives_notes():
     cfg = ma.MaskAttentionChapter(game="Frostbite", profile="tiny")
-    for got in (ma.official_play(cfg), rk.official_table(cfg), rk.chapter_ranking(cfg)):
+    for got in (ma.official_play(cfg), rk.chapter_ranking(cfg)):
         assert isinstance(got, Note) and "no Mask-A3C checkpoint for Frostbite" in got.text
-    assert rk.ranking_sentence(rk.chapter_ranking(cfg)) is None
-    assert isinstance(fg.style_ranking(rk.chapter_ranking(cfg), "cap"), Note)
+    assert all(np.isnan(v) for v in rk.ranking_numbers(rk.chapter_ranking(cfg)).values())
+    assert isinstance(rk.show_ranking(rk.chapter_ranking(cfg), "cap"), Note)
+    assert isinstance(rk.show_mask_ranks(rk.chapter_ranking(cfg), "cap"), Note)
 
 
 # -- the masks in the study's table ---------------------------------------------------------------
@@ -228,8 +235,12 @@ def _table(agent="official:Breakout"):
     return pd.concat([df, per_step], ignore_index=True)
 
 
+def _ranking(table, substrate="black"):
+    return rk.rank_methods(table, substrates=[substrate], test="wilcoxon")
+
+
 def test_method_ranking_uses_direction_substrate_and_full_randomisation():
-    r = rk.method_ranking(_table(), substrate="black")
+    r = _ranking(_table())
     assert list(r["criterion"].unique()) == ["ins_prob", "del_prob", "sanity"]  # no value_auc rows in the table
     ins = r[r["criterion"] == "ins_prob"].set_index("method")
     assert ins["rank"].to_dict() == {"occlusion": 1, "mask_policy": 2, "random": 3} and (ins["of"] == 3).all()
@@ -240,28 +251,29 @@ def test_method_ranking_uses_direction_substrate_and_full_randomisation():
     dele = r[r["criterion"] == "del_prob"].set_index("method")
     assert dele["rank"].to_dict() == {"random": 1, "mask_policy": 2, "occlusion": 3}
     san = r[r["criterion"] == "sanity"].set_index("method")
-    assert san.loc["mask_policy", "rank"] == 1 and san.loc["mask_policy", "layer"] == "conv1"
+    assert san.loc["mask_policy", "rank"] == 1 and pd.isna(san.loc["mask_policy", "substrate"])
     assert san.loc["occlusion", "mean"] == pytest.approx(0.2)  # level 6 only, not level 1 or the reference rows
-    other = rk.method_ranking(_table(), substrate="random").set_index(["criterion", "method"])
+    other = _ranking(_table(), "random").set_index(["criterion", "method"])
     assert other.loc[("ins_prob", "random"), "rank"] == 1
     with pytest.raises(ValueError, match="rows of one agent"):
-        rk.method_ranking(pd.concat([_table(), _table("dqn")]))
+        _ranking(pd.concat([_table(), _table("dqn")]))
 
 
-def test_ranking_display_and_sentence():
-    r = rk.method_ranking(_table())
-    t = rk.ranking_display(r)
+def test_ranking_display_verdict_and_numbers():
+    r = _ranking(_table())
+    st = rk.show_ranking(r, "cap")
+    t = st.data
     assert list(t["method"]) == ["Occlusion", "Policy mask", "Random"]  # order of the first criterion
     assert t.loc[1, "insertion AUC, π(a) ↑"].endswith("] #2") and t.loc[2, "Spearman after full randomisation ↓"] == "–"
-    assert "font-weight: bold" in fg.style_ranking(r, "cap").to_html()
-    text = rk.ranking_sentence(r).data
-    assert "**policy mask** ranks #2 of 3 on insertion AUC, π(a)" in text and "#1 of 2 on Spearman" in text
-    assert "better than Random on insertion AUC, π(a)" in text and "at most 8 states" in text
-    assert "value mask" not in text  # the table has no value-mask rows
-    assert "None could" not in text  # 8 states can reach significance
-    five = rk.method_ranking(_table()[lambda d: d["state"] < 5])
-    text = rk.ranking_sentence(five).data
-    assert "No paired Wilcoxon test" in text and "None could: with 5 states the smallest two-sided p-value is 2/2^5 = 0.0625" in text
+    assert t.columns[-1] == "n / ESS" and t.loc[0, "n / ESS"].startswith("8 / ")
+    assert "font-weight: bold" in st.to_html()
+    v = rk.show_mask_ranks(r, "cap").data  # the verdict: one row per mask present (no value mask here)
+    assert list(v["mask"]) == ["Policy mask"] and v.loc[0, "game"] == "Breakout"
+    assert v.loc[0, "insertion AUC, π(a) ↑"] == "#2 of 3 (↑1 ↓1)"  # Occlusion better, Random worse
+    assert v.loc[0, "Spearman after full randomisation ↓"].startswith("#1 of 2")
+    assert rk.ranking_numbers(r) == {"rank_states": 8, "rank_min_p": pytest.approx(2 / 2 ** 8)}
+    five = rk.ranking_numbers(_ranking(_table()[lambda d: d["state"] < 5]))
+    assert five["rank_min_p"] == pytest.approx(0.0625)  # 2 / 2^5: no Holm-corrected test can reach 0.05
 
 
 def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, monkeypatch):
@@ -283,19 +295,17 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
     assert stored == {"sanity", "degradation"}  # the study's units, so `saliency-study run` can store them ahead
     swept = set(pd.concat([pd.read_parquet(p, columns=["agent"]) for p in (tmp_path / "r" / "sweep").rglob("*.parquet")])["agent"])
     assert swept and all(a.endswith("a3c-Breakout-double-s0") for a in swept), swept  # seed 1 was not swept
-    html = fg.style_our_rankings(ranked, "cap").data
+    html = rk.show_our_rankings(ranked, "cap").data
     assert "Agent: our Mask-A3C (both masks) agent a3c-Breakout-double-s0." in html and "Policy mask" in html
     note = rk.our_rankings(ma.MaskAttentionChapter(profile="tiny", agents_dir=str(tmp_path / "none")))
     assert isinstance(note, Note) and "ranking above is therefore of the official agent only" in note.text
-    assert fg.style_our_rankings(note, "cap") is note
+    assert rk.show_our_rankings(note, "cap") is note
 
 
-def test_coarse_note_names_the_profiles_parameters():
-
-    n = PROFILES["quick"].sweep["mask_a3c"].n_states
-    quick = rk.coarse_note("quick").data
-    assert f"first {n} states" in quick and "coarser parameters" in quick and "occlusion patch = 4" in quick
-    assert "paper's parameters" in rk.coarse_note("full").data
+def test_coarse_numbers_name_the_profiles_parameters():
+    quick = rk.coarse_numbers("quick")
+    assert quick["coarse_states"] == PROFILES["quick"].sweep["mask_a3c"].n_states and "occlusion patch = 4" in quick["coarse_params"]
+    assert rk.coarse_numbers("full")["coarse_params"] == "none"
 
 
 # -- A3C vs Mask-A3C ---------------------------------------------------------------------------
@@ -345,12 +355,11 @@ def test_actor_critic_runs_reads_shipped_agents_scores_and_runs_in_progress(tmp_
     if ma.official_available("Breakout", logs=True):
         off = t[t["variant"] == "official"].iloc[0]
         assert off["frames"] == 2_000_000 and np.isfinite(off["mean"])
-    assert "Mask-A3C (both masks)" in sc.style_a3c_scores(t, "cap").to_html()
-
+    assert "Mask-A3C (both masks)" in sc.show_scores(t, "cap").to_html()
 
     from IPython.display import Image
 
-    assert isinstance(sc.a3c_curves_figure(r, "Breakout", dpi=40), Image)
+    assert isinstance(sc.show_curves(r, "Breakout", dpi=40), Image)
 
 
 def test_curves_figure_marks_the_official_milestones_at_equal_frames(tmp_path, monkeypatch):
@@ -397,17 +406,20 @@ def test_curves_figure_marks_the_official_milestones_at_equal_frames(tmp_path, m
     seg = with_ci[0].lines[2][0].get_segments()[0]
     assert seg[0][1] == pytest.approx(none["ci_low"]) and seg[1][1] == pytest.approx(none["ci_high"])  # over seeds
     assert any("milestones" in h.get_label() for h in handles) and any("t-interval" in h.get_label() for h in handles)
-    assert isinstance(sc.a3c_curves_figure(runs, "Breakout", comparison=comparison, dpi=40), Image)
-    assert sc.greedy_comparison({"greedy": comparison}) is comparison
-    assert sc.greedy_comparison(Note("none")) is None and sc.greedy_comparison({"greedy": Note("none")}) is None
+    assert isinstance(sc.show_curves(runs, "Breakout", comparisons={"greedy": comparison}, dpi=40), Image)
+    assert sc._greedy({"greedy": comparison}) is comparison and sc._greedy(comparison) is comparison
+    assert sc._greedy(Note("none")) is None and sc._greedy({"greedy": Note("none")}) is None
 
 
 def test_a3c_comparison_says_when_nothing_is_trained(tmp_path):
     r = sc.actor_critic_runs("Breakout", tmp_path / "agents", tmp_path / "runs")
     assert r.empty
-    for got in (sc.a3c_curves_figure(r, "Breakout"), sc.a3c_score_table(r, "Breakout")):
+    for got in (sc.show_curves(r, "Breakout"), sc.a3c_score_table(r, "Breakout")):
         assert isinstance(got, Note) and "not trained yet" in got.title.lower()
-    assert "not trained yet" in sc.seed_comparisons("Breakout", tmp_path / "agents").title.lower()
+    note = sc.seed_comparisons("Breakout", tmp_path / "agents")
+    assert "not trained yet" in note.title.lower()
+    v = sc.comparison_verdicts(note)  # still one row per protocol, for the prose
+    assert list(v["protocol"]) == ["greedy", "sticky"] and (v["verdict"] == "no verdict").all() and v["diff"].isna().all()
 
 
 def test_seed_comparison_gives_no_verdict_from_one_seed_and_a_ci_over_seeds_from_three(tmp_path):
@@ -423,9 +435,12 @@ def test_seed_comparison_gives_no_verdict_from_one_seed_and_a_ci_over_seeds_from
     pd.DataFrame(rows).reindex(columns=SCORES_COLUMNS).to_csv(tmp_path / "scores.csv", index=False)
     c = sc.seed_comparisons("Breakout", tmp_path)
     assert set(c) == {"greedy", "sticky"} and c["greedy"].verdict is None  # one seed of double: no verdict
-    text = sc.seed_sentences(c).data
-    assert "**greedy:** No verdict" in text and "higher" not in text and "lower" not in text
-    html = sc.style_seed_comparison(c, "cap").to_html()
+    v = sc.comparison_verdicts(c).set_index("protocol")
+    assert v.loc["greedy", "verdict"] == "no verdict" and "has 1 seed" in v.loc["greedy", "reason"]
+    assert (v.loc["greedy", "n_baseline"], v.loc["greedy", "n_treatment"]) == (3, 1)
+    assert v.loc["greedy", "mean_baseline"] == pytest.approx(320.0) and v.loc["greedy", "diff"] == pytest.approx(10.0)
+    assert "has 1 seed" in sc.show_verdicts(sc.comparison_verdicts(c), "cap").to_html()
+    html = sc.show_comparison(c, "cap").to_html()
     none = c["greedy"].table.set_index("variant").loc["none"]
     assert none["seeds"] == 3 and none["ci_low"] < 320 < none["ci_high"]  # over the 3 seeds, not the 9 games
     assert f"{none['ci_low']:,.1f} to {none['ci_high']:,.1f}" in html and "3 (3 distinct)" in html
@@ -433,5 +448,26 @@ def test_seed_comparison_gives_no_verdict_from_one_seed_and_a_ci_over_seeds_from
     greedy_only = pd.read_csv(tmp_path / "scores.csv")
     greedy_only[greedy_only["protocol"] == "greedy"].to_csv(tmp_path / "scores.csv", index=False)
     c = sc.seed_comparisons("Breakout", tmp_path)
-    assert isinstance(c["sticky"], Note) and "No sticky evaluation" in sc.seed_sentences(c).data
-    assert "sticky" not in sc.style_seed_comparison(c, "cap").to_html()
+    v = sc.comparison_verdicts(c).set_index("protocol")
+    assert isinstance(c["sticky"], Note) and "No sticky evaluation" in v.loc["sticky", "reason"]
+    assert np.isnan(v.loc["sticky", "diff"]) and v.loc["sticky", "verdict"] == "no verdict"
+    assert "sticky" not in sc.show_comparison(c, "cap").to_html()
+
+
+def test_comparison_tables_show_the_columns_the_study_adds():
+    """A statistic the study's comparison gains (a learning-curve aggregate per variant, the minimum detectable
+    effect of the difference) shows as a column without a change in the chapter."""
+    from saliency_study.variants import compare_variants
+
+    rows = [{"agent": f"a3c-Breakout-{v}-s{s}", "algo": "a3c-sync", "game": "Breakout", "variant": v, "seed": s,
+             "frames": 10_000_000, "protocol": "sticky", "mean": m + 10 * s} for v, m in (("none", 200.0), ("double", 300.0))
+            for s in range(3)]
+    c = compare_variants(pd.DataFrame(rows), protocol="sticky")
+    c.table["curve_iqm"] = [123.4, 234.5]
+    c.difference["mde_80"] = 98.76
+    html = sc.show_comparison({"sticky": c}, "cap").to_html()
+    assert "curve_iqm" in html and "234.5" in html
+    v = sc.comparison_verdicts({"sticky": c})
+    assert v.loc[1, "verdict"] == "higher" and v.loc[1, "mde_80"] == pytest.approx(98.76)
+    html = sc.show_verdicts(v, "cap").to_html()
+    assert "mde_80" in html and "98.8" in html and "+100.0" in html

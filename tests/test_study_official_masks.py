@@ -1,4 +1,4 @@
-"""Chapter 5's study section (saliency_book.ch5_study): the official agents' masks among every method."""
+"""Chapter 5's study section (saliency_book.ch5_rankings): the official agents' masks among every method."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import saliency_book.ch5_study as cst
-from saliency_book.ch5_rankings import CRITERIA, Criterion, block_ranking
+import saliency_book.ch5_rankings as rk
+from saliency_book.ch5_rankings import CRITERIA, Criterion
 from saliency_book.common import Note
-from saliency_study.evidence import MIN_STATES
+from saliency_study.paper import GAME_LABELS
 
 ORDER = ("gradient", "mask_policy", "integrated_gradients", "gradcam", "mask_value")
 
@@ -43,92 +43,81 @@ def _rows(order=ORDER, *, n: int = 100, game: str = "Breakout", substrates=("bla
     return pd.DataFrame(rows)
 
 
+def _ranks(rows, n_resamples=300):
+    return rk.rank_agents(rows, n_resamples=n_resamples)
+
+
 def test_masks_rank_where_the_rows_put_them():
-    st = cst.AgentStudy.of(_rows(), n_resamples=300)
-    r = st.ranking
+    r = _ranks(_rows())
     assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}  # never V
+    assert (r["agent"] == "official:Breakout").all() and r["variant"].isna().all()  # no seed in an official name
     pol = r[r["method"] == "mask_policy"]
     assert (pol["rank"] == 2).all() and (pol.loc[pol["criterion"] != "sanity", "of"] == 6).all()
     assert pol.loc[pol["criterion"] == "sanity", "of"].item() == 5  # the random map has no sanity check
     assert (r.loc[r["method"] == "random", "rank"] == 6).all()
-    text = cst.mask_study_sentence(st, "Breakout")
-    assert text.startswith("Breakout (100 states, effective sample size ")
-    assert ("the policy mask ranks #2 on insertion and #2 on deletion of π(a) over the black and random substrates "
-            "(6 maps, the random map among them; the paired tests find 1 map significantly better and 4 worse), and "
-            "#2 of 5 on Spearman after full randomisation (1 significantly better, 3 worse)") in text
-    assert "the value mask ranks #5 on insertion and #5 on deletion" in text
-    assert "4 maps significantly better and 1 worse" in text
+    t = rk.show_mask_ranks(r, "cap").data
+    assert list(t["game"]) == ["Breakout", "Breakout"] and list(t["mask"]) == ["Policy mask", "Value mask"]
+    for sub in ("black", "random"):
+        assert t.loc[0, f"insertion AUC, π(a) ↑ ({sub})"] == "#2 of 6 (↑1 ↓4)"  # 1 map better (above), 4 worse
+        assert t.loc[0, f"deletion AUC, π(a) ↓ ({sub})"] == "#2 of 6 (↑1 ↓4)"
+        assert t.loc[1, f"insertion AUC, π(a) ↑ ({sub})"] == "#5 of 6 (↑4 ↓1)"  # the value mask: only the random map below
+    assert t.loc[0, "Spearman after full randomisation ↓"] == "#2 of 5 (↑1 ↓3)"
+    assert t.loc[0, "n / ESS"].startswith("100 / ")
 
 
-def test_ranks_that_differ_between_substrates_show_as_a_span():
-    """Where a mask's rank differs between substrates, the sentence gives the span."""
+def test_ranks_that_differ_between_substrates_show_per_substrate():
     a = _rows(substrates=("black",))
     b = _rows(("mask_policy", "gradient", "integrated_gradients", "gradcam", "mask_value"), substrates=("random",))
-    t = pd.concat([a[a["experiment"] != "sanity"], b], ignore_index=True)
-    text = cst.mask_study_sentence(cst.AgentStudy.of(t, n_resamples=200), "Breakout")
-    assert "the policy mask ranks #1 to #2 on insertion and #1 to #2 on deletion" in text
+    t = rk.show_mask_ranks(_ranks(pd.concat([a[a["experiment"] != "sanity"], b], ignore_index=True), 200), "cap").data
+    assert t.loc[0, "insertion AUC, π(a) ↑ (black)"].startswith("#2 of 6")
+    assert t.loc[0, "insertion AUC, π(a) ↑ (random)"].startswith("#1 of 6")
 
 
-def test_too_few_states_gives_no_rank():
-    n = MIN_STATES - 10
-    text = cst.mask_study_sentence(cst.AgentStudy.of(_rows(n=n), n_resamples=200), "SpaceInvaders")
-    assert text.startswith(f"Space Invaders ({n} states") and f"too few states (n={n}) for a verdict" in text
-    assert "ranks #" not in text
-
-
-def test_a_note_speaks_for_itself_and_the_table_leaves_it_out():
+def test_a_game_with_a_note_is_named_in_the_caption():
     note = Note("Not yet run in full for `official:MsPacman`: 0 of 290 units.", title="x")
-    assert cst.mask_study_sentence(note, "MsPacman") == f"Ms. Pac-Man: {note.text}"
-    table = cst.mask_ranks_table({"MsPacman": note, "Breakout": cst.AgentStudy.of(_rows(), n_resamples=200)})
-    assert list(table["game"]) == ["Breakout", "Breakout"] and list(table["mask"]) == ["Policy mask", "Value mask"]
-    assert table.loc[0, "insertion AUC, π(a), black"] == "#2 of 6 (↑1 ↓4)"  # 1 map better (above), 4 worse
-    assert table.loc[1, "insertion AUC, π(a), black"] == "#5 of 6 (↑4 ↓1)"  # the value mask: only the random map below
-    assert table.loc[0, "n / ESS"].startswith("100 / ")
+    st = rk.show_mask_ranks({"MsPacman": note, "Breakout": _ranks(_rows(), 200)}, "cap")
+    assert list(st.data["game"]) == ["Breakout", "Breakout"]
+    assert f"Not in the table: Ms. Pac-Man: {note.text}" in st.caption
+    only = rk.show_mask_ranks({"MsPacman": note}, "cap")
+    assert isinstance(only, Note) and only.text == note.text
 
 
 def test_the_display_has_a_row_per_method():
-    t = cst.study_ranking_display(cst.AgentStudy.of(_rows(), n_resamples=200))
-    assert len(t) == 6 and t.loc[t["method"] == "Random", "Spearman after full randomisation"].item() == "–"
-    assert t.iloc[0]["insertion AUC, π(a), black"].endswith("#1")
+    t = rk.show_ranking(_ranks(_rows(), 200), "cap").data
+    assert len(t) == 6 and t.loc[t["method"] == "Random", "Spearman after full randomisation ↓"].item() == "–"
+    assert t.iloc[0]["insertion AUC, π(a) ↑ (black)"].endswith("#1") and t.columns[-1] == "n / ESS"
+    assert isinstance(rk.show_ranking(None, "cap"), Note)  # a game without an official agent
 
 
 def test_v_is_never_ranked_and_one_agent_at_a_time():
     v = Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True)
     with pytest.raises(ValueError, match="degenerate"):
-        block_ranking(_rows(), criteria=(*CRITERIA, v))
+        rk.rank_methods(_rows(), criteria=(*CRITERIA, v))
     two = pd.concat([_rows(), _rows(game="SpaceInvaders")], ignore_index=True)
     with pytest.raises(ValueError, match="one agent"):
-        block_ranking(two)
+        rk.rank_methods(two)
+    assert set(_ranks(two, 100)["game"]) == {"Breakout", "SpaceInvaders"}  # rank_agents ranks each on its own
 
 
 def test_an_unfinished_study_is_a_note_that_names_the_command(tmp_path, official_available):
-    note = cst.agent_study_rows("full", "SpaceInvaders", results_dir=tmp_path)
+    note = rk.official_studies("full", ["SpaceInvaders"], results_dir=tmp_path)["SpaceInvaders"]
     assert isinstance(note, Note) and "0 of " in note.text
     assert "saliency-study run --profile full --games SpaceInvaders --compact" in note.text
     assert not list(tmp_path.rglob("*.parquet"))  # nothing computed
 
 
 def test_the_committed_study_of_the_official_agents(official_available):
-    studies = cst.official_studies("full", n_resamples=300)
+    studies = rk.official_studies("full", n_resamples=300)
     done = {g: s for g, s in studies.items() if not isinstance(s, Note)}
     if not done:
         pytest.skip("no official agent's study is packed in full")
-    for game, st in done.items():
-        r = st.ranking
-        assert st.n_states >= 100 and set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
+    for game, r in done.items():
+        assert set(r["game"]) == {game}
+        n_states = int(r["n"].max())
+        assert n_states >= 100 and set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
         assert {"mask_policy", "mask_value", "random"} <= set(r["method"]) and r["method"].nunique() == 15
-        assert (r.loc[r["method"].isin(["mask_policy", "mask_value"]), "n"] == st.n_states).all()
+        assert (r.loc[r["method"].isin(["mask_policy", "mask_value"]), "n"] == n_states).all()
         assert set(r["substrate"].dropna()) == {"black", "blur", "random"}
-        assert cst.mask_study_sentence(st, game).startswith(cst.GAME_LABELS.get(game, game))
-
-
-def test_the_official_finding_quotes_the_chapters_sentences(official_available):
-    from saliency_book.findings import official_mask_finding
-
-    studies = cst.official_studies("full", n_resamples=300)
-    text = official_mask_finding(n_resamples=300)
-    for game, st in studies.items():
-        if isinstance(st, Note):
-            assert cst.GAME_LABELS.get(game, game) in text.split("On ")[-1]
-        else:
-            assert cst.mask_study_sentence(st, game) in text
+        assert r.attrs["units_stored"] == r.attrs["units_planned"]
+    t = rk.show_mask_ranks(studies, "cap").data
+    assert set(t["game"]) == {GAME_LABELS.get(g, g) for g in done}

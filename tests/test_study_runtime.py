@@ -1,4 +1,4 @@
-"""Chapter 6 helpers (saliency_book.ch6_runtime): tables and sentences built from benchmark JSON files."""
+"""Chapter 6 (saliency_book.ch6_runtime, ch6_figures): tables and numbers built from benchmark JSON files."""
 
 import dataclasses
 import json
@@ -9,7 +9,6 @@ import pytest
 
 import saliency_book.ch6_figures as fg
 import saliency_book.ch6_runtime as rt
-import saliency_book.ch6_spot as sp
 from saliency_book.common import Note
 
 
@@ -43,6 +42,16 @@ def _explainers():
     }
 
 
+def _video():
+    run = {"agent": "data/agents/dqn-Breakout-s0", "max_steps": 200, "frames": 200, "frames_read_back": 200,
+           "forward_passes_per_map": 1765, "maps_per_second": 3.08, "explain_seconds": 64.8, "wall_seconds": 79.7,
+           "total_seconds": 80.2, "mp4_bytes": 848301, "load_avg_before": [7.7, 7.6, 5.9], "load_avg_after": [8.2, 7.8, 6.1]}
+    return {"runs": [{**run, "method": "occlusion"}, {**run, "method": "gradient", "maps_per_second": 165.9,
+                                                       "load_avg_before": [8.2, 7.8, 6.1], "load_avg_after": [8.4, 7.9, 6.2]},
+                     {"agent": "official:Breakout", "method": "mask_policy", "skipped": "official checkpoints not found"}],
+            "torch_threads": 1, "cpu_model": "Test CPU", "cpu_count": 2, "torch": "9.9"}
+
+
 @pytest.fixture
 def bench_dir(tmp_path):
     (tmp_path / "explainers.json").write_text(json.dumps(_explainers()))
@@ -53,6 +62,7 @@ def bench_dir(tmp_path):
                          "ours_a2c_double": 240.0, "ours_a2c_double_fp32": 160.0},
         "game": "Pong", "timed_steps": 123, "learning_starts": 45, "torch_threads": 1, "cpu_count": 2,
         "load_avg_at_end": [3.0, 3.0, 3.0]}))
+    (tmp_path / "video_speed.json").write_text(json.dumps(_video()))
     (tmp_path / "envs.json").write_text(json.dumps({
         "num_envs": 6, "cpu_count": 2, "machine": "x86_64", "load_avg": [1.0, 1.0, 1.0],
         "agent_steps_per_s": {"gymnasium_sync_ours": 1000.0, "ale_vector_gray84": 2500.0,
@@ -61,28 +71,41 @@ def bench_dir(tmp_path):
 
 
 def test_config_validates_and_sizes_the_spot_check():
-    cfg = rt.RuntimeChapter(profile="tiny", seed=2.0)
-    assert cfg.seed == 2 and cfg.spot["states"] == 1 and "gradient" in cfg.spot["methods"]
+    from saliency_book.config import ChapterConfig
+
+    cfg = rt.RuntimeChapter(profile="tiny", seed="2")
+    assert isinstance(cfg, ChapterConfig) and cfg.seed == 2
+    assert cfg.spot["states"] == 1 and "gradient" in cfg.spot["methods"]
     assert rt.RuntimeChapter(profile="quick").spot["methods"] is None
-    assert "profile `tiny`" in cfg._repr_markdown_()
+    assert "`benchmarks_dir='data/benchmarks'`" in cfg._repr_markdown_()
     with pytest.raises(ValueError, match="unknown profile"):
         rt.RuntimeChapter(profile="fast")
     with pytest.raises(ValueError, match="unknown game"):
         rt.RuntimeChapter(game="Pacman")
-    with pytest.raises(TypeError, match="seed must be an integer"):
-        rt.RuntimeChapter(seed="zero")
+    with pytest.raises(ValueError, match="benchmarks_dir must be a non-empty path"):
+        rt.RuntimeChapter(benchmarks_dir="")
+    errors = []
+    for cls in (rt.RuntimeChapter, ChapterConfig):  # the same bad seed, the same error in every chapter
+        with pytest.raises(ValueError) as e:
+            cls(seed="zero")
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "seed must be an integer >= 0, got 'zero'" in errors[0]
 
 
 def test_missing_files_become_notes_and_bad_json_raises(tmp_path):
     b = rt.load_benchmarks(tmp_path)
-    assert b.explainers is None and b.training is None and b.envs is None
-    for fn in (rt.explainer_table, rt.comparison_table, rt.bf16_table, rt.training_table, rt.envs_table, rt.machine_table):
+    assert b.explainers is None and b.training is None and b.envs is None and b.video is None
+    for fn in (rt.explainer_table, rt.comparison_table, rt.bf16_table, rt.training_table, rt.envs_table,
+               rt.video_table, rt.machine_table):
         note = fn(b)
         assert isinstance(note, Note) and not note
     assert "benchmarks/explainers.py" in rt.explainer_table(b).text
-    # Notes pass through the styling and summary helpers unchanged.
+    assert "benchmarks/video.py --json" in rt.video_table(b).text
+    # Notes pass through the displays; the numbers of a missing file are NaN, under the same names
     note = rt.explainer_table(b)
-    assert fg.style_explainer_table(note, "c") is note and rt.cost_summary(note) is note and rt.paper_summary(note) is note
+    assert fg.show_explainers(note, "c") is note and fg.show_cost(note, b) is note
+    numbers = rt.cost_numbers(note)
+    assert math.isnan(numbers["pert_ms_min"]) and numbers["dear_label"] == "NA"
     (tmp_path / "explainers.json").write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         rt.load_benchmarks(tmp_path)
@@ -101,7 +124,8 @@ def test_explainer_table_ratios_captum_and_paper_columns(bench_dir):
     assert t.loc["occlusion", "paper_s"] == 2.80 and t.loc["occlusion", "paper_over_ours"] == pytest.approx(14.0)
     assert math.isnan(t.loc["ns_chosen", "paper_s"]) and math.isnan(t.loc["gradient", "captum_ms"])
     assert t.loc["gradient", "family"] == "gradient" and t.loc["random", "family"] == "chance reference"
-    html = fg.style_explainer_table(t.reset_index(), "My caption").to_html()
+    assert t.loc["occlusion", "bf16_speedup"] == 1.5  # the record's own fields are kept
+    html = fg.show_explainers(t.reset_index(), "My caption").to_html()
     assert "My caption" in html and "NA" in html and "2.50×" in html
     assert "Captum equivalents: captum.attr.Occlusion for Occlusion and captum.attr.Lime for LIME (SLIC)." in html
 
@@ -112,45 +136,40 @@ def test_paper_seconds_are_the_reference_values():
                                       "lime_quickshift": 2.75, "occlusion": 2.80, "sarfa": 3.00}
 
 
-def test_cost_summary_is_formatted_from_the_numbers(bench_dir):
+def test_cost_numbers_come_from_the_table(bench_dir):
     t = rt.explainer_table(rt.load_benchmarks(bench_dir))
-    text = rt.cost_summary(t)
-    # Largest jump in cost is gradient (4 ms) → ns_chosen (100 ms).
-    assert "The cheap methods are Random (1.0 ms) and Gradient (4.0 ms)" in text
-    assert "100 to 400 ms per map" in text and "500 to 2,000 forward passes" in text
-    assert "1.11 to 1.25 times" in text  # overhead of the perturbation methods
-    assert "LIME (SLIC), costs 100 times as much as the cheapest real explanation, Gradient" in text
+    n = rt.cost_numbers(t)
+    assert (n["pert_passes_min"], n["pert_passes_max"], n["pert_ms_min"], n["pert_ms_max"]) == (500, 2000, 100, 400)
+    assert (n["pert_overhead_min"], n["pert_overhead_max"]) == pytest.approx((100 / 90, 1.25))
+    assert n["cheap_passes"] == 2 and (n["cheap_label"], n["cheap_ms"]) == ("Gradient", 4.0)  # the random map is no explanation
+    assert n["dear_label"] == "LIME (SLIC)" and n["dear_over_cheap"] == pytest.approx(100.0)
+    assert (n["paper_min"], n["paper_min_label"]) == (pytest.approx(5.2), "LIME (SLIC)")
+    assert (n["paper_max"], n["paper_max_label"]) == (pytest.approx(14.0), "Occlusion")
+    assert n["paper_none"] == "NS chosen action, Gradient and Random"
     t2 = t.assign(ms=t["ms"].where(t["method"] != "lime_slic", 4000.0))
-    assert "LIME (SLIC), costs 1,000 times" in rt.cost_summary(t2)
-
-
-def test_paper_summary_names_the_range_and_the_methods_without_a_time(bench_dir):
-    t = rt.explainer_table(rt.load_benchmarks(bench_dir))
-    text = rt.paper_summary(t).data
-    assert "5.2 (LIME (SLIC)) to 14.0 (Occlusion)" in text
-    assert "no time for NS chosen action, Gradient and Random" in text
+    assert rt.cost_numbers(t2)["dear_over_cheap"] == pytest.approx(1000.0)
 
 
 def test_cost_figure_is_an_image(bench_dir):
     b = rt.load_benchmarks(bench_dir)
-    img = fg.cost_figure(rt.explainer_table(b), b)
+    img = fg.show_cost(rt.explainer_table(b), b)
     assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
-    fig = fg.plot_cost(rt.explainer_table(b), title="t")
-    ax = fig.axes[0]
+    ax = fg._plot_cost(rt.explainer_table(b), title="t").axes[0]
     assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_yticklabels()][-1] == "LIME (SLIC)"
 
 
-def test_comparisons_and_their_summary(bench_dir):
-    c = rt.comparison_table(rt.load_benchmarks(bench_dir)).set_index("key")
-    lp = c.loc["lime.lime_image vs lime_slic"]
+def test_comparisons_and_their_numbers(bench_dir):
+    c = rt.comparison_table(rt.load_benchmarks(bench_dir))
+    lp = c.set_index("key").loc["lime.lime_image vs lime_slic"]
     assert lp["ratio"] == pytest.approx(4.0) and lp["floor_bound"] == pytest.approx(5.0)
-    assert lp["setting"] == "batch_size=256 (10: 2,000 ms)"
-    html = fg.style_comparisons(c.reset_index(), "cap").to_html()
+    assert lp["setting"] == "batch_size=256 (10: 2,000 ms)" and lp["name"] == "lime_package"
+    html = fg.show_comparisons(c, "cap").to_html()
     assert "Floor bound" in html and "5.00×" in html
-    text = rt.comparison_summary(c.reset_index()).data
-    assert "faster than Captum's Occlusion (which takes 2.5 times as long) and the lime package" in text
-    assert "not faster than Captum's Lime (which takes 0.75 times as long)" in text
-    assert "more than 5.0 times as fast as the lime package" in text
+    n = rt.table_numbers(c, "cmp", "name", ["ratio", "floor_bound"], keys=["captum_kernelshap"])
+    assert n["cmp_captum_occlusion_ratio"] == pytest.approx(2.5) and n["cmp_captum_lime_ratio"] == pytest.approx(0.75)
+    assert n["cmp_lime_package_floor_bound"] == pytest.approx(5.0)
+    assert math.isnan(n["cmp_captum_kernelshap_ratio"])  # not in this file: NaN under the name the prose quotes
+    assert all(math.isnan(v) for v in rt.table_numbers(Note("x"), "cmp", "name", ["ratio"], keys=["a"]).values())
 
 
 def _decision(method, kind, rho, speed, agents):
@@ -170,48 +189,56 @@ def test_bf16_table_reads_the_decision_and_checks_the_library_offer(bench_dir, m
     t = rt.bf16_table(rt.load_benchmarks(bench_dir))
     assert list(zip(t["kind"], t["method"])) == [("dqn", "occlusion"), ("dqn", "rise"), ("mask_a3c", "occlusion"), ("mask_a3c", "rise")]
     assert list(t["precision"]) == ["fp32", "fp32", "bf16", "bf16"] and list(t["offered"]) == ["no", "yes", "no", "yes"]
-    text = rt.bf16_summary(t).data
-    assert "On 5 trained agents, 20 states each" in text
-    assert "at least 0.99 with the float32 maps on every state for RISE, and not for Occlusion" in text
-    assert "faster than the float32 default only for Occlusion on the Mask-A3C agent (×1.30) and RISE on the Mask-A3C agent (×1.40)" in text
-    assert "exactly for the methods that kept their maps on every agent" in text
-    assert "The library's bf16 defaults (none) differ from the measurement." in text  # the fixture has a faster pair
+    n = rt.bf16_numbers(t)
+    assert (n["bf16_agents"], n["bf16_states"], n["bf16_kept"], n["bf16_not_kept"]) == (5, 20, "RISE", "Occlusion")
+    assert n["bf16_faster"] == "Occlusion on the Mask-A3C agent (×1.30) and RISE on the Mask-A3C agent (×1.40)"
+    assert n["bf16_defaults"] == "none" and n["bf16_defaults_match"] == "no"  # the fixture has a faster pair that kept its maps
     monkeypatch.setattr(rt, "BF16_DEFAULTS", frozenset({("mask_a3c", "rise")}))
-    assert "bf16 is the library's default exactly where it kept the maps and was faster: RISE on the Mask-A3C agent." in rt.bf16_summary(t).data
-    offers["occlusion"] = True
-    assert "differs from the measurement for Occlusion" in rt.bf16_summary(rt.bf16_table(rt.load_benchmarks(bench_dir))).data
+    n = rt.bf16_numbers(t)
+    assert n["bf16_defaults"] == "RISE on the Mask-A3C agent" and n["bf16_defaults_match"] == "yes"
+    assert "Offered" in fg.show_bf16(t, "cap").to_html()
 
 
 def test_bf16_table_without_the_decision_file_is_a_note(bench_dir):
     assert isinstance(rt.bf16_table(rt.load_benchmarks(bench_dir)), rt.Note)
+    assert rt.bf16_numbers(rt.bf16_table(rt.load_benchmarks(bench_dir)))["bf16_kept"] == "NA"
 
 
-def test_training_envs_and_machine_tables(bench_dir):
+def test_training_envs_video_and_machine_tables(bench_dir):
     b = rt.load_benchmarks(bench_dir)
-    tr = rt.training_table(b).set_index("key")
-    assert tr.loc["ours_dqn_default", "vs_cleanrl"] == pytest.approx(2.0)
-    assert tr.loc["cleanrl_style_dqn", "vs_cleanrl"] == pytest.approx(1.0)
-    text = rt.training_summary(tr.reset_index()).data
-    assert "runs 2.00 times as fast" in text
-    assert "bf16 autocast makes the DQN trainer 1.50 times and the Mask-A2C trainer 1.50 times as fast as float32" in text
-    assert "precision='bf16' (defaults now)" in tr.loc["ours_a2c_double", "setting"]  # the file records no settings
+    tr = rt.training_table(b)
+    n = rt.table_numbers(tr, "train", "key", ["vs_cleanrl", "steps_per_s"])
+    assert n["train_ours_dqn_default_vs_cleanrl"] == pytest.approx(2.0) and n["train_cleanrl_style_dqn_vs_cleanrl"] == 1.0
+    assert n["train_ours_dqn_default_steps_per_s"] / n["train_ours_dqn_fp32_steps_per_s"] == pytest.approx(1.5)
+    assert "precision='bf16' (defaults now)" in tr.set_index("key").loc["ours_a2c_double", "setting"]  # no settings recorded
     recorded = {"ours_dqn_default": {"num_envs": 3, "batch_size": 64, "train_freq": 2, "precision": "fp32"},
                 "ours_a2c_double": {"num_envs": 7, "num_steps": 20, "precision": "fp32"}}
-    b2 = dataclasses.replace(b, training={**b.training, "settings": recorded})
-    tr2 = rt.training_table(b2).set_index("key")
+    tr2 = rt.training_table(dataclasses.replace(b, training={**b.training, "settings": recorded})).set_index("key")
     assert tr2.loc["ours_dqn_default", "setting"] == "3 envs, batch 64 every 2 steps, precision='fp32'"
     assert tr2.loc["ours_a2c_double", "setting"] == "7 envs, 20-step rollouts, precision='fp32'"
     assert tr2.loc["ours_dqn_fp32", "setting"].endswith("(defaults now)")  # not recorded in that file
+    assert "× CleanRL-style" in fg.show_training(tr, "cap").to_html()
     en = rt.envs_table(b)
     assert en["vs_sync"].iloc[1] == pytest.approx(2.5) and math.isnan(en["steps_per_s"].iloc[2])
-    text = rt.envs_summary(en).data
-    assert "fastest backend is ale-py's AtariVectorEnv in grayscale, with 2,500" in text
-    assert "Not measured: envpool (unavailable: ImportError: no envpool)" in text
+    assert en["note"].iloc[2] == "unavailable: ImportError: no envpool" and "DQN trainer" in fg.show_envs(en, "c").to_html()
+    v = rt.video_table(b)
+    assert list(v["method"]) == ["occlusion", "gradient", "mask_policy"] and list(v["label"])[0] == "Occlusion"
+    assert v.loc[2, "skipped"] == "official checkpoints not found" and "load_avg_before" not in v  # lists left out
+    html = fg.show_video(v, "cap").to_html()
+    assert "Maps/s" in html and "165.9" in html and "official checkpoints not found" in html and "frames_read_back" not in html
+    n = rt.table_numbers(v, "video", "method", ["maps_per_second"])
+    assert n["video_occlusion_maps_per_second"] == 3.08 and math.isnan(n["video_mask_policy_maps_per_second"])
     m = rt.machine_table(b)
-    assert list(m["benchmark"]) == ["explainers.json", "training.json", "envs.json"]
-    assert m.loc[0, "load"] == "4.0 → 5.0" and m.loc[0, "date"] == "2030-01-02"
-    note = rt.hardware_note(b).data
-    assert "1 torch thread on a machine with 2 logical CPUs (Test CPU; no CUDA)" in note
+    assert list(m["benchmark"]) == ["explainers.json", "training.json", "envs.json", "video_speed.json"]
+    assert m.loc[0, "load"] == "4.0 → 5.0" and m.loc[0, "date"] == "2030-01-02" and m.loc[3, "load"] == "7.7 → 8.4"
+    assert "Test CPU" in fg.show_machine(m, "cap").to_html()
+
+
+def test_video_table_shows_the_fields_the_benchmark_adds(bench_dir):
+    doc = _video()
+    doc["runs"][0]["maps_per_core_second"] = 2.5
+    (bench_dir / "video_speed.json").write_text(json.dumps(doc))
+    assert "maps_per_core_second" in fg.show_video(rt.video_table(rt.load_benchmarks(bench_dir)), "c").to_html()
 
 
 def test_regenerate_commands_use_the_recorded_settings(bench_dir):
@@ -219,6 +246,7 @@ def test_regenerate_commands_use_the_recorded_settings(bench_dir):
     assert f"python benchmarks/explainers.py --json {bench_dir.resolve().as_posix()}/explainers.json \\\n" in cmds
     assert "    --repeats 7 --bf16-states 3\n" in cmds
     assert "--steps 123 --learning-starts 45 --game Pong" in cmds and "--num-envs 6" in cmds
+    assert "video_speed.json \\\n    --max-steps 200" in cmds
 
 
 def test_committed_benchmarks_load_and_agree_with_their_own_ratios():
@@ -230,14 +258,17 @@ def test_committed_benchmarks_load_and_agree_with_their_own_ratios():
     c = rt.comparison_table(b)
     for _, row in c.iterrows():  # our ratio equals the one the benchmark recorded
         assert row["ratio"] == pytest.approx(b.explainers["comparisons"][row["key"]]["ratio_vs_ours"])
+    if b.video is not None:
+        v = rt.video_table(b)
+        assert (v["maps_per_second"].dropna() > 0).all()
 
 
 def test_spot_check_without_agents_is_a_note(monkeypatch, bench_dir):
-    monkeypatch.setattr(sp, "study_agent", lambda game, **kw: None)
-    monkeypatch.setattr(sp, "official_available", lambda game=None, **kw: False)
-    note = sp.spot_check(rt.RuntimeChapter(profile="tiny"), rt.load_benchmarks(bench_dir))
+    monkeypatch.setattr(rt, "study_agent", lambda game, **kw: None)
+    monkeypatch.setattr(rt, "official_available", lambda game=None, **kw: False)
+    note = rt.spot_check(rt.RuntimeChapter(profile="tiny"), rt.load_benchmarks(bench_dir))
     assert isinstance(note, Note) and "No agent to time" in note.text
-    assert fg.style_spot_check(note, "c") is note and sp.spot_summary(note) is note
+    assert fg.show_spot_check(note, "c") is note and all(math.isnan(v) for v in rt.spot_numbers(note).values())
 
 
 def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, bench_dir):
@@ -248,19 +279,24 @@ def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, b
     torch.manual_seed(0)
     agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
     path = save_agent(agent, tmp_path / "agent")
-    monkeypatch.setattr(sp, "study_agent", lambda game, **kw: str(path))
-    monkeypatch.setattr(sp, "official_available", lambda game=None, **kw: False)
-    monkeypatch.setattr(sp, "_SKIP_STATES", 2)
+    monkeypatch.setattr(rt, "study_agent", lambda game, **kw: str(path))
+    monkeypatch.setattr(rt, "official_available", lambda game=None, **kw: False)
+    monkeypatch.setattr(rt, "_SKIP_STATES", 2)
     cfg = rt.RuntimeChapter(profile="tiny", results_dir=str(tmp_path / "results"))
     b = rt.load_benchmarks(bench_dir)
-    t = sp.spot_check(cfg, b)
+    t = rt.spot_check(cfg, b)
     assert list(t["method"]) == ["random", "gradient"]  # mask_policy does not apply to a DQN agent
     assert (t["ms"] > 0).all() and list(t["forward_passes"]) == [1, 2]
     assert t.set_index("method").loc["gradient", "benchmark_ms"] == 4.0
     assert t["input_shape"].iloc[0] == "4×84×84"
     assert len(list((tmp_path / "results").glob("runtime_spot-*/value.json"))) == 1
-    again = sp.spot_check(cfg, b)  # from the cache: the same times
+    again = rt.spot_check(cfg, b)  # from the cache: the same times
     assert list(again["ms"]) == list(t["ms"])
-    html = fg.style_spot_check(t, "cap").to_html()
+    html = fg.show_spot_check(t, "cap").to_html()
     assert "ms/map" in html and "Benchmark" in html
-    assert "only methods with few forward passes" in sp.spot_summary(t).data
+    assert math.isnan(rt.spot_numbers(t)["spot_dqn_ms_per_pass"])  # only methods with few forward passes were timed
+    many = t.assign(forward_passes=[200, 400], benchmark_passes=[100, 100], benchmark_ms=[10.0, 10.0],
+                    ms_per_pass=[0.2, 0.4])
+    n = rt.spot_numbers(many)
+    assert n["spot_dqn_ms_per_pass"] == pytest.approx(0.3) and n["spot_dqn_ratio"] == pytest.approx(3.0)
+    assert math.isnan(n["spot_mask_a3c_ratio"])

@@ -1,4 +1,4 @@
-"""Chapter 6's study-cost and scale-out part (saliency_book.ch6_scaleout, its figures) and benchmarks/scaleout.py."""
+"""Chapter 6's study-cost and scale-out part (saliency_book.ch6_scaleout, its displays) and benchmarks/scaleout.py."""
 
 import json
 import math
@@ -91,13 +91,14 @@ def test_before_after_table_sets_captum_and_lime_beside_the_floor_of_their_own_r
     runs = so.provenance(bench)
     assert "explainers.json, run of 2030-01-01 (another run" in runs["captum"]
     assert "2030-02-03 at commit abc1234 on Test CPU" in runs["ours"]
-    text = so.before_after_summary(t.reset_index(), so.study_before_after_table(bench))
-    assert "Occlusion runs 4.0 times as fast as its naive floor" in text and "at most 2.0e-06" in text
-    assert "LIME (SLIC) has no incremental path: it takes 1.25 times its floor" in text
-    assert "In its own run, Captum took 3.0 times the floor for Occlusion and 3.0 times the floor for LIME (SLIC)" in text
-    assert "times as long as ours" not in text  # another run's time does not divide by ours
-    assert math.isnan(t.loc["occlusion", "captum_x_ours"])
-    assert "3.00 times as fast (30 → 10 core hours)" in text
+    n = so.before_after_numbers(t.reset_index(), so.study_before_after_table(bench))
+    assert (n["inc_speedup_min"], n["inc_speedup_max"], n["inc_max_diff"]) == pytest.approx((4.0, 4.0, 2e-6))
+    assert (n["inc_methods"], n["full_methods"]) == ("Occlusion", "LIME (SLIC)")
+    assert n["full_ratio_min"] == pytest.approx(1.25)  # LIME has no incremental path: 1.25 times its floor
+    assert math.isnan(t.loc["occlusion", "captum_x_ours"])  # another run's time does not divide by ours
+    assert (n["study_2_speedup"], n["study_2_before"], n["study_2_after"]) == pytest.approx((3.0, 30.0, 10.0))
+    empty = so.before_after_numbers(Note("x"), Note("y"))
+    assert set(empty) == set(n) and math.isnan(empty["study_0_speedup"]) and empty["inc_methods"] == "none"
 
 
 def test_same_run_comparisons_are_preferred(tmp_path):
@@ -122,10 +123,9 @@ def test_same_run_ratio_against_our_fast_path(tmp_path):
     # the benchmark's paired ratio, not ms ÷ ms (800 ÷ 50 = 16 would mix rounds)
     assert t.loc["occlusion", "captum_x_ours"] == pytest.approx(15.5)
     assert t.loc["lime_slic", "lime_x_ours"] == pytest.approx(3.9) and math.isnan(t.loc["lime_slic", "captum_x_ours"])
-    text = so.before_after_summary(t.reset_index(), so.study_before_after_table(b))
-    assert "In the same run, Captum took 4.0 times the floor for Occlusion, 15.5 times as long as ours." in text
-    assert "In the same run, the lime package took 5.0 times the floor for LIME (SLIC), 3.9 times as long as ours." in text
-    html = fg.style_before_after(t.reset_index(), "cap", so.provenance(b)).to_html()
+    n = rt.table_numbers(t.reset_index(), "ba", "method", ["captum_x_floor", "lime_x_floor"])
+    assert n["ba_occlusion_captum_x_floor"] == pytest.approx(4.0) and n["ba_lime_slic_lime_x_floor"] == pytest.approx(5.0)
+    html = fg.show_before_after(t.reset_index(), "cap", so.provenance(b)).to_html()
     assert "Captum ÷ fast" in html and "15.50×" in html
 
 
@@ -134,10 +134,29 @@ def test_study_table_and_missing_files(bench, tmp_path):
     assert list(t["speedup"]) == pytest.approx([3.0, 2.0, 3.0])
     assert t.loc[2, "unit"] == "core hours" and t.loc[0, "run"] == "2030-02-03, abc1234"
     empty = rt.load_benchmarks(tmp_path / "none")
-    for fn in (so.before_after_table, so.study_before_after_table, so.executor_table, so.overhead_table,
-               so.shipped_table, so.projection_table, so.projection_assumptions):
+    for fn in (so.before_after_table, so.study_before_after_table, so.mask_a3c_local_table, so.executor_table,
+               so.overhead_table, so.shipped_table, so.projection_table, so.projection_inputs):
         assert isinstance(fn(empty), Note)
-    assert isinstance(fg.before_after_figure(so.before_after_table(empty), empty), Note)
+    assert isinstance(fg.show_before_after_figure(so.before_after_table(empty), empty), Note)
+
+
+def test_fields_the_cost_benchmark_adds_show_in_the_tables(tmp_path):
+    """New per-method fields of study_cost.json (a FLOP-limit speed-up, its fraction, a per-game no-op share)
+    become columns, and a further projection of core hours a row, without a change in the chapter."""
+    sc = _study_cost()
+    sc["methods"]["occlusion"].update(flop_limit_speedup=9.5, fraction_of_limit=0.42,
+                                      noop_share={"Breakout": 0.31, "MsPacman": 0.05}, speedup_rounds=[1.0, 2.0])
+    sc["projection"]["dqn_12_agents_core_hours"] = 35.9
+    (tmp_path / "study_cost.json").write_text(json.dumps(sc))
+    b = rt.load_benchmarks(tmp_path)
+    t = so.before_after_table(b).set_index("method")
+    assert t.loc["occlusion", "noop_share.Breakout"] == 0.31 and math.isnan(t.loc["lime_slic", "flop_limit_speedup"])
+    html = fg.show_before_after(t.reset_index(), "cap").to_html()
+    for field in ("flop_limit_speedup", "fraction_of_limit", "noop_share.Breakout", "noop_share.MsPacman", "9.5", "0.42"):
+        assert field in html
+    assert "speedup_rounds" not in html and "target_speedup_vs_naive_floor" not in html  # a list; shown as Target
+    study = so.study_before_after_table(b).set_index("what")
+    assert study.loc["dqn 12 agents", "after"] == 35.9 and math.isnan(study.loc["dqn 12 agents", "before"])
 
 
 def test_study_tasks_count_the_full_profiles_units():
@@ -168,13 +187,14 @@ def test_projection_known_answer_and_it_follows_study_cost():
     c = so.projection(slow_driver, _study_cost(10.0))["targets"][2]
     assert c["wall_hours"] == pytest.approx(100 * p["rows"] / 3.6e6 + sweeps * 7.2 / 3600)
     bound = pd.DataFrame(so.projection(slow_driver, _study_cost(10.0))["targets"])
-    assert "On a 64-core Ray cluster, the driver, which stores every unit's rows itself (5.4 hours)" in \
-        so.scaleout_summary(bound.assign(steady_units_per_min=1.0, executor="x", workers=1), Note("-"), bound)
+    n = so.scaleout_numbers(Note("-"), Note("-"), bound)
+    assert n["ray_64_driver"] == pytest.approx(100 * p["rows"] / 3.6e6) and n["ray_64_driver"] > n["ray_64_compute"]
+    assert math.isnan(n["local_rate"]) and math.isnan(n["noop_ms"])
     only_local = {**_scaleout(), "executors": _scaleout()["executors"][:1]}
     assert all("missing" in r for r in so.projection(only_local, _study_cost())["targets"])
 
 
-def test_scaleout_tables_figures_and_sentences(bench):
+def test_scaleout_tables_figures_and_numbers(bench):
     ex = so.executor_table(bench)
     assert list(ex["executor"]) == ["local", "processes", "ray"] and ex["same_table"].all()
     ov = so.overhead_table(bench).set_index("unit")
@@ -182,23 +202,26 @@ def test_scaleout_tables_figures_and_sentences(bench):
     assert so.shipped_table(bench).set_index("what")["bytes"].max() == 2_000_000
     pr = so.projection_table(bench)
     assert list(pr["target"]) == [t for t, _, _ in so.TARGETS]
-    md = so.projection_assumptions(bench)
-    assert "Core hours after the speed-ups: 10.0" in md and "* A recorded assumption." in md
-    assert "projected from" not in md  # the file recorded no projection of its own
+    inputs = so.projection_inputs(bench).set_index("input")["value"]
+    assert inputs.filter(like="core hours after the speed-ups").item() == "10.0"
+    assert "A recorded assumption." in set(inputs) and not inputs.index.str.contains("projected from").any()
     stale = rt.load_benchmarks(bench.directory)
     stale = type(stale)(**{**stale.__dict__, "scaleout": {**stale.scaleout, "projection": {"core_hours_after": 99.0}}})
-    assert "projected from 99.0 core hours" in so.projection_assumptions(stale)
-    text = so.scaleout_summary(ex, so.overhead_table(bench), pr)
-    assert "the sweep ran 24.0 units per minute" in text and "processes reached 36.0 (75% of twice the local rate)" in text
-    assert "An empty Ray task costs 0.50 ms" in text and "Ray took 0.10 s more than the local executor." in text
-    for img in (fg.before_after_figure(so.before_after_table(bench), bench), fg.scaleout_figure(ex, pr),
-                fg.scaleout_figure(ex, Note("none"))):
+    assert "99.0" in set(so.projection_inputs(stale)["value"])  # the file's own projection used other core hours
+    assert "A recorded assumption." in fg.show_projection_inputs(so.projection_inputs(bench), "Cap.").to_html()
+    n = so.scaleout_numbers(ex, so.overhead_table(bench), pr)
+    assert n["local_rate"] == 24.0 and (n["processes_rate"], n["processes_efficiency"]) == (36.0, 0.75)
+    assert n["noop_ms"] == 0.5 and n["per_unit_diff_s"] == pytest.approx(0.1)
+    assert n["ray_64_wall"] == pytest.approx(pr.set_index("target").loc["a 64-core Ray cluster", "wall_hours"])
+    for img in (fg.show_before_after_figure(so.before_after_table(bench), bench), fg.show_scaleout(ex, pr),
+                fg.show_scaleout(ex, Note("none"))):
         assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
-    html = fg.style_before_after(so.before_after_table(bench), "Cap.", so.provenance(bench)).to_html()
+    html = fg.show_before_after(so.before_after_table(bench), "Cap.", so.provenance(bench)).to_html()
     assert "Captum and the lime package: explainers.json, run of 2030-01-01" in html and "4.00×" in html
     assert "Naive and fast: study_cost.json, methods run of 2030-02-03" in html
-    assert "75%" in fg.style_executors(ex, "Cap.").to_html()
-    assert "2.0 MB" in fg.style_shipped(so.shipped_table(bench), "Cap.").to_html()
+    assert "75%" in fg.show_executors(ex, "Cap.").to_html() and "Wall, upper bound (h)" in fg.show_projection(pr, "c").to_html()
+    assert "2.0 MB" in fg.show_shipped(so.shipped_table(bench), "Cap.").to_html()
+    assert "µs" in fg.show_overhead(so.overhead_table(bench), "Cap.").to_html()
     m = rt.machine_table(bench)
     assert list(m["benchmark"]) == ["explainers.json", "study_cost.json", "scaleout.json"]
     assert m.loc[2, "load"] == "3.0 → 4.0"
@@ -249,10 +272,4 @@ def test_mask_a3c_local_table(bench, tmp_path):
     (tmp_path / "study_cost.json").write_text(json.dumps(sc))
     t = so.mask_a3c_local_table(rt.load_benchmarks(tmp_path))
     assert t.loc[0, "speedup"] == pytest.approx(8.0) and t.loc[0, "cascade_speedup"] == pytest.approx(8.0)
-    text = so.mask_a3c_local_summary(t)
-    assert "8.0 to 8.0 times as fast" in text and "1.0e-06" in text
-    sc["projection"]["mask_a3c"]["row_ms_inference_batch"] = 2.0  # against occlusion's floor: 200 ms / 1000 passes
-    (tmp_path / "study_cost.json").write_text(json.dumps(sc))
-    text = so.mask_a3c_local_summary(t, rt.load_benchmarks(tmp_path))
-    assert text.startswith("A full Mask-A3C pass costs 2.00 ms per row here, 10 times a DQN pass (0.20 ms).")
-    assert "Incremental (ms/pass)" in fg.style_mask_a3c_local(t, "Cap.").to_html()
+    assert "Incremental (ms/pass)" in fg.show_mask_a3c_local(t, "Cap.").to_html()

@@ -1,4 +1,4 @@
-"""Chapter 5's seed section (saliency_book.ch5_seeds): do the masks' ranks hold across seeds? (issue 15, part 4)"""
+"""Chapter 5's seed section (saliency_book.ch5_rankings): do the masks' ranks hold across seeds? (issue 15, part 4)"""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import saliency_book.ch5_seeds as cs
+import saliency_book.ch5_rankings as rk
 from saliency_book.ch5_rankings import Criterion
 from saliency_book.common import Note
-from saliency_study.evidence import MIN_STATES
+from saliency_study.evidence import MIN_STATES, TOO_FEW
 
 METHODS = ("mask_policy", "mask_value", "gradient", "integrated_gradients", "gradcam")
-ONE_SEED_TEXT = "one seed so far: whether the ranks hold across seeds cannot be judged"
 
 
 def _rows(variant: str, seed: int, order, *, n: int = 50, game: str = "Breakout", substrates=("black", "random")):
@@ -47,110 +46,74 @@ def _rows(variant: str, seed: int, order, *, n: int = 50, game: str = "Breakout"
     return pd.DataFrame(rows)
 
 
-def _study(*parts) -> cs.SeedStudy:
-    return cs.SeedStudy.of(pd.concat(parts, ignore_index=True), n_resamples=200)
+def _study(*parts):
+    ranking = rk.rank_agents(pd.concat(parts, ignore_index=True), n_resamples=200)
+    return ranking, rk.rank_agreement(ranking)
 
 
 def test_mask_best_in_two_seeds_holds():
-    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS))
-    a = study.agreement.set_index(["method", "criterion", "substrate"], drop=False)
+    ranking, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS))
+    assert set(zip(ranking["variant"], ranking["seed"])) == {("double", 0), ("double", 1)}
     pol = a[a["method"] == "mask_policy"]
     assert set(pol["criterion"]) == {"ins_prob", "del_prob", "sanity"}
     assert len(pol) == 5  # insertion and deletion on two substrates, and the sanity check
-    assert (pol["verdict"] == cs.HOLDS).all() and all(r == [1, 1] for r in pol["ranks"])
+    assert (pol["verdict"] == rk.HOLDS).all() and all(r == [1, 1] for r in pol["ranks"])
     assert (pol["seeds"].map(tuple) == (0, 1)).all() and (pol["n"] == 50).all()
     assert pol["kendall_w"].to_numpy() == pytest.approx(1.0)  # both seeds order all methods alike
     assert (pol.loc[pol["criterion"] != "sanity", "of"] == 6).all()  # 5 methods and the random map
-    text = cs.seed_sentence(study.agreement)
-    assert text.startswith("The policy mask of Mask-A3C (both masks) on Breakout, seeds 0 and 1 (at least 50 states each): "
-                           "its rank by the mean holds in every seed")
-    assert "holds in every seed on insertion AUC, π(a), black substrate (#1 of 6)" in text
-    assert "does not hold" not in text and ONE_SEED_TEXT not in text
+    n = rk.seed_numbers(ranking, a)
+    assert (n["seed_holds"], n["seed_moves"], n["seed_states"]) == (10, 0, 50)  # both masks, 5 criteria each
 
 
 def test_swapped_ranks_do_not_hold():
-    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS[::-1]))
-    a = study.agreement
+    ranking, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS[::-1]))
     pol = a[(a["method"] == "mask_policy") & (a["criterion"] == "ins_prob")]
-    assert (pol["verdict"] == cs.DOES_NOT_HOLD).all()
+    assert (pol["verdict"] == rk.DOES_NOT_HOLD).all()
     assert all(r == [1, 5] for r in pol["ranks"]) and (pol["rank_range"] == 4).all()
     # seed 1 reverses the five methods but keeps the random map last: W well below 1
-    assert pol["kendall_w"].iloc[0] == pytest.approx(cs.kendall_w([[1, 2, 3, 4, 5, 6], [5, 4, 3, 2, 1, 6]]))
+    assert pol["kendall_w"].iloc[0] == pytest.approx(rk.kendall_w([[1, 2, 3, 4, 5, 6], [5, 4, 3, 2, 1, 6]]))
     assert pol["kendall_w"].iloc[0] < 0.5
-    text = cs.seed_sentence(a)
-    assert "does not hold on insertion AUC, π(a), black substrate (#1 to #5)" in text
-    assert "holds in every seed" not in text and "seeds 0 and 1" in text and "Breakout" in text
-    # the value mask is second in seed 0 and fourth in seed 1
-    assert "(#2 to #4)" in cs.seed_sentence(a, method="mask_value")
+    val = a[(a["method"] == "mask_value") & (a["criterion"] == "ins_prob")]
+    assert all(r == [2, 4] for r in val["ranks"])  # the value mask is second in seed 0 and fourth in seed 1
+    assert rk.seed_numbers(ranking, a)["seed_moves"] > 0
 
 
 def test_one_seed_cannot_be_judged():
-    study = _study(_rows("double", 0, METHODS))
-    assert (study.agreement["verdict"] == cs.ONE_SEED).all()
-    assert study.agreement["kendall_w"].isna().all()
-    text = cs.seed_sentence(study.agreement)
-    assert text.startswith(f"The policy mask of Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}.")
-    assert "In that seed it ranks, by the mean over the states, #1 of 6 on insertion AUC, π(a), black substrate" in text
-    assert "Paired block-bootstrap tests over the states (Holm-corrected, α = 0.05) find it better than " in text
-    assert "Gradient, Integrated Gradients" in text  # method labels, not registry names
-    assert "holds" not in text.replace("whether the ranks hold", "")
+    _, a = _study(_rows("double", 0, METHODS))
+    assert (a["verdict"] == rk.ONE_SEED).all() and a["kendall_w"].isna().all()
+    assert (a.loc[(a["method"] == "mask_policy") & (a["criterion"] == "ins_prob"), "ranks"].map(tuple) == (1,)).all()
 
 
-def test_one_seed_sets_aside_only_the_criterion_with_nan_states():
-    """As on a3c-Breakout-policy-s0: one constant map on one state leaves the sanity criterion 49
-    finite values; the one-seed paragraph still gives the ranks on the other criteria."""
-    rows = _rows("double", 0, METHODS)
-    nan = (rows["experiment"] == "sanity") & (rows["method"] == "gradcam") & (rows["state"] == 0) & (rows["level"] == 6)
-    rows.loc[nan, "value"] = np.nan
-    text = cs.seed_sentence(_study(rows).agreement)
-    assert text.startswith(f"The policy mask of Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}.")
-    assert "#1 of 6 on insertion AUC, π(a), black substrate" in text
-    assert f"Too few states for a rank on Spearman after full randomisation (n={MIN_STATES - 1})" in text
-    assert "for a verdict" not in text
-    brief = cs.seed_sentence(_study(rows).agreement, within_seed=False)
-    assert brief == f"The policy mask of Mask-A3C (both masks) on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}."
-
-
-def test_too_few_states():
-    n = MIN_STATES - 30
-    study = _study(_rows("double", 0, METHODS, n=n), _rows("double", 1, METHODS, n=n))
-    assert (study.agreement["verdict"] == "too few states").all()  # although the ranks agree
-    text = cs.seed_sentence(study.agreement)
-    assert f"too few states (n={n}) for a verdict" in text and "seeds 0 and 1" in text
-    assert "holds in every seed" not in text and "does not hold" not in text
-    one = cs.seed_sentence(_study(_rows("double", 0, METHODS, n=n)).agreement)
-    assert ONE_SEED_TEXT in one and f"too few states (n={n})" in one and "ranks #" not in one
-
-
-def test_a_baselines_nan_states_set_aside_only_its_criterion():
+def test_nan_states_set_aside_only_their_criterion():
     """Grad-CAM is constant (NaN similarity) on 2 of seed 2's states, as on a3c-Breakout-double-s2:
     the sanity criterion has too few states, the insertion and deletion verdicts stand."""
     seed2 = _rows("double", 2, METHODS)
     nan = (seed2["experiment"] == "sanity") & (seed2["method"] == "gradcam") & (seed2["state"] < 2) & (seed2["level"] == 6)
     seed2.loc[nan, "value"] = np.nan
-    a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS), seed2).agreement
+    _, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS), seed2)
     pol = a[a["method"] == "mask_policy"].set_index("criterion")
-    assert pol.loc["sanity", "verdict"] == "too few states" and pol.loc["sanity", "n"] == MIN_STATES - 2
-    assert (pol.drop(index="sanity")["verdict"] == cs.HOLDS).all()
-    text = cs.seed_sentence(a)
-    assert text.startswith("The policy mask of Mask-A3C (both masks) on Breakout, seeds 0, 1 and 2 (at least 50 states "
-                           "each): its rank by the mean holds in every seed on insertion AUC")
-    assert f"Too few states for a verdict on Spearman after full randomisation (n={MIN_STATES - 2})" in text
-    assert "(#1 of 6)" in text and "does not hold" not in text
+    assert pol.loc["sanity", "verdict"] == TOO_FEW and pol.loc["sanity", "n"] == MIN_STATES - 2
+    assert (pol.drop(index="sanity")["verdict"] == rk.HOLDS).all()
+
+
+def test_too_few_states():
+    n = MIN_STATES - 30
+    _, a = _study(_rows("double", 0, METHODS, n=n), _rows("double", 1, METHODS, n=n))
+    assert (a["verdict"] == TOO_FEW).all()  # although the ranks agree
 
 
 def test_v_is_never_ranked():
     rows = _rows("double", 0, METHODS)
-    r = cs.seed_rankings(rows, n_resamples=200)
+    r = rk.rank_agents(rows, n_resamples=200)
     assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
     assert not r["label"].str.contains("V ").any()
     assert (r.loc[r["method"] == "random", "rank"] == 6).all()  # on V it would be first
     with pytest.raises(ValueError, match="degenerate"):
-        cs.seed_rankings(rows, criteria=(Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True),))
+        rk.rank_methods(rows, criteria=(Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True),))
 
 
 def test_rankings_carry_block_bootstrap_cis_ess_and_full_randomisation():
-    r = cs.seed_rankings(_rows("double", 0, METHODS), n_resamples=200)
+    r = rk.rank_agents(_rows("double", 0, METHODS), n_resamples=200)
     ins = r[(r["criterion"] == "ins_prob") & (r["substrate"] == "black")].set_index("method")
     assert ins["rank"].to_dict() == {m: k + 1 for k, m in enumerate([*METHODS, "random"])}
     p = ins.loc["mask_policy"]
@@ -158,54 +121,49 @@ def test_rankings_carry_block_bootstrap_cis_ess_and_full_randomisation():
     assert p["mean"] == pytest.approx(0.9, abs=0.01) and "random" in p["better_than"]
     dele = r[(r["criterion"] == "del_prob") & (r["substrate"] == "random")].set_index("method")
     assert dele.loc["mask_policy", "rank"] == 1  # lowest deletion AUC
-    san = cs.seed_sanity(r).set_index("method")
+    san = r[r["criterion"] == "sanity"].set_index("method")
     assert san.loc["mask_policy", "mean"] == pytest.approx(0.1, abs=0.01)  # level 6 only, not the original map
     assert "random" not in san.index and (san["of"] == 5).all()
 
 
 def test_variants_are_compared_within_themselves():
-    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS),
-                   _rows("policy", 0, ("mask_policy", "gradient", "integrated_gradients", "gradcam")))
-    a = study.agreement
-    assert set(a.loc[a["variant"] == "double", "verdict"]) == {cs.HOLDS}
-    assert set(a.loc[a["variant"] == "policy", "verdict"]) == {cs.ONE_SEED}
+    _, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS),
+                  _rows("policy", 0, ("mask_policy", "gradient", "integrated_gradients", "gradcam")))
+    assert set(a.loc[a["variant"] == "double", "verdict"]) == {rk.HOLDS}
+    assert set(a.loc[a["variant"] == "policy", "verdict"]) == {rk.ONE_SEED}
     assert not ((a["variant"] == "policy") & (a["method"] == "mask_value")).any()
-    text = cs.seed_sentence(a)
-    assert "The policy mask of Mask-A3C (both masks) on Breakout, seeds 0 and 1" in text
-    assert f"The policy mask of policy-mask A3C on Breakout, seed 0 (50 states): {ONE_SEED_TEXT}" in text
 
 
 def test_kendall_w_known_answers():
-    assert cs.kendall_w([[1, 2, 3], [1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
-    assert cs.kendall_w([[1, 2, 3, 4], [4, 3, 2, 1]]) == pytest.approx(0.0)
+    assert rk.kendall_w([[1, 2, 3], [1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
+    assert rk.kendall_w([[1, 2, 3, 4], [4, 3, 2, 1]]) == pytest.approx(0.0)
     # m = 2, k = 3: rank sums 3, 5, 4, mean 4, S = 2, W = 12·2 / (4·24) = 0.25
-    assert cs.kendall_w([[1, 2, 3], [2, 3, 1]]) == pytest.approx(0.25)
-    assert np.isnan(cs.kendall_w([[1, 2, 3]])) and np.isnan(cs.kendall_w([[1], [1]]))
+    assert rk.kendall_w([[1, 2, 3], [2, 3, 1]]) == pytest.approx(0.25)
+    assert np.isnan(rk.kendall_w([[1, 2, 3]])) and np.isnan(rk.kendall_w([[1], [1]]))
 
 
 def test_section_displays():
-    study = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS[::-1]))
-    t = cs.seed_display(study)
+    ranking, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS[::-1]))
+    t = rk.show_ranking(ranking, "cap", by=("variant", "seed", "method")).data
     assert list(t.columns[:3]) == ["variant", "seed", "method"] and t.columns[-1] == "n / ESS"
-    assert len(t) == 12 and t.loc[0, "insertion AUC, π(a) (black)"].endswith("#1")
-    assert t.loc[t["method"] == "Random", "Spearman after full randomisation"].eq("–").all()
-    ag = cs.agreement_display(study)
+    assert len(t) == 12 and t.loc[0, "insertion AUC, π(a) ↑ (black)"].endswith("#1")
+    assert t.loc[t["method"] == "Random", "Spearman after full randomisation ↓"].eq("–").all()
+    ag = rk.show_agreement(a, "cap").data
     assert {"seed 0", "seed 1", "range", "Kendall's W", "verdict"} <= set(ag.columns)
-    assert ag.loc[0, "seed 1"] == "#5 of 6" and ag.loc[0, "range"] == "#1–#5"
-    assert "does not hold" in cs.seed_markdown(study).data
-    assert type(cs.seed_rank_figure(study)).__name__ == "Image"
-    assert "2 seeds" not in repr(study) and "seeds 0 and 1" in study._repr_markdown_()
+    assert ag.loc[0, "seed 1"] == "#5 of 6" and ag.loc[0, "range"] == "#1–#5" and ag.loc[0, "verdict"] == rk.DOES_NOT_HOLD
+    assert type(rk.show_seed_ranks(ranking)).__name__ == "Image"
+    assert isinstance(rk.show_seed_ranks(ranking, variant="value"), Note)
     note = Note("missing")
-    assert cs.seed_display(note) is note and cs.agreement_display(note) is note
-    assert cs.seed_markdown(note) is None and cs.seed_rank_figure(note) is None
+    assert rk.rank_agreement(note) is note and rk.show_ranking(note, "c") is note and rk.show_agreement(note, "c") is note
+    assert rk.show_seed_ranks(note) is None and all(np.isnan(v) for v in rk.seed_numbers(note, note).values())
 
 
 def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
     empty = tmp_path / "agents"
     empty.mkdir()
-    note = cs.seed_rows("full", "Breakout", results_dir=tmp_path / "r", agents_dir=empty)
+    note = rk.seed_study("full", "Breakout", results_dir=tmp_path / "r", agents_dir=empty)
     assert isinstance(note, Note) and "No masked Mask-A3C agent" in note.text
-    shipped = cs.seed_rows("full", "Breakout", results_dir=tmp_path / "r")
+    shipped = rk.seed_rows("full", "Breakout", results_dir=tmp_path / "r")
     if not isinstance(shipped, Note) or "No masked" in shipped.text:
         pytest.skip("no masked Mask-A3C agent of Breakout is shipped in data/agents")
     assert "saliency-study run --profile full --seeds --games Breakout --compact" in shipped.text
@@ -213,19 +171,20 @@ def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
 
 
 def test_section_on_the_committed_seed_packs():
-    study = cs.seed_study("full", "Breakout")
-    if isinstance(study, Note):
-        pytest.skip(f"the seed sweep is not stored: {study.text}")
-    r = study.ranking
+    rows = rk.seed_rows("full", "Breakout")
+    if isinstance(rows, Note):
+        pytest.skip(f"the seed sweep is not stored: {rows.text}")
+    assert set(rows["experiment"]) <= {"sanity", "insertion", "deletion"} and rows.attrs["units_stored"] > 0
+    r = rk.rank_agents(rows)
     assert set(r["criterion"]) <= {"ins_prob", "del_prob", "sanity"}  # never V
     assert set(r.loc[r["criterion"] == "sanity", "method"]) <= set(METHODS)
     assert (r["n"] <= 50).all() and (r["n_eff"] <= r["n"]).all()
-    if study.units_stored == study.units_planned:  # a sweep in progress has fewer states and criteria
+    if r.attrs["units_stored"] == r.attrs["units_planned"]:  # a sweep in progress has fewer states and criteria
         assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
         assert set(r["substrate"].dropna()) == {"black", "random", "blur"}
         # every map of a mask is scored; a constant baseline map (Grad-CAM) gives NaN on a state or two
-        assert (r.loc[r["method"].isin(cs.MASKS), "n"] == 50).all() and (r["n"] >= 45).all()
-    text = cs.seed_sentence(study.agreement)
-    assert "Breakout" in text
-    if (study.agreement.groupby("variant")["n_seeds"].max() == 1).any():
-        assert ONE_SEED_TEXT in text
+        assert (r.loc[r["method"].isin(rk.MASKS), "n"] == 50).all() and (r["n"] >= 45).all()
+    a = rk.rank_agreement(r)
+    assert set(a["verdict"]) <= {rk.ONE_SEED, TOO_FEW, rk.HOLDS, rk.DOES_NOT_HOLD}
+    if (a.groupby("variant")["n_seeds"].max() == 1).any():
+        assert rk.ONE_SEED in set(a["verdict"])
