@@ -15,9 +15,8 @@ import pandas as pd
 from saliency_book.ch3_sanity import CONFIDENCE, MEASURES, NS_METHODS, NSExample, SanityResults, level_labels
 from saliency_book.common import METHODS, Note, figure_image
 from saliency_book.maps import overlay_map
+from saliency_book.tables import show_table
 from saliency_lib.explainers import method_label
-from saliency_study.evidence import TOO_FEW
-from saliency_study.paper import GAME_LABELS, NOT_RUN
 
 __all__ = ["show_table", "show_curves", "show_ns_curves", "show_ns_example", "show_verdicts", "show_comparison",
            "show_tied_blocks", "show_tied_block_test"]
@@ -30,69 +29,6 @@ COLORS = MappingProxyType({
     "lime_felzenszwalb": "#e7969c", "gradient": "tab:pink", "integrated_gradients": "tab:olive", "gradcam": "tab:cyan",
     "mask_policy": "black", "mask_value": "0.55"})
 """One colour per method, shared by every figure; the line style says the family."""
-GOOD, BAD, OPEN, GREY = "color: #1a7f37", "color: #cf222e; font-weight: bold", "color: #9a6700", "color: #6e7781"
-VERDICT_STYLE = MappingProxyType({
-    "passes": GOOD, "consistent": GOOD, "reproduced": GOOD, "yes": GOOD, "fails": BAD, "differs": BAD,
-    "undecided": OPEN, "inconclusive": OPEN, TOO_FEW: OPEN, NOT_RUN: GREY, "carried by the block": BAD})
-"""Colour of a verdict cell (a verdict that starts with one of these keys takes its colour)."""
-NAMES = MappingProxyType({
-    "method": "Method", "agent": "Agent", "title": "Agent", "game": "Game", "games": "Games", "paper": "Huber et al.",
-    "mean": "Ours", "ours": "Ours", "n": "States", "n_eff": "ESS", "verdict": "Verdict", "margin": "Margin",
-    "difference": "Difference", "diff": "Difference", "level": "Randomised"})
-ALIASES = MappingProxyType({"ci": ("mean", "ours"), "diff": ("difference", "diff")})
-"""``<prefix>_low``/``<prefix>_high`` columns whose interval belongs to a differently named column."""
-LEVEL_NAMES = MappingProxyType({1: "output layer", 2: "down to fc", 3: "down to conv3", 4: "down to conv2",
-                                5: "all layers"})
-
-
-def _interval(m, lo, hi, digits: int) -> str:
-    """"m [lo, hi]" ("[lo, hi]" when ``m`` is None), "–" without a value."""
-    ci = f"[{lo:.{digits}f}, {hi:.{digits}f}]" if np.isfinite(lo) and np.isfinite(hi) else ""
-    if m is None or not np.isfinite(m):
-        return ci if m is None and ci else "–"
-    return f"{m:.{digits}f} {ci}".rstrip()
-
-
-def _label(col: str, v):
-    return method_label(v) if col == "method" else GAME_LABELS.get(v, v) if col == "game" else LEVEL_NAMES.get(v, v)
-
-
-def show_table(table: pd.DataFrame | Note, caption: str, *, names: dict | None = None, index=None, digits: int = 2,
-               formats: dict | None = None):
-    """A tidy table as a captioned Styler, whatever its numeric and verdict columns.
-
-    Every ``x``, ``x_low``, ``x_high`` become one cell "x [low, high]" (``ci_*`` go with ``mean`` or
-    ``ours``, ``diff_*`` with ``difference``: :data:`ALIASES`); numbers get ``digits`` decimals, ESS
-    one, states none; ``verdict``, ``finding`` and ``paper_shows_it`` cells are coloured
-    (:data:`VERDICT_STYLE`); methods, games and levels get their names. Columns are renamed by
-    ``names``, then :data:`NAMES`; ``index`` columns become the index, else it is hidden. A Note
-    passes through.
-    """
-    if isinstance(table, Note):
-        return table
-    if table.empty:
-        return Note("Nothing to tabulate.", title="No results")
-    t = table.copy()
-    for low in [c for c in t.columns if c.endswith("_low") and c[:-4] + "_high" in t.columns]:
-        prefix, high = low[:-4], low[:-4] + "_high"
-        base = next((b for b in ALIASES.get(prefix, (prefix,)) if b in t.columns), None)
-        m = t[base].astype(float) if base else [None] * len(t)
-        t[base or prefix] = [_interval(*v, digits) for v in zip(m, t[low].astype(float), t[high].astype(float))]
-        t = t.drop(columns=[low, high])
-    for col in ("method", "game", "level"):
-        if col in t.columns:
-            t[col] = t[col].map(lambda v, col=col: _label(col, v))
-    fmt = {c: f"{{:.{digits}f}}" for c in t.columns if pd.api.types.is_float_dtype(t[c])}
-    fmt |= {c: "{:.1f}" for c in t.columns if c.endswith("ess") or c == "n_eff"}
-    fmt |= {c: "{:.0f}" for c in ("n", "states") if c in t.columns} | (formats or {})
-    rename = {c: (names or {}).get(c, NAMES.get(c, c.replace("_", " ").capitalize())) for c in t.columns}
-    verdicts = [rename[c] for c in t.columns if c in ("verdict", "finding", "paper_shows_it")]
-    t = t.rename(columns=rename)
-    s = (t.set_index([rename[c] for c in index]) if index else t).style
-    s = s.format({rename[c]: f for c, f in fmt.items() if c in rename}, na_rep="–")
-    if verdicts:
-        s = s.map(lambda v: next((css for k, css in VERDICT_STYLE.items() if str(v).startswith(k)), ""), subset=verdicts)
-    return (s if index else s.hide(axis="index")).set_caption(caption)
 
 
 def show_verdicts(verdicts: pd.DataFrame | Note, caption: str):

@@ -8,7 +8,6 @@ the paper included, whatever numeric and verdict columns they have.
 from __future__ import annotations
 
 import warnings
-from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -30,75 +29,20 @@ from saliency_book.ch4_degradation import (
     vs_random,
 )
 from saliency_book.common import Note, figure_image, fmt2
-from saliency_study.evidence import TOO_FEW
-from saliency_study.paper import GAME_LABELS, NOT_RUN
+from saliency_book.tables import SMALL
+from saliency_book.tables import show_table as show_table_
 
 __all__ = ["show_table", "show_comparison", "show_auc_table", "show_rankings", "show_ranking_detail",
            "show_side_by_side", "show_agreement", "curve_bands", "show_curves", "degraded_images", "show_paths"]
 
-SMALL = 'style="font-size: 0.82em"'
-"""Table attribute of the wide tables, so that they fit the page."""
-GOOD, BAD, OPEN, GREY = "color: #1a7f37", "color: #cf222e; font-weight: bold", "color: #9a6700", "color: #6e7781"
-VERDICT_STYLE = MappingProxyType({"consistent": GOOD, "reproduced": GOOD, "differs": BAD, "yes": BAD,
-                                  "inconclusive": OPEN, TOO_FEW: OPEN, NOT_RUN: GREY})
-"""Colour of a verdict cell (one that starts with a key takes its colour; ``yes``: a degenerate measure)."""
-NAMES = MappingProxyType({
-    "method": "Method", "agent": "Agent", "game": "Game", "games": "Games", "substrate": "Substrate",
-    "measure": "Measure", "paper": "Huber et al.", "mean": "Ours", "ours": "Ours", "n": "States", "n_eff": "ESS",
-    "verdict": "Verdict", "margin": "Margin", "difference": "Difference", "diff": "Difference"})
-ALIASES = MappingProxyType({"ci": ("mean", "ours"), "diff": ("difference", "diff"), "ess": ()})
-"""``<prefix>_low``/``<prefix>_high`` columns whose interval belongs to a differently named column."""
 
 
-def _interval(m, lo, hi, digits: int) -> str:
-    """"m [lo, hi]" ("[lo, hi]" when ``m`` is None), "–" without a value."""
-    ci = f"[{lo:.{digits}f}, {hi:.{digits}f}]" if np.isfinite(lo) and np.isfinite(hi) else ""
-    if m is None or not np.isfinite(m):
-        return ci if m is None and ci else "–"
-    return f"{m:.{digits}f} {ci}".rstrip()
-
-
-def show_table(table: pd.DataFrame | Note, caption: str, *, names: dict | None = None, index=None, digits: int = 3,
-               formats: dict | None = None, small: bool = False):
-    """A tidy table as a captioned Styler, whatever its numeric and verdict columns.
-
-    Every ``x``, ``x_low``, ``x_high`` become one cell "x [low, high]" (``ci_*`` go with ``mean`` or ``ours``,
-    ``diff_*`` with ``difference``: :data:`ALIASES`); numbers get ``digits`` decimals, ESS one, states none;
-    ``verdict`` and ``degenerate`` cells are coloured (:data:`VERDICT_STYLE`); methods, games, measures and
-    agents get their names. Columns are renamed by ``names``, then :data:`NAMES`; ``index`` columns become
-    the index, else it is hidden. A Note passes through.
-    """
-    if isinstance(table, Note):
-        return table
-    if table.empty:
-        return Note("Nothing to tabulate.", title="No results")
-    t = table.copy()
-    for low in [c for c in t.columns if c.endswith("_low") and c[:-4] + "_high" in t.columns]:
-        prefix, high = low[:-4], low[:-4] + "_high"
-        base = next((b for b in ALIASES.get(prefix, (prefix,)) if b in t.columns), None)
-        m = t[base].astype(float) if base else [None] * len(t)
-        d = 1 if prefix == "ess" else digits
-        t[base or prefix] = [_interval(*v, d) for v in zip(m, t[low].astype(float), t[high].astype(float))]
-        t = t.drop(columns=[low, high])
-    labels = {"method": short_label, "game": lambda g: GAME_LABELS.get(g, g), "measure": measure_label,
-              "paper_measure": measure_label, "agent": agent_label,
-              "degenerate": {True: "yes", False: "no"}.get}
-    for col in t.columns:
-        f = labels.get(col, short_label if col.startswith("best_") else None)
-        if f is not None:
-            t[col] = t[col].map(f)
-    fmt = {c: f"{{:.{digits}f}}" for c in t.columns if pd.api.types.is_float_dtype(t[c])}
-    fmt |= {c: "{:.1f}" for c in t.columns if c == "n_eff"} | {c: "{:.0f}" for c in ("n", "states") if c in t.columns}
-    fmt |= formats or {}
-    rename = {c: (names or {}).get(c, NAMES.get(c, c.replace("_", " ").capitalize())) for c in t.columns}
-    verdicts = [rename[c] for c in t.columns if c in ("verdict", "degenerate")]
-    t = t.rename(columns=rename)
-    s = (t.set_index([rename[c] for c in index]) if index else t).style
-    s = s.format({rename[c]: f for c, f in fmt.items() if c in rename}, na_rep="–")
-    if verdicts:
-        s = s.map(lambda v: next((css for k, css in VERDICT_STYLE.items() if str(v).startswith(k)), ""), subset=verdicts)
-    s = (s if index else s.hide(axis="index")).set_caption(caption)
-    return s.set_table_attributes(SMALL) if small else s
+def show_table(table, caption: str, *, digits: int = 3, **kw):
+    """:func:`saliency_book.tables.show_table` with chapter 4's short method, measure and agent names."""
+    labels = {"method": short_label, "measure": measure_label, "paper_measure": measure_label, "agent": agent_label}
+    if isinstance(table, pd.DataFrame):
+        labels |= {c: short_label for c in table.columns if c.startswith("best_")}
+    return show_table_(table, caption, digits=digits, labels=labels, **kw)
 
 
 def show_comparison(table: pd.DataFrame, caption: str, *, game: str | None = None):

@@ -6,7 +6,10 @@ Every chapter that judges a method, a finding of the paper or a difference betwe
 methods asks :func:`enough_states` first and, below :data:`MIN_STATES`, prints
 :func:`too_few` instead of a verdict.
 
-* :data:`MIN_STATES`, :func:`enough_states`, :func:`too_few`: the bar and its wording.
+* :data:`MIN_ESS`: the bar on the *effective* sample size below which a comparison with a paper
+  gives no verdict, and :data:`MIN_STATES`, :func:`enough_states`, :func:`too_few`: the older bar
+  on the count of states, kept for the chapters' rankings of methods.
+* :func:`margin`: the equivalence margins, stated before any number of ours was compared.
 * :data:`DEGENERATE_MEASURES`: insertion/deletion measures that no chapter ranks maps on.
 """
 
@@ -16,7 +19,48 @@ from types import MappingProxyType
 
 import numpy as np
 
-__all__ = ["MIN_STATES", "TOO_FEW", "enough_states", "too_few", "DEGENERATE_MEASURES"]
+__all__ = ["MIN_ESS", "SIMILARITY_MARGIN", "INSERTION_MARGIN_SD", "margin", "MIN_STATES", "TOO_FEW", "enough_states",
+           "too_few", "DEGENERATE_MEASURES"]
+
+MIN_ESS = 30.0
+"""Fewest *effective* states behind a verdict on a comparison with a paper (the issue "Reproduced,
+or not"). Consecutive states of one game are correlated; 997 of them may be worth 15. At an
+effective sample size of 30 the t interval of a mean covers at its nominal level on autocorrelated
+series (tests/test_interval_coverage.py), and a margin of a tenth of a similarity's range is
+resolvable: below it, the verdict is withheld."""
+
+SIMILARITY_MARGIN = 0.10
+"""Equivalence margin of a sanity similarity (Spearman, SSIM, HOG Pearson; each in [−1, 1]): ours
+reproduces the paper's mean when their difference is surely within ±0.10. Stated before looking, as
+a tenth of the range over which the paper draws its conclusions (it reads a similarity near 1 as a
+failed check, near 0 as a passed one, in steps no finer than 0.1 in its figures), and wider than
+the paper's own sampling error (its two stretches of states differ by up to about 0.05)."""
+
+INSERTION_MARGIN_SD = 0.25
+"""Equivalence margin of an insertion AUC, in units of the paper's per-state standard deviation of
+that AUC: the AUCs' scales differ by game, measure and substrate by two orders of magnitude, so a
+fixed margin would be vacuous for some and impossible for others. A quarter of a standard
+deviation is a small standardised effect (Cohen's d = 0.25), stated before looking."""
+
+
+def margin(measure: str, paper_sd: float | None = None) -> float:
+    """The pre-stated equivalence margin of a comparison on ``measure``.
+
+    Similarities (``spearman``, ``ssim``, ``ssim_2d``, ``hog_pearson``, ``spearman_untied``) get
+    :data:`SIMILARITY_MARGIN`; insertion measures (``q_ratio``, ``advantage``, ``policy``, ...) get
+    :data:`INSERTION_MARGIN_SD` times ``paper_sd``, the paper's per-state standard deviation.
+
+    Raises
+    ------
+    ValueError
+        An insertion measure without a positive finite ``paper_sd``.
+    """
+    if measure in ("spearman", "ssim", "ssim_2d", "hog_pearson", "spearman_untied"):
+        return SIMILARITY_MARGIN
+    if paper_sd is None or not np.isfinite(paper_sd) or paper_sd <= 0:
+        raise ValueError(f"the margin of {measure!r} is {INSERTION_MARGIN_SD} × the paper's standard deviation, "
+                         f"got paper_sd={paper_sd!r}")
+    return INSERTION_MARGIN_SD * float(paper_sd)
 
 MIN_STATES = 50
 """Fewest states behind any verdict, claim about the paper or significant difference (issue 18:

@@ -8,8 +8,10 @@ says where every number comes from). Chapters 3 and 4 read them only through thi
   methods, measures, levels).
 * :func:`stored_units`, :func:`stored_rows`: the study's stored units and rows of several
   games, computing nothing.
-* :func:`compare_per_game`: per game and setting, the paper's value beside our mean with
-  its moving-block bootstrap CI, n, effective sample size and a verdict (:func:`paper_verdict`).
+* :func:`compare_per_game`: per game and setting, the paper's value beside our mean with its
+  interval, n, effective sample size, the pre-stated margin, the difference with its 90 %
+  interval and an equivalence verdict (reproduced, differs, inconclusive or withheld; see
+  :mod:`saliency_lib.metrics.equivalence` and :func:`saliency_study.evidence.margin`).
 * :func:`compare_pooled`: the same pooled over the games, as Huber et al. pool them (99 % CI).
 
 Showing these tables is the book's (chapters 3 and 4).
@@ -26,12 +28,12 @@ import numpy as np
 import pandas as pd
 
 from saliency_lib.games import BENCHMARK_STATES, HUBER_GAMES
-from saliency_study.evidence import TOO_FEW, enough_states
+from saliency_study.evidence import MIN_ESS, margin
 from saliency_study.paths import RESULTS_DIR, repo_path
 
 __all__ = [
     "REFERENCE_DIR", "GAMES", "GAME_ORDER", "GAME_LABELS", "LEVEL_LAYERS", "paper_sanity", "paper_insertion",
-    "stored_units", "stored_rows", "paper_verdict", "compare_per_game", "compare_pooled", "NOT_RUN", "VERDICTS",
+    "stored_units", "stored_rows", "compare_per_game", "compare_pooled", "COMPARISON_COLUMNS", "NOT_RUN", "VERDICTS",
 ]
 
 REFERENCE_DIR = "data/reference/huber2021"
@@ -56,8 +58,8 @@ agents randomise at the same level (their level equals the paper's ``rand_layer`
 groups, same order). Levels 6 and 7 are the paper's random-map baselines, not randomisations."""
 
 NOT_RUN = "not yet run"
-VERDICTS = ("consistent", "differs", TOO_FEW, NOT_RUN)
-"""The verdicts of :func:`paper_verdict`, in display order."""
+VERDICTS = ("reproduced", "differs", "inconclusive", "withheld", NOT_RUN)
+"""The verdicts of :func:`compare_per_game` and :func:`compare_pooled`, in display order."""
 
 
 @functools.lru_cache(maxsize=4)
@@ -77,7 +79,7 @@ def paper_sanity(levels: Sequence[int] = tuple(LEVEL_LAYERS)) -> pd.DataFrame:
     DataFrame
         ``game`` (ours), ``method`` (registry name), ``level`` (= ``rand_layer``), ``layer``
         (:data:`LEVEL_LAYERS`), ``measure`` (``spearman``, ``ssim``, ``hog_pearson``), ``mean``,
-        ``std``, ``n`` (states read).
+        ``std`` (sample std, ``ddof`` 1), ``n`` (states read).
     """
     t = _read("sanity_summary.csv")
     t = t[t["rand_layer"].isin(list(levels))]
@@ -90,7 +92,7 @@ def paper_sanity(levels: Sequence[int] = tuple(LEVEL_LAYERS)) -> pd.DataFrame:
             var = (np.sum((n - 1) * s**2) + np.sum(n * (m - mean) ** 2)) / (n.sum() - 1)
             rows.append({"game": GAMES[game], "method": method, "level": int(level),
                          "layer": LEVEL_LAYERS.get(int(level), f"rand_layer {level}"), "measure": ours,
-                         "mean": mean, "std": float(np.sqrt(var)), "n": int(n.sum())})
+                         "mean": mean, "std": float(np.sqrt(var)), "n": int(n.sum()), "ddof": 1})
     return pd.DataFrame(rows)
 
 
@@ -119,7 +121,7 @@ def paper_insertion(variant: str = "main") -> pd.DataFrame:
         "game": t["game"].map(GAMES), "method": t["method"].map(lambda m: _INSERTION_METHODS.get(m, m)),
         "substrate": t["substrate"], "measure": t["measure"].map(_INSERTION_MEASURES),
         "mean": t["auc"].astype(float), "std": t["auc_std"].astype(float), "n": BENCHMARK_STATES,
-        "differs_from_main": t["variant_differs_from_main"].astype(bool)}).reset_index(drop=True)
+        "ddof": 0, "differs_from_main": t["variant_differs_from_main"].astype(bool)}).reset_index(drop=True)
 
 
 @functools.lru_cache(maxsize=64)
@@ -188,46 +190,57 @@ def stored_rows(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments:
     return t[t["experiment"].isin(list(experiments))].reset_index(drop=True)
 
 
-def paper_verdict(paper: float, ci_low: float, ci_high: float, n: int) -> str:
-    """The pre-stated verdict of one comparison with the paper.
-
-    * ``"not yet run"``: no state of ours;
-    * ``"too few states"``: fewer than :data:`~saliency_study.evidence.MIN_STATES` states;
-    * ``"consistent"``: the paper's value lies inside our confidence interval;
-    * ``"differs"``: it lies outside.
-
-    The paper's value is itself an estimate from correlated states of another agent, so
-    "differs" says that our agent's mean is not the paper's, not that either is wrong.
-    """
-    if not n:
-        return NOT_RUN
-    if not enough_states(n):
-        return TOO_FEW
-    if not (np.isfinite(paper) and np.isfinite(ci_low) and np.isfinite(ci_high)):
-        return "no data"
-    return "consistent" if ci_low <= paper <= ci_high else "differs"
-
-
 def _ordered_values(g: pd.DataFrame) -> np.ndarray:
     # trajectory order: the block bootstrap resamples consecutive states
     v = g.sort_values("state", kind="stable")["value"]
     return pd.to_numeric(v, errors="coerce").to_numpy(dtype=np.float64)
 
 
+COMPARISON_COLUMNS = ["paper", "mean", "ci_low", "ci_high", "n", "n_eff", "margin", "difference", "diff_low",
+                      "diff_high", "verdict", "reason"]
+"""The columns of a comparison after its setting's keys."""
+
+
+def _verdict_row(values: np.ndarray, p: pd.Series, measure: str, confidence: float) -> dict:
+    """One comparison: our values (trajectory order) against the paper's row ``p``."""
+    from saliency_lib.metrics.dependence import effective_sample_size, mean_ci
+    from saliency_lib.metrics.equivalence import compare_with_reference
+
+    if not values.size:
+        return {"paper": float(p["mean"]), "mean": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n": 0, "n_eff": np.nan,
+                "margin": margin(measure, p.get("std")), "difference": np.nan, "diff_low": np.nan, "diff_high": np.nan,
+                "verdict": NOT_RUN, "reason": "no state of ours"}
+    n_eff = effective_sample_size(values)
+    lo, hi = mean_ci(values, confidence=confidence, n_eff=n_eff)
+    v = compare_with_reference(values, float(p["mean"]), margin=margin(measure, p.get("std")), reference_sd=p["std"],
+                               reference_n=p["n"], reference_ddof=int(p["ddof"]), min_ess=MIN_ESS)
+    return {"paper": float(p["mean"]), "mean": float(values.mean()), "ci_low": lo, "ci_high": hi, "n": int(values.size),
+            "n_eff": n_eff, "margin": v.margin, "difference": v.difference, "diff_low": v.ci_low, "diff_high": v.ci_high,
+            "verdict": v.verdict, "reason": v.reason}
+
+
 def compare_per_game(ours: pd.DataFrame, paper: pd.DataFrame, keys: Sequence[str], *,
-                     games: Sequence[str] = GAME_ORDER, confidence: float = 0.95,
-                     n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Per game and setting: the paper's mean beside ours, with our block-bootstrap CI, n, ESS and a verdict.
+                     games: Sequence[str] = GAME_ORDER, confidence: float = 0.95, **_) -> pd.DataFrame:
+    """Per game and setting: the paper's mean beside ours, and whether ours reproduces it.
+
+    Our mean comes with its ``confidence`` interval (t on the effective sample size:
+    :func:`~saliency_lib.metrics.dependence.mean_ci`). The verdict is an equivalence test (TOST at
+    5 %, i.e. the 90 % interval of ``ours − paper`` against the pre-stated margin
+    :func:`~saliency_study.evidence.margin`), with the paper's own sampling error from its standard
+    deviation and count (Welch): **reproduced** (interval inside ±margin), **differs** (outside),
+    **inconclusive** (straddles a margin), **withheld** (effective sample size below
+    :data:`~saliency_study.evidence.MIN_ESS`), or **not yet run**.
 
     Parameters
     ----------
     ours : DataFrame
         State-level rows with ``game``, ``state``, ``value`` and the ``keys`` columns (one
-        agent per game).
+        agent per game); ``measure`` among the keys or constant.
     paper : DataFrame
-        ``game``, the ``keys`` columns and ``mean`` (the paper's value).
+        ``game``, the ``keys`` columns, ``measure``, ``mean``, ``std``, ``n``, ``ddof``
+        (:func:`paper_sanity`, :func:`paper_insertion`).
     keys : sequence of str
-        The columns of a setting, e.g. ``("method", "level")``.
+        The columns of a setting, e.g. ``("method", "level", "measure")``.
     games : sequence of str
         Every game gets rows, with the paper's value alone and ``"not yet run"`` where we
         have no states.
@@ -235,58 +248,66 @@ def compare_per_game(ours: pd.DataFrame, paper: pd.DataFrame, keys: Sequence[str
     Returns
     -------
     DataFrame
-        ``game``, ``keys``…, ``paper``, ``mean``, ``ci_low``, ``ci_high``, ``n``, ``n_eff``,
-        ``verdict`` (:func:`paper_verdict`).
+        ``game``, ``keys``…, then :data:`COMPARISON_COLUMNS`.
     """
-    from saliency_lib.metrics.dependence import block_bootstrap_ci, effective_sample_size
-
     keys = list(keys)
     groups = {k: g for k, g in ours.groupby(["game", *keys], sort=False)} if len(ours) else {}
     rows = []
     for game in games:
         for _, p in paper[paper["game"] == game].iterrows():
-            key = (game, *(p[k] for k in keys))
-            g = groups.get(key)
+            g = groups.get((game, *(p[k] for k in keys)))
             v = _ordered_values(g) if g is not None else np.array([])
-            v = v[np.isfinite(v)]
-            lo, hi = block_bootstrap_ci(v, confidence=confidence, n_resamples=n_resamples, seed=seed)
-            rows.append({"game": game, **{k: p[k] for k in keys}, "paper": float(p["mean"]),
-                         "mean": float(v.mean()) if v.size else np.nan, "ci_low": lo, "ci_high": hi, "n": int(v.size),
-                         "n_eff": effective_sample_size(v), "verdict": paper_verdict(p["mean"], lo, hi, v.size)})
-    return pd.DataFrame(rows, columns=["game", *keys, "paper", "mean", "ci_low", "ci_high", "n", "n_eff", "verdict"])
+            rows.append({"game": game, **{k: p[k] for k in keys},
+                         **_verdict_row(v[np.isfinite(v)], p, p["measure"], confidence)})
+    return pd.DataFrame(rows, columns=["game", *keys, *COMPARISON_COLUMNS])
 
 
 def compare_pooled(ours: pd.DataFrame, paper: pd.DataFrame, keys: Sequence[str], *, confidence: float = 0.99,
-                   n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Per setting, pooled over the games that we have run: the paper's pooled mean beside ours, 99 % CI.
+                   **_) -> pd.DataFrame:
+    """Per setting, pooled over the games that we have run: the paper's pooled mean beside ours, and a verdict.
 
-    Only settings the paper has. Ours: :func:`~saliency_lib.metrics.dependence.pooled_block_ci` (every state counts once, as
-    in Huber et al.'s pooled figures; blocks resampled within each game). The paper's: the mean
-    over the same games, each weighted by the states behind its value, so that both sides
-    pool the same games. A verdict needs :data:`~saliency_study.evidence.MIN_STATES` pooled states.
+    Only settings the paper has. Ours: :func:`~saliency_lib.metrics.dependence.pooled_block_ci`
+    (every state counts once, as in Huber et al.'s pooled figures, with each game's own
+    dependence), at ``confidence`` (99 %, the paper's). The paper's: the mean over the same games,
+    each weighted by the states behind its value, so that both sides pool the same games; its
+    standard error pools the games' ``std / √n`` alike. The verdict is the per-game one
+    (:func:`compare_per_game`) on the pooled difference: its 90 % interval, widened by the paper's
+    standard error, against the margin of the games' mean standard deviation.
 
     Returns
     -------
     DataFrame
-        ``keys``…, ``games`` (comma-separated), ``paper``, ``mean``, ``ci_low``, ``ci_high``,
-        ``n``, ``n_eff``, ``verdict``.
+        ``keys``…, ``games`` (comma-separated), then :data:`COMPARISON_COLUMNS`.
     """
+    from scipy import stats
+
     from saliency_lib.metrics.dependence import pooled_block_ci
+    from saliency_lib.metrics.equivalence import equivalence_verdict
 
     keys = list(keys)
-    cols = [*keys, "games", "paper", "mean", "ci_low", "ci_high", "n", "n_eff", "verdict"]
+    cols = [*keys, "games", *COMPARISON_COLUMNS]
     if ours.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     for key, g in ours.groupby(keys, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         series = {game: _ordered_values(gg) for game, gg in g.groupby("game", sort=False)}
-        r = pooled_block_ci(series, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        r = pooled_block_ci(series, confidence=confidence)
         p = paper[(paper["game"].isin(r["groups"])) & np.logical_and.reduce([paper[k] == v for k, v in zip(keys, key)])]
         if p.empty:
             continue  # a setting the paper did not run (e.g. our gradient methods): nothing to pool beside
-        pm = float(np.average(p["mean"], weights=p["n"]))
+        w = p["n"].to_numpy(float) / p["n"].sum()
+        pm = float(np.sum(w * p["mean"]))
+        p_se = float(np.sqrt(np.sum(w**2 * p["std"].to_numpy(float) ** 2 / p["n"].to_numpy(float))))
+        r90 = pooled_block_ci(series, confidence=0.90)
+        half = np.array([r90["mean"] - r90["ci_low"], r90["ci_high"] - r90["mean"]])
+        half = np.sqrt(half**2 + (stats.norm.ppf(0.95) * p_se) ** 2)
+        diff = r["mean"] - pm
+        m = margin(str(p["measure"].iloc[0]), float(np.sum(w * p["std"])))
+        v = equivalence_verdict(diff, diff - half[0], diff + half[1], margin=m, n_eff=r["n_eff"], n=r["n"],
+                                min_ess=MIN_ESS)
         rows.append({**dict(zip(keys, key)), "games": ", ".join(r["groups"]), "paper": pm, "mean": r["mean"],
-                     "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"], "n_eff": r["n_eff"],
-                     "verdict": paper_verdict(pm, r["ci_low"], r["ci_high"], r["n"])})
+                     "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": r["n"], "n_eff": r["n_eff"], "margin": m,
+                     "difference": diff, "diff_low": v.ci_low, "diff_high": v.ci_high, "verdict": v.verdict,
+                     "reason": v.reason})
     return pd.DataFrame(rows, columns=cols)

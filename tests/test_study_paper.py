@@ -15,7 +15,6 @@ from saliency_book.ch4_degradation import DegradationChapter
 from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
 from saliency_study import paper
-from saliency_study.evidence import TOO_FEW
 
 
 def ar1(n, phi=0.7, *, seed=0, scale=0.05):
@@ -60,27 +59,43 @@ def test_per_game_verdicts_on_known_answers():
     p = p[p["measure"] == "spearman"]
     truth = p.set_index(["game", "method"])["mean"]
     ours = _ours({
-        ("Breakout", "sarfa"): truth[("Breakout", "sarfa")] + _centred(120, 1),  # our mean equals the paper's
-        ("Breakout", "occlusion"): truth[("Breakout", "occlusion")] + 0.3 + ar1(120, seed=2),  # far off
-        ("Breakout", "rise"): truth[("Breakout", "rise")] + ar1(20, seed=3),  # too few states
+        ("Breakout", "sarfa"): truth[("Breakout", "sarfa")] + _centred(400, 1),  # our mean equals the paper's
+        ("Breakout", "occlusion"): truth[("Breakout", "occlusion")] + 0.3 + ar1(400, seed=2),  # far off
+        ("Breakout", "ns_original"): truth[("Breakout", "ns_original")] + 0.1 + _centred(400, 4),  # on the margin
+        ("Breakout", "rise"): truth[("Breakout", "rise")] + ar1(20, seed=3),  # too few effective states
     })
-    t = paper.compare_per_game(ours, p, ["method", "level"], n_resamples=500).set_index(["game", "method"])
-    assert t.loc[("Breakout", "sarfa"), "verdict"] == "consistent"
+    t = paper.compare_per_game(ours, p, ["method", "level"]).set_index(["game", "method"])
+    assert t.loc[("Breakout", "sarfa"), "verdict"] == "reproduced"
     assert t.loc[("Breakout", "occlusion"), "verdict"] == "differs"
-    assert t.loc[("Breakout", "rise"), "verdict"] == TOO_FEW and t.loc[("Breakout", "rise"), "n"] == 20
+    assert t.loc[("Breakout", "ns_original"), "verdict"] == "inconclusive"
+    assert t.loc[("Breakout", "rise"), "verdict"] == "withheld" and t.loc[("Breakout", "rise"), "n"] == 20
+    assert t.loc[("Breakout", "rise"), "reason"].startswith("effective sample size")
     assert t.loc[("Breakout", "lime_slic"), "verdict"] == paper.NOT_RUN  # the game is run, the method is not
     assert (t.loc["MsPacman", "verdict"] == paper.NOT_RUN).all() and t.loc["MsPacman", "paper"].notna().all()
-    assert len(t) == 4 * 9 and t.loc[("Breakout", "sarfa"), "n_eff"] < 120
-    # the CI is the block bootstrap of the states in trajectory order, whatever the rows' order
-    shuffled = paper.compare_per_game(ours.sample(frac=1.0, random_state=0), p, ["method", "level"], n_resamples=500)
+    assert len(t) == 4 * 9 and t.loc[("Breakout", "sarfa"), "n_eff"] < 400 and (t["margin"] == 0.1).all()
+    assert t.loc[("Breakout", "occlusion"), "difference"] == pytest.approx(0.3, abs=0.05)
+    # the interval is the one of the states in trajectory order, whatever the rows' order
+    shuffled = paper.compare_per_game(ours.sample(frac=1.0, random_state=0), p, ["method", "level"])
     assert shuffled.set_index(["game", "method"]).loc[("Breakout", "sarfa"), "ci_low"] == t.loc[("Breakout", "sarfa"), "ci_low"]
     html = f3.show_comparison(t.reset_index(), "cap", game="Breakout").to_html()
-    assert "Huber et al." in html and "ESS" in html and "consistent" in html and "all layers" in html
+    assert "Huber et al." in html and "ESS" in html and "reproduced" in html and "all layers" in html
+    assert "Margin" in html and "Difference" in html
     assert "not yet run" in f3.show_comparison(t.reset_index(), "cap", game="Frostbite").to_html()
     counts = p3.verdict_counts(t.reset_index(), by="game").set_index("game")
     assert counts.loc["MsPacman", paper.NOT_RUN] == 9 and counts.loc["MsPacman", "states"] == 0
-    assert counts.loc["Breakout", ["consistent", "differs", TOO_FEW, paper.NOT_RUN]].tolist() == [1, 1, 1, 6]
-    assert counts.loc["Breakout", "states"] == 120 and list(counts.index) == list(paper.GAME_ORDER)
+    assert counts.loc["Breakout", ["reproduced", "differs", "inconclusive", "withheld", paper.NOT_RUN]].tolist() == [
+        1, 1, 1, 1, 5]
+    assert counts.loc["Breakout", "states"] == 400 and list(counts.index) == list(paper.GAME_ORDER)
+
+
+@pytest.mark.parametrize(("offset", "verdict"), [(0.06, "reproduced"), (0.14, "differs"), (-0.14, "differs")])
+def test_the_verdict_flips_at_the_margin(offset, verdict):
+    """Tight values 0.06 from the paper's lie inside the ±0.10 margin; 0.14 from it, outside."""
+    p = paper.paper_sanity([5])
+    p = p[(p["measure"] == "spearman") & (p["game"] == "Breakout") & (p["method"] == "sarfa")]
+    ours = _ours({("Breakout", "sarfa"): p["mean"].iloc[0] + offset + 0.2 * _centred(997, 5)})
+    row = paper.compare_per_game(ours, p, ["method", "level"], games=["Breakout"]).iloc[0]
+    assert row["verdict"] == verdict and row["diff_low"] <= offset <= row["diff_high"]
 
 
 def test_per_game_handles_one_to_four_games():
@@ -108,7 +123,7 @@ def test_pooled_ci_covers_a_known_mean_and_pools_the_papers_games_alike():
     assert hits >= 26, hits  # 99 % intervals
     q = p[p["game"].isin(games) & (p["method"] == "sarfa")]
     assert row["paper"] == pytest.approx((q["mean"] * q["n"]).sum() / q["n"].sum())
-    assert row["verdict"] in ("consistent", "differs") and row["n"] == 300
+    assert row["verdict"] in paper.VERDICTS and row["n"] == 300 and row["margin"] == 0.1
 
 
 # -- what the paper already shows ------------------------------------------------------------------
@@ -202,17 +217,19 @@ def test_insertion_per_game_table_reads_the_papers_settings():
     p = paper.paper_insertion()
     truth = p[(p.game == "Breakout") & (p.substrate == "black") & (p.measure == "q_ratio")].set_index("method")["mean"]
     rows = [{"agent": "dqn", "game": "Breakout", "substrate": "black", "measure": "q_ratio", "method": m, "state": i,
-             "value": truth[m] + e} for k, m in enumerate(truth.index) for i, e in enumerate(_centred(60, k))]
-    t = p4.per_game(pd.DataFrame(rows), n_resamples=200)
+             "value": truth[m] + e} for k, m in enumerate(truth.index) for i, e in enumerate(_centred(400, k))]
+    t = p4.per_game(pd.DataFrame(rows))
     b = t[(t.game == "Breakout") & (t.substrate == "black") & (t.measure == "q_ratio")]
-    assert (b["verdict"] == "consistent").all() and len(b) == 8
+    p_sd = p[(p.game == "Breakout") & (p.substrate == "black") & (p.measure == "q_ratio")].set_index("method")["std"]
+    assert (b.set_index("method")["margin"] == 0.25 * p_sd).all()  # a quarter of the paper's per-state spread
+    assert (b["verdict"] == "reproduced").all() and len(b) == 8
     assert (t.loc[t.game != "Breakout", "verdict"] == paper.NOT_RUN).all() and len(t) == 128
     assert list(t["game"].unique()) == list(paper.GAME_ORDER)
     counts = p4.verdict_counts(t).set_index("game")
-    assert counts.loc["Breakout", ["consistent", paper.NOT_RUN, "states"]].tolist() == [8, 24, 60]
+    assert counts.loc["Breakout", ["reproduced", paper.NOT_RUN, "states"]].tolist() == [8, 24, 400]
     assert (counts.loc["Frostbite", paper.NOT_RUN], counts.loc["Frostbite", "states"]) == (32, 0)
     html = f4.show_comparison(t, "cap", game="Breakout").to_html()
-    assert "Huber et al." in html and "LIME-SLIC" in html and "consistent" in html
+    assert "Huber et al." in html and "LIME-SLIC" in html and "reproduced" in html
 
 
 def _as_papers(game: str, **override) -> pd.DataFrame:
