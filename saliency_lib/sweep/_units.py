@@ -192,12 +192,14 @@ def _index_path(results_dir, cfg: dict) -> Path:
 def state_index(states) -> dict:
     """What a plan needs to know of a state set without loading it: its size, how many of its
     states are distinct (:func:`~saliency_lib.states.duplicate_states`) and, for a ``"distinct"``
-    selection, ``first_change``: the states before it are those of the plain ``"first"`` selection."""
+    selection, ``first_change`` (the states before it are those of the plain ``"first"``
+    selection), ``skipped`` and ``games``. :func:`study_states` adds ``plain_repeats``: how many of
+    the plain trajectory's first ``n`` states repeat an earlier one."""
     from ..states import duplicate_states
 
     index = {"n": len(states), "distinct_states": int((duplicate_states(states) < 0).sum())}
     if states.meta.get("selection") == "distinct":
-        index["first_change"] = int(states.meta["first_change"])
+        index |= {k: int(states.meta[k]) for k in ("first_change", "skipped", "games")}
     return index
 
 
@@ -227,7 +229,14 @@ def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir, agent=N
         states.save(path)
     index = _index_path(results_dir, cfg)
     if not index.exists():  # small, and kept beside the results: planning reads it instead of the states
-        text = json.dumps(state_index(states), sort_keys=True) + "\n"
+        record = state_index(states)
+        if selection == "distinct":  # disclose what the plain trajectory would have repeated
+            from ..states import duplicate_states
+
+            with one_thread():
+                plain = collect_states(agent, n, seed=seed)
+            record["plain_repeats"] = int((duplicate_states(plain) >= 0).sum())
+        text = json.dumps(record, sort_keys=True) + "\n"
         atomic_write(index, lambda tmp: Path(tmp).write_text(text))
     return states, cfg
 
