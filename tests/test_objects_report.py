@@ -45,3 +45,23 @@ def test_bad_arguments(agent):
         objects_report(agent, [], n_states=2)
     with pytest.raises(ValueError, match="unknown group"):
         objects_report(agent, ["random"], n_states=2, group="ball")
+
+
+def test_the_objects_command_prints_one_json_object_and_refuses_bad_input(capsys):
+    """``saliency-study objects AGENT --states N --json``: the report's fields; bad input: one line, exit 2."""
+    import json
+
+    from pathlib import Path
+
+    from saliency_lib.cli import main
+
+    agent = str(Path(__file__).resolve().parents[1] / "data" / "agents" / "dqn-Breakout-s0")
+    assert main(["objects", agent, "--states", "3", "--methods", "random", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n_states"] == 3 and set(report["methods"]) == {"random"}
+    assert {"relevance_mass", "relevance_rank", "pointing_game", "object_faithfulness", "chance"} <= set(
+        report["methods"]["random"])
+    for argv, message in ((["--states", "0"], "--states must be a positive"), (["--methods", "shap"], "unknown methods")):
+        assert main(["objects", agent, *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -1,7 +1,7 @@
 """Command line: ``saliency-study <command> ...`` (also ``python -m saliency_lib``).
 
 One module per command of the library (``evaluate``, ``fetch-official``, ``train``, ``explain``,
-``sanity``, ``insertion``, ``video``); each adds its subparser with an ``add_*_parser(subparsers)``
+``sanity``, ``insertion``, ``video``, ``objects``); each adds its subparser with an ``add_*_parser(subparsers)``
 function whose ``func`` default runs it. Packages on top of the library add commands
 through the ``saliency_study.commands`` entry-point group (the study's ``run``, ``compact``,
 ``ship``, ``official-scores`` come from ``saliency_study``, ``book`` from ``saliency_book``),
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluate import add_evaluate_parser
     from .explain import add_explain_parser
     from .metrics import add_metrics_parsers
+    from .objects import add_objects_parser
     from .official import add_fetch_parser
     from .train import add_train_parser
     from .video import add_video_parser
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="saliency-study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     for add in (add_evaluate_parser, add_fetch_parser, add_metrics_parsers, add_explain_parser, add_train_parser,
-                add_video_parser):
+                add_video_parser, add_objects_parser):
         add(sub)
     for ep in entry_points(group=PLUGIN_GROUP):
         ep.load()(sub)
