@@ -19,10 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
+
+from saliency_lib.versions import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = (
@@ -31,16 +32,6 @@ RUNS = (
     ("official:Breakout", "mask_policy"),
 )
 
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def measure(spec: str, method: str, max_steps: int, out_dir: Path) -> dict:
