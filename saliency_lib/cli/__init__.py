@@ -77,10 +77,10 @@ def _one_line(e: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _warnings_as_lines(prog: str):
-    """Each warning as one line on stderr, ``<prog>: warning: <message>``."""
+def _warnings_as_lines(prog: list[str]):
+    """Each warning as one line on stderr, ``<prog>: warning: <message>`` (``prog[0]``, set once the command is known)."""
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"{prog}: warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
+        print(f"{prog[0]}: warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
               file=file or sys.stderr, flush=True)
 
     with warnings.catch_warnings():
@@ -98,10 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     prog = "saliency-study"
-    with _warnings_as_lines(prog):
+    shown = [prog]
+    with _warnings_as_lines(shown):
         try:
             args = build_parser().parse_args(argv)
-            prog = f"saliency-study {args.command}" + (f" {args.algo}" if getattr(args, "algo", None) else "")
+            prog = shown[0] = f"saliency-study {args.command}" + (f" {args.algo}" if getattr(args, "algo", None) else "")
             return int(args.func(args) or 0)
         except UsageError as e:
             print(f"{e.prog}: error: {_one_line(e)}", file=sys.stderr)

@@ -149,7 +149,7 @@ def _against_unit(rows: pd.DataFrame, unit: Unit) -> str | None:
     """Whether ``rows`` (one unit's tidy rows) are complete for ``unit``."""
     if not len(rows):
         return f"holds no rows of unit {unit.key}"
-    states = set(rows["state"].astype(int).unique())
+    states = {int(s) for s in rows["state"].unique()}
     if states != set(unit.states):
         missing, extra = sorted(set(unit.states) - states), sorted(states - set(unit.states))
         return (f"rows incomplete: unit {unit.key} has rows for states {sorted(states)[:5]}…, expected {list(unit.states)[:5]}… "
@@ -241,8 +241,10 @@ def remove_stale_temporaries(results_dir) -> list[dict]:
                 continue
             seen = stamp(p)
             reason = stale_temporary(p)
-            if reason and quarantine(p, f"a temporary file left behind: {reason}", results_dir=results_dir, seen=seen):
-                out.append({"file": p.relative_to(root).as_posix(), "reason": reason})
+            if reason:
+                reason = f"a temporary file left behind: {reason}"
+                if quarantine(p, reason, results_dir=results_dir, seen=seen):
+                    out.append({"file": p.relative_to(root).as_posix(), "reason": reason})
     return out
 
 
