@@ -446,7 +446,7 @@ def _param(text: str) -> tuple[str, object]:
     except json.JSONDecodeError:
         pass
     if key == "game":  # checked before any work, in any case
-        from saliency_lib.cli._checks import game_name
+        from saliency_lib.cli.checks import game_name
 
         value = game_name(str(value))
     return key, value
@@ -454,7 +454,7 @@ def _param(text: str) -> tuple[str, object]:
 
 def _games(text: str) -> str:
     """``--games G1,G2`` (or ``none``), each game checked in any case; returned as the canonical list."""
-    from saliency_lib.cli._checks import game_name
+    from saliency_lib.cli.checks import game_name
 
     names = [g.strip() for g in text.split(",") if g.strip()]
     return ",".join(g if g == "none" else game_name(g) for g in names)

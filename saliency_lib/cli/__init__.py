@@ -10,7 +10,7 @@ so the library never imports them.
 Errors
 ------
 Every argument is checked while the command line is parsed or before the command does any
-work (:mod:`saliency_lib.cli._checks`). :func:`main` turns every anticipated error (a bad
+work (:mod:`saliency_lib.cli.checks`). :func:`main` turns every anticipated error (a bad
 argument, a missing or damaged file, a refused operation: :data:`ANTICIPATED`) into one line
 on stderr, ``saliency-study <command>: error: ...``, and exit code 2; a warning is one line
 too. ``--debug`` (anywhere on the command line) shows the traceback instead. Any other
@@ -26,7 +26,7 @@ import sys
 import warnings
 from importlib.metadata import entry_points
 
-from ._checks import CommandParser, UsageError
+from .checks import CommandParser, UsageError
 
 __all__ = ["main", "build_parser", "ANTICIPATED"]
 

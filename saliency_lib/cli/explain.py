@@ -45,7 +45,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
     from ..agents import load_agent
     from ..explainers import EXPLAINERS, get_explainer
-    from ._checks import did_you_mean, directory
+    from .checks import did_you_mean, directory
 
     if args.method not in EXPLAINERS:
         raise ValueError(f"unknown explainer {args.method!r}{did_you_mean(args.method, EXPLAINERS)} "

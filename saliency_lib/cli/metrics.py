@@ -92,7 +92,7 @@ def add_metrics_parsers(subparsers) -> None:
 def _spec(args, experiments: tuple[str, ...], methods: list[str], **kw):
     """The command's sweep: one agent, its first ``--states`` states, the chosen methods and options."""
     from ..sweep import SweepSpec
-    from ._checks import directory, method_params
+    from .checks import directory, method_params
 
     for name in ("threads", "states", "chunk", "batch_size", "levels", "pixels_per_step"):
         if getattr(args, name, None) is not None and getattr(args, name) < 1:

@@ -25,7 +25,7 @@ def _source(text: str):
 
 
 def add_fetch_parser(sub) -> None:
-    from ._checks import directory
+    from .checks import directory
 
     f = sub.add_parser("fetch-official", help="copy or download the official Mask-A3C checkpoints")
     f.add_argument("--dest", type=directory, default=None, help="directory (default: $MASK_A3C_OFFICIAL_DIR)")

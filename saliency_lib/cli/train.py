@@ -40,7 +40,7 @@ def _finite(text: str) -> float:
 
 
 def _add_fields(p: argparse.ArgumentParser, cls) -> None:
-    from ._checks import game_name, non_negative_int, positive_int
+    from .checks import game_name, non_negative_int, positive_int
 
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
@@ -59,7 +59,7 @@ def _add_fields(p: argparse.ArgumentParser, cls) -> None:
 
 
 def add_train_parser(sub) -> None:
-    from ._checks import directory
+    from .checks import directory
 
     t = sub.add_parser("train", help="train an agent (dqn: Huber's DQN; a3c: Mask-A3C actor-critic)")
     algos = t.add_subparsers(dest="algo", required=True)

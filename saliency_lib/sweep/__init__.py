@@ -10,6 +10,7 @@ argument: the library knows no repository layout.
 The modules are private; their public names are re-exported here, one import path each.
 """
 
+from ._audit import verify_store
 from ._claims import StoreWarning
 from ._compact import compact
 from ._curves import (
@@ -56,7 +57,7 @@ from ._units import (
     state_config,
     study_states,
 )
-from ._verify import quarantine_dir, verify_store
+from ._verify import quarantine_dir
 
 __all__ = [
     "SweepSpec", "Unit", "plan_units", "compute_unit", "run_sweep", "SweepReport", "EXECUTORS", "RAY_INSTALL",

@@ -280,7 +280,7 @@ class OwnedFile:
         self._mine = None
 
 
-class _Heartbeat:
+class Heartbeat:
     """Refreshes a set of owned files every ``interval`` seconds from a daemon thread."""
 
     def __init__(self, interval: float):
@@ -330,7 +330,7 @@ class Claims:
         self.dir = claims_dir(results_dir)
         self.timeout = timeout
         self._held: dict[str, OwnedFile] = {}
-        self._beat = _Heartbeat(heartbeat)
+        self._beat = Heartbeat(heartbeat)
 
     def _file(self, key: str) -> OwnedFile:
         return OwnedFile(self.dir / f"{key}.claim", timeout=self.timeout)

@@ -19,9 +19,19 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ..results import config_hash
-from ._claims import HEARTBEAT, OwnedFile, _Heartbeat
+from ._claims import HEARTBEAT, Heartbeat, OwnedFile
 from ._curves import pool_curves
-from ._store import _FORMAT, _pack, _packs, _Reader, _series, _summary_rows, _write, pack_path, unit_path
+from ._store import (
+    FORMATS,
+    Reader,
+    pack_path,
+    read_pack,
+    series_key,
+    stored_packs,
+    summary_table,
+    unit_path,
+    write_stored,
+)
 from ._verify import remove_stale_temporaries
 
 if TYPE_CHECKING:
@@ -40,7 +50,7 @@ class _Lock:
 
     def __init__(self, results_dir):
         self.file = compaction_lock(results_dir)
-        self.beat = _Heartbeat(HEARTBEAT)
+        self.beat = Heartbeat(HEARTBEAT)
 
     def __enter__(self):
         if not self.file.try_take(what="compaction lock"):
@@ -72,7 +82,7 @@ def _unranges(runs: list[list[int]]) -> list[int]:
 
 def _merge(pools: dict[str, dict], blocks: dict[str, list], unit: Unit, summary: pd.DataFrame) -> None:
     """Put ``unit``'s summary into a pool of its series whose states it does not share, or a new one."""
-    series, states = _series(unit), set(unit.states)
+    series, states = series_key(unit), set(unit.states)
     tag = next((t for t, p in pools.items() if p["series"] == series and not states & set(p["states"])), None)
     if tag is None:
         tag = f"new-{len(pools)}"
@@ -108,10 +118,10 @@ def compact(units: Iterable[Unit], *, results_dir) -> dict:
     for u in units:
         groups.setdefault(pack_path(u, results_dir), []).append(u)
     report = {"units_packed": 0, "packs_written": 0, "bytes_before": 0, "bytes_after": 0}
-    reader = _Reader(results_dir)
+    reader = Reader(results_dir)
     with _Lock(results_dir):
         remove_stale_temporaries(results_dir)
-        packs = _packs(results_dir)
+        packs = stored_packs(results_dir)
         for path, group in groups.items():
             old = packs.get(path)
             if old is not None and not reader.check(old, [u for u in group if u.key in old.units]):
@@ -153,16 +163,16 @@ def compact(units: Iterable[Unit], *, results_dir) -> dict:
                 tag2 = config_hash({"series": p["series"], "keys": sorted(p["keys"])})
                 final[tag2] = {"series": p["series"], "keys": sorted(p["keys"]), "states": _ranges(p["states"])}
                 pooled = pool_curves(blocks[tag]) if len(blocks[tag]) > 1 else blocks[tag][0]
-                summary_rows.append(_summary_rows(pooled, tag2))
+                summary_rows.append(summary_table(pooled, tag2))
             rows = pd.concat(tidy, ignore_index=True)
             # sorted so that equal columns run together (smaller after compression); readers sort by KEY anyway
             rows = rows.sort_values(["experiment", "method", "substrate", "measure", "level", "layer", "config_hash",
                                      "state"], kind="stable")
             srows = pd.concat(summary_rows, ignore_index=True) if summary_rows else pd.DataFrame()
-            _write(path, rows, srows, {"format": _FORMAT["pack"], "units": json.dumps(index, sort_keys=True),
+            write_stored(path, rows, srows, {"format": FORMATS["pack"], "units": json.dumps(index, sort_keys=True),
                                        "versions": json.dumps(versions, sort_keys=True),
                                        "pools": json.dumps(final, sort_keys=True)})
-            if set(_pack(path).units) != set(index):  # never remove a loose file that the pack does not list
+            if set(read_pack(path).units) != set(index):  # never remove a loose file that the pack does not list
                 raise RuntimeError(f"pack {path} does not list the units just written into it")
             for u in new:
                 unit_path(u, results_dir).unlink(missing_ok=True)

@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 
 from ._claims import CLAIM_TIMEOUT, Claims
-from ._store import _load, _packs, _Reader, mean_curves, store_unit, unit_path, verified_keys
+from ._store import Reader, load_rows, mean_curves, store_unit, stored_packs, unit_path, verified_keys
 from ._units import SweepSpec, Unit, compute_unit, maps_key, plan_units
 from ._verify import remove_stale_temporaries
 
@@ -90,7 +90,7 @@ class _Progress:
 class _Queue:
     """The units a sweep still needs, handed out one claim at a time (:class:`~._claims.Claims`)."""
 
-    def __init__(self, todo: list[Unit], claims: Claims, results_dir, reader: _Reader, bar: _Progress, poll: float):
+    def __init__(self, todo: list[Unit], claims: Claims, results_dir, reader: Reader, bar: _Progress, poll: float):
         self.pending = {u.key: u for u in todo}
         self.claims, self.results_dir, self.reader, self.bar, self.poll = claims, results_dir, reader, bar, poll
         self.mine: set[str] = set()
@@ -103,7 +103,7 @@ class _Queue:
         dirs = sorted(root.iterdir()) if root.is_dir() else []
         sig = tuple((d.name, d.stat().st_mtime_ns) for d in dirs if d.is_dir())
         if self._packed is None or self._packed[0] != sig:
-            self._packed = (sig, {k for p in _packs(self.results_dir).values() for k in p.units})
+            self._packed = (sig, {k for p in stored_packs(self.results_dir).values() for k in p.units})
         return self._packed[1]
 
     def _stored_elsewhere(self, u: Unit) -> bool:
@@ -198,7 +198,7 @@ def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir, workers:
     t0 = time.monotonic()
     remove_stale_temporaries(results_dir)
     units, context = plan_units(spec, results_dir=results_dir, progress=progress)
-    reader = _Reader(results_dir)
+    reader = Reader(results_dir)
     done = verified_keys(units, results_dir=results_dir, reader=reader)
     todo = [u for u in units if u.key not in done]
     if executor == "local":
@@ -218,7 +218,7 @@ def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir, workers:
                 run(queue, context, results_dir, workers=workers, ray_address=ray_address)
     finally:
         bar.close()
-    table = _load(units, results_dir, reader)
+    table = load_rows(units, results_dir, reader)
     computed = queue.computed if queue is not None else 0
     return SweepReport(table, len(units), computed, len(units) - computed, time.monotonic() - t0, executor, units,
                        results_dir)

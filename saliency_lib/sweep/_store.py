@@ -34,7 +34,7 @@ Layout under ``<results_dir>/sweep/``
 ``quarantine/``
     Damaged files, moved out of the store and never deleted (:mod:`._verify`).
 
-Every file is checked on its first read in a process (:class:`_Reader`): readable, its
+Every file is checked on its first read in a process (:class:`Reader`): readable, its
 units' keys what its name or footer says, its rows complete. A damaged one is quarantined
 and its units count as not stored, so the next sweep computes them again. Temporary files
 (``.tmp-*``, which ``Path.glob`` matches) are never read as stored files.
@@ -65,7 +65,7 @@ __all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", 
 
 _EXTRA = ("n", "nonfinite", "m2")
 """Columns of a stored file beyond the tidy schema: the curve summaries' statistics."""
-_FORMAT = {"unit": "saliency-unit/2", "pack": "saliency-pack/1"}
+FORMATS = {"unit": "saliency-unit/2", "pack": "saliency-pack/1"}
 
 
 def _arrow_schema():
@@ -105,7 +105,7 @@ class _KeyRef(NamedTuple):
     precision: str | None = None  # unknown: rows keep what their file recorded
 
 
-def _series(unit: Unit) -> str:
+def series_key(unit: Unit) -> str:
     """The units whose curve summaries pool: the same unit but for its states."""
     d = asdict(unit)
     for k in ("states", "batch_size"):
@@ -115,7 +115,7 @@ def _series(unit: Unit) -> str:
 
 # -- files ------------------------------------------------------------------------------------------
 
-def _summary_rows(summary: pd.DataFrame, tag: str) -> pd.DataFrame:
+def summary_table(summary: pd.DataFrame, tag: str) -> pd.DataFrame:
     """Summary statistics as rows of a stored file: ``state`` NA, ``value`` the mean, ``config_hash`` the tag."""
     return pd.DataFrame({
         **{c: summary[c].to_numpy() for c in ("experiment", "agent", "game", "method", "substrate", "measure", "step",
@@ -123,7 +123,7 @@ def _summary_rows(summary: pd.DataFrame, tag: str) -> pd.DataFrame:
         "value": summary["mean"].to_numpy(), "config_hash": tag})
 
 
-def _write(path: Path, tidy: pd.DataFrame, summary_rows: pd.DataFrame, metadata: dict[str, str]) -> Path:
+def write_stored(path: Path, tidy: pd.DataFrame, summary_rows: pd.DataFrame, metadata: dict[str, str]) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -215,9 +215,9 @@ def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
         raise RuntimeError(f"unit {unit.key} returned rows for states {sorted(got)}, expected {list(unit.states)}")
     rows = validate_table(rows)
     raw = raw_curve_rows(rows)
-    summary = _summary_rows(summarise_curves(rows[raw]), unit.key)
-    _write(unit_path(unit, results_dir), rows[~raw], summary,
-           {"format": _FORMAT["unit"], "versions": json.dumps(environment_versions(), sort_keys=True)})
+    summary = summary_table(summarise_curves(rows[raw]), unit.key)
+    write_stored(unit_path(unit, results_dir), rows[~raw], summary,
+           {"format": FORMATS["unit"], "versions": json.dumps(environment_versions(), sort_keys=True)})
 
 
 # -- packs ------------------------------------------------------------------------------------------
@@ -231,11 +231,11 @@ class _Pack(NamedTuple):
     """Pool tag → ``{"series", "keys", "states"}`` (states as ``[first, last]`` runs)."""
 
 
-def _pack(path: Path) -> _Pack:
+def read_pack(path: Path) -> _Pack:
     """A pack's footer, checked for its structure (``ValueError`` naming what is wrong)."""
     meta = _metadata(path)
-    if meta.get("format") != _FORMAT["pack"]:
-        raise ValueError(f"its footer names the format {meta.get('format')!r}, not {_FORMAT['pack']!r}")
+    if meta.get("format") != FORMATS["pack"]:
+        raise ValueError(f"its footer names the format {meta.get('format')!r}, not {FORMATS['pack']!r}")
     try:
         units, versions, pools = (json.loads(meta[k]) for k in ("units", "versions", "pools"))
     except KeyError as e:
@@ -266,7 +266,7 @@ def sweep_files(results_dir) -> list[Path]:
     return [p for d in dirs for p in _stored(d)]
 
 
-def _scan_packs(results_dir, *, on_damage=None) -> dict[Path, tuple[_Pack | None, str | None]]:
+def scan_packs(results_dir, *, on_damage=None) -> dict[Path, tuple[_Pack | None, str | None]]:
     """Every pack with its footer; one whose footer does not read is quarantined (``(None, reason)``)."""
     root = Path(results_dir) / "sweep" / "packs"
     out: dict[Path, tuple[_Pack | None, str | None]] = {}
@@ -274,7 +274,7 @@ def _scan_packs(results_dir, *, on_damage=None) -> dict[Path, tuple[_Pack | None
         for p in _stored(d):
             seen = stamp(p)
             try:
-                out[p] = (_pack(p), None)
+                out[p] = (read_pack(p), None)
             except _DAMAGE as e:
                 reason = f"unreadable pack: {_why(e)}"
                 out[p] = (None, reason)
@@ -287,13 +287,13 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {' '.join(str(e).split())}"[:300]
 
 
-def _packs(results_dir) -> dict[Path, _Pack]:
-    return {p: pack for p, (pack, _) in _scan_packs(results_dir).items() if pack is not None}
+def stored_packs(results_dir) -> dict[Path, _Pack]:
+    return {p: pack for p, (pack, _) in scan_packs(results_dir).items() if pack is not None}
 
 
 def _locate(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
     """Where each stored unit is: its pack, else its loose file. Missing units are left out."""
-    packed = {k: p for p in _packs(results_dir).values() for k in p.units}
+    packed = {k: p for p in stored_packs(results_dir).values() for k in p.units}
     out: dict[str, _Pack | Path] = {}
     for u in units:
         if u.key in packed:
@@ -311,11 +311,11 @@ def stored_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
 
 def packed_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
     """The keys of the ``units`` that are packed (:func:`compact`): what a commit of the packs holds."""
-    packed = {k for p in _packs(results_dir).values() for k in p.units}
+    packed = {k for p in stored_packs(results_dir).values() for k in p.units}
     return {u.key for u in units if u.key in packed}
 
 
-class _Reader:
+class Reader:
     """Reads each stored file once, and checks it and each unit asked of it on the first read (:mod:`._verify`).
 
     A file that fails is quarantined; its units then count as not stored.
@@ -359,13 +359,13 @@ class _Reader:
         return False
 
 
-def _read_checked(path: Path, *, results_dir, pack: _Pack | None = None, on_damage=None) -> _File | None:
+def read_checked(path: Path, *, results_dir, pack: _Pack | None = None, on_damage=None) -> _File | None:
     """One stored file read and checked without a plan (:func:`~._verify.verify_store`); None if quarantined."""
-    reader = _Reader(results_dir, on_damage)
+    reader = Reader(results_dir, on_damage)
     return reader.read(path) if reader.check(pack if pack is not None else path, []) else None
 
 
-def _checked(units: list, results_dir, reader: _Reader) -> dict[str, _Pack | Path]:
+def _checked(units: list, results_dir, reader: Reader) -> dict[str, _Pack | Path]:
     """Where the sound stored ``units`` are, every file they are in checked; damaged files are quarantined
     and their units looked for again (a quarantined pack's units may be loose files still)."""
     for _ in range(4):
@@ -379,13 +379,13 @@ def _checked(units: list, results_dir, reader: _Reader) -> dict[str, _Pack | Pat
     return {k: v for k, v in _locate(units, results_dir).items() if k in reader.units}
 
 
-def verified_keys(units: Iterable[Unit], *, results_dir, reader: _Reader | None = None) -> set[str]:
+def verified_keys(units: Iterable[Unit], *, results_dir, reader: Reader | None = None) -> set[str]:
     """The keys of the ``units`` that are stored and sound: every file that holds one is read and
     checked (:mod:`._verify`) and quarantined when damaged, so its units are computed again."""
-    return set(_checked(list(units), results_dir, reader or _Reader(results_dir)))
+    return set(_checked(list(units), results_dir, reader or Reader(results_dir)))
 
 
-def _where(units: list[Unit], results_dir, reader: _Reader) -> dict[str, _Pack | Path]:
+def _where(units: list[Unit], results_dir, reader: Reader) -> dict[str, _Pack | Path]:
     where = _checked(units, results_dir, reader)
     missing = [u for u in units if u.key not in where]
     if missing:
@@ -408,10 +408,10 @@ def load_units(units: Iterable[Unit], *, results_dir) -> pd.DataFrame:
         Some of ``units`` are not stored (or were damaged, and are now in the quarantine).
     """
     units = list(units)
-    return _load(units, results_dir, _Reader(results_dir))
+    return load_rows(units, results_dir, Reader(results_dir))
 
 
-def _load(units: list[Unit], results_dir, reader: _Reader) -> pd.DataFrame:
+def load_rows(units: list[Unit], results_dir, reader: Reader) -> pd.DataFrame:
     where = _where(units, results_dir, reader)
     read = reader.read
     parts, by_file = [], {}
@@ -432,7 +432,7 @@ def _load(units: list[Unit], results_dir, reader: _Reader) -> pd.DataFrame:
     return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
 
 
-def _summaries(units: list[Unit], results_dir, reader: _Reader) -> list[pd.DataFrame]:
+def _summaries(units: list[Unit], results_dir, reader: Reader) -> list[pd.DataFrame]:
     """The curve summaries that cover exactly the degradation ``units``, one per unit or pool."""
     where = _where(units, results_dir, reader)
     read = reader.read
@@ -486,9 +486,9 @@ def mean_curves(units: Iterable[Unit | str], *, results_dir, confidence: float =
     """
     units = [_KeyRef(u) if isinstance(u, str) else u for u in units]
     units = list({u.key: u for u in units if u.experiment == "degradation"}.values())  # each unit once
-    reader = _Reader(results_dir)
+    reader = Reader(results_dir)
     blocks = _summaries(units, results_dir, reader)
-    n_eff = _auc_ess(_load(units, results_dir, reader)) if dependence and blocks else None
+    n_eff = _auc_ess(load_rows(units, results_dir, reader)) if dependence and blocks else None
     return curve_bands_table(pool_curves(blocks), confidence=confidence, n_eff=n_eff)
 
 

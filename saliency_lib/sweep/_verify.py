@@ -1,7 +1,7 @@
 """Checks of the unit store, its quarantine, and the stale temporary files it removes.
 
 Every stored file checks itself on its first read in a process (:mod:`._store` reads through
-these checks), and :func:`verify_store` checks the whole store at once.
+these checks), and :func:`~._audit.verify_store` checks the whole store at once.
 
 What a stored file must be
 --------------------------
@@ -43,13 +43,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .._io import TMP_PREFIX
-from ._claims import StoreWarning, claims_dir, stale_temporary
+from ._claims import StoreWarning, stale_temporary
 
 if TYPE_CHECKING:
     from ._units import Unit
 
 __all__ = ["quarantine_dir", "quarantine", "quarantine_bytes", "check_loose", "check_pack", "check_units", "remove_stale_temporaries",
-           "verify_store", "FileStamp", "stamp"]
+           "FileStamp", "stamp"]
 
 QUARANTINE = "quarantine"
 _LOG = "quarantine.jsonl"
@@ -246,58 +246,3 @@ def remove_stale_temporaries(results_dir) -> list[dict]:
                 if quarantine(p, reason, results_dir=results_dir, seen=seen):
                     out.append({"file": p.relative_to(root).as_posix(), "reason": reason})
     return out
-
-
-# -- the whole store -----------------------------------------------------------------------------------
-
-def verify_store(results_dir) -> dict:
-    """Check every stored file of ``results_dir`` without computing anything; quarantine the damaged.
-
-    Loose units, packs and cached state sets are read and checked (see the module docstring:
-    without a plan, a unit is checked against its own name and rows) and stale temporary files
-    are removed to the quarantine.
-
-    Returns
-    -------
-    dict
-        ``{"results_dir", "files_checked", "units_checked", "states_checked", "quarantined": [{"file",
-        "reason", "units"}], "units_quarantined", "quarantine_bytes"}``; ``quarantine_bytes`` counts
-        everything in the quarantine, also from earlier runs.
-    """
-    from ._store import _read_checked, _scan_packs, sweep_files
-    from ._units import check_states_file
-
-    results_dir = Path(results_dir)
-    if results_dir.exists() and not results_dir.is_dir():
-        raise NotADirectoryError(f"results directory {results_dir} is a file; pass a directory")
-    report: dict = {"results_dir": str(results_dir), "files_checked": 0, "units_checked": 0, "states_checked": 0,
-                    "quarantined": []}
-    for t in remove_stale_temporaries(results_dir):
-        report["quarantined"].append({**t, "units": []})
-
-    def bad(path, reason, units):
-        report["quarantined"].append({"file": Path(path).relative_to(_sweep(results_dir)).as_posix(), "reason": reason,
-                                      "units": list(units)})
-
-    for path, (pack, _) in _scan_packs(results_dir, on_damage=bad).items():
-        report["files_checked"] += 1
-        if pack is None:
-            continue
-        report["units_checked"] += len(pack.units)
-        _read_checked(path, results_dir=results_dir, pack=pack, on_damage=bad)
-    for path in sweep_files(results_dir):
-        report["files_checked"] += 1
-        report["units_checked"] += 1
-        _read_checked(path, results_dir=results_dir, on_damage=bad)
-    states = _sweep(results_dir) / "states"
-    for path in sorted(states.glob("states-*.pt")) if states.is_dir() else []:
-        report["states_checked"] += 1
-        seen = stamp(path)
-        reason = check_states_file(path)
-        if reason and quarantine(path, reason, results_dir=results_dir, seen=seen):
-            bad(path, reason, [])
-    report["units_quarantined"] = sum(len(q["units"]) for q in report["quarantined"])
-    report["quarantine_bytes"] = quarantine_bytes(results_dir)
-    claims = claims_dir(results_dir)
-    report["claims"] = len(list(claims.glob("*.claim"))) if claims.is_dir() else 0
-    return report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from saliency_lib.cli._checks import directory, game_name, non_negative_int
+from saliency_lib.cli.checks import directory, game_name, non_negative_int
 from saliency_lib.games import HUBER_GAMES
 
 from ..paths import RESULTS_DIR

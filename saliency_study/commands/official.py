@@ -30,7 +30,7 @@ def _official_games():
 
 
 def add_official_scores_parser(sub) -> None:
-    from saliency_lib.cli._checks import games_of, non_negative_int, output_file, positive_int
+    from saliency_lib.cli.checks import games_of, non_negative_int, output_file, positive_int
 
     o = sub.add_parser("official-scores", help="re-evaluate the official Mask-A3C checkpoints next to their logged levels")
     o.add_argument("--games", nargs="*", type=games_of(_official_games, "game with an official checkpoint"),

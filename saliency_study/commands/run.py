@@ -13,7 +13,7 @@ import dataclasses
 import json
 import sys
 
-from saliency_lib.cli._checks import directory, game_name, json_object, method_params, non_negative_int, positive_int
+from saliency_lib.cli.checks import directory, game_name, json_object, method_params, non_negative_int, positive_int
 from saliency_lib.sweep import EXECUTORS, EXPERIMENTS, STATE_SELECTIONS, SUBSTRATES, SweepSpec, compact, run_sweep
 
 from ..catalog import STUDY_METHODS

@@ -30,7 +30,7 @@ def _run_dir(text: str):
 
 
 def add_ship_parser(sub) -> None:
-    from saliency_lib.cli._checks import directory, non_negative_int, positive_int
+    from saliency_lib.cli.checks import directory, non_negative_int, positive_int
 
     s = sub.add_parser("ship", help="copy a finished run's agent, logs and learning curve to data/agents and score it")
     s.add_argument("run", type=_run_dir, help="training run directory (with agent/)")
