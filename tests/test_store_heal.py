@@ -287,7 +287,7 @@ _SWEEPER = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_two_concurrent_sweeps_compute_each_unit_once(agent_dir, tmp_path):
+def test_two_concurrent_sweeps_compute_each_unit_once(agent_dir, tmp_path, capsys):
     go = tmp_path / "go"
     args = ["run", "--agents", agent_dir, "--methods", "gradient", "--experiments", "insertion", "--substrates", "black",
             "--n-states", "15", "--chunk", "1", "--results-dir", str(tmp_path / "r"), "--no-progress"]
@@ -309,6 +309,11 @@ def test_two_concurrent_sweeps_compute_each_unit_once(agent_dir, tmp_path):
     print(f"\ntwo concurrent sweeps of {N_UNITS} units computed {counts[0]} and {counts[1]}")
     assert len(list((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet"))) == N_UNITS
     assert not list((tmp_path / "r" / "sweep" / "claims").glob("*.claim"))
+    # --status plans exactly the sweep that the same flags ran
+    capsys.readouterr()
+    assert main([*args, "--status"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["units_done"] == status["units_total"] == N_UNITS and status["agents"][0]["n_states"] == 15
 
 
 # -- the states cache ------------------------------------------------------------------------------------

@@ -318,41 +318,46 @@ def packed_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
 class Reader:
     """Reads each stored file once, and checks it and each unit asked of it on the first read (:mod:`._verify`).
 
-    A file that fails is quarantined; its units then count as not stored.
+    A file that fails is quarantined; its units then count as not stored. A file replaced since
+    it was read (a compaction rewrote its pack) is read and checked again.
     """
 
     def __init__(self, results_dir, on_damage=None):
         self.results_dir, self.on_damage = results_dir, on_damage
-        self.files: dict[Path, _File] = {}
-        self.good: set[Path] = set()
-        self.units: set[str] = set()
+        self.files: dict[Path, tuple] = {}
+        """Path → (its stamp when read, the file read)."""
+        self.checked: dict[Path, tuple] = {}
+        """Path → (its stamp when checked, the keys of the units checked in it)."""
 
     def read(self, path: Path) -> _File:
-        if path not in self.files:
-            self.files[path] = _read(path)
-        return self.files[path]
+        seen = stamp(path)
+        if path not in self.files or self.files[path][0] != seen:
+            self.files[path] = (seen, _read(path))
+        return self.files[path][1]
 
     def check(self, src: _Pack | Path, units: list) -> bool:
         """Whether ``src`` and the ``units`` it holds are sound; quarantines it when not."""
         path = src.path if isinstance(src, _Pack) else src
-        todo = [u for u in units if u.key not in self.units and not isinstance(u, _KeyRef)]
-        if path in self.good and not todo:
-            return True
         seen = stamp(path)
+        done = self.checked.get(path)
+        done = done[1] if done is not None and done[0] == seen else None
+        todo = [u for u in units if not isinstance(u, _KeyRef) and (done is None or u.key not in done)]
+        if done is not None and not todo:
+            return True
         try:
             f = self.read(path)
             if isinstance(src, _Pack):
-                reason = None if path in self.good else check_pack(src.units, src.pools, f.tidy, f.summaries)
+                reason = check_pack(src.units, src.pools, f.tidy, f.summaries) if done is None else None
                 reason = reason or check_units(f.tidy, todo)
             else:
                 reason = check_loose(path, f.tidy, f.summaries, raw=f._raw is not None, unit=todo[0] if todo else None)
         except _DAMAGE as e:
             reason = f"unreadable: {_why(e)}"
         if reason is None:
-            self.good.add(path)
-            self.units.update(u.key for u in units)
+            self.checked[path] = (seen, (done or set()) | {u.key for u in todo})
             return True
         self.files.pop(path, None)
+        self.checked.pop(path, None)
         keys = sorted(src.units) if isinstance(src, _Pack) else [path.stem]
         if quarantine(path, reason, results_dir=self.results_dir, units=keys, seen=seen) and self.on_damage:
             self.on_damage(path, reason, keys)
@@ -374,9 +379,10 @@ def _checked(units: list, results_dir, reader: Reader) -> dict[str, _Pack | Path
         for u in units:
             if (src := where.get(u.key)) is not None:
                 groups.setdefault(src.path if isinstance(src, _Pack) else src, (src, []))[1].append(u)
-        if all([reader.check(src, us) for src, us in groups.values()]):
+        bad = {path for path, (src, us) in groups.items() if not reader.check(src, us)}
+        if not bad:
             return where
-    return {k: v for k, v in _locate(units, results_dir).items() if k in reader.units}
+    return {k: v for k, v in where.items() if (v.path if isinstance(v, _Pack) else v) not in bad}
 
 
 def verified_keys(units: Iterable[Unit], *, results_dir, reader: Reader | None = None) -> set[str]:
