@@ -137,7 +137,7 @@ def test_run_verify_names_each_damage_and_computes_nothing(clean, agent_dir, tmp
     assert "temporary file left behind" in by_name[hurt["tmp"].name]["reason"]
     assert got["units_quarantined"] == 2
     assert got["quarantine_bytes"] == sum(p.stat().st_size for p in quarantine_dir(root).rglob("*") if p.is_file())
-    assert len([ln for ln in err.splitlines() if ln.startswith("saliency-study run: warning: quarantined")]) == 3
+    assert len([ln for ln in err.splitlines() if ln.startswith("saliency-study: warning: quarantined")]) == 3
     assert len(list((root / "sweep").glob("*/*.parquet"))) == N_UNITS - 2  # nothing computed
     assert main(["run", "--verify", "--results-dir", str(root)]) == 0  # a second check finds nothing new
     assert json.loads(capsys.readouterr().out)["quarantined"] == []

@@ -12,8 +12,9 @@ Errors
 Every argument is checked while the command line is parsed or before the command does any
 work (:mod:`saliency_lib.cli.checks`). :func:`main` turns every anticipated error (a bad
 argument, a missing or damaged file, a refused operation: :data:`ANTICIPATED`) into one line
-on stderr, ``saliency-study <command>: error: ...``, and exit code 2; a warning is one line
-too. ``--debug`` (anywhere on the command line) shows the traceback instead. Any other
+on stderr, ``saliency-study: error: ...`` (a usage error names the command, as ``argparse``
+does: ``saliency-study run: error: ...``), and exit code 2; a warning is one line too,
+``saliency-study: warning: ...``. ``--debug`` (anywhere on the command line) shows the traceback instead. Any other
 exception is a bug: one line naming it and exit code 1 (the traceback with ``--debug``).
 """
 
@@ -77,10 +78,10 @@ def _one_line(e: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _warnings_as_lines(prog: list[str]):
-    """Each warning as one line on stderr, ``<prog>: warning: <message>`` (``prog[0]``, set once the command is known)."""
+def _warnings_as_lines(prog: str):
+    """Each warning as one line on stderr, ``<prog>: warning: <message>``."""
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"{prog[0]}: warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
+        print(f"{prog}: warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
               file=file or sys.stderr, flush=True)
 
     with warnings.catch_warnings():
@@ -98,11 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     prog = "saliency-study"
-    shown = [prog]
-    with _warnings_as_lines(shown):
+    with _warnings_as_lines(prog):
         try:
             args = build_parser().parse_args(argv)
-            prog = shown[0] = f"saliency-study {args.command}" + (f" {args.algo}" if getattr(args, "algo", None) else "")
             return int(args.func(args) or 0)
         except UsageError as e:
             print(f"{e.prog}: error: {_one_line(e)}", file=sys.stderr)
