@@ -13,14 +13,14 @@ import dataclasses
 import json
 import sys
 
-from saliency_lib.cli.checks import directory, game_name, json_object, method_params, non_negative_int, positive_int
+from saliency_lib.cli.checks import game_name, json_object, method_params, non_negative_int, positive_int
 from saliency_lib.sweep import EXECUTORS, EXPERIMENTS, STATE_SELECTIONS, SUBSTRATES, SweepSpec, compact, run_sweep
 
 from ..catalog import STUDY_METHODS
 from ..paths import RESULTS_DIR, repo_path
 from ..profiles import PROFILE_NAMES, get_profile, sweep_sizes
 from ..study import profile_specs, seed_specs
-from .compact import default_games
+from .compact import default_games, results_dir
 
 __all__ = ["add_run_parser", "plan_specs"]
 
@@ -44,7 +44,8 @@ def add_run_parser(subparsers) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--ray-address", default=None, help="existing Ray cluster (default: $RAY_ADDRESS, else a local Ray)")
     p.add_argument("--workers", type=positive_int, default=None, help="worker processes / CPUs of a local Ray")
-    p.add_argument("--results-dir", type=directory, default=str(RESULTS_DIR))
+    p.add_argument("--results-dir", type=results_dir, default=str(RESULTS_DIR),
+                   help="the store (default data/results; a relative path is under the repository root)")
     p.add_argument("--no-progress", action="store_true")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--status", action="store_true",
