@@ -306,7 +306,8 @@ def test_two_concurrent_sweeps_compute_each_unit_once(agent_dir, tmp_path, capsy
         assert n + m == N_UNITS
         counts.append(n)
     assert sum(counts) == N_UNITS, counts  # each unit computed once across both
-    print(f"\ntwo concurrent sweeps of {N_UNITS} units computed {counts[0]} and {counts[1]}")
+    with capsys.disabled():
+        print(f"\ntwo concurrent sweeps of {N_UNITS} units computed {counts[0]} and {counts[1]}")
     assert len(list((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet"))) == N_UNITS
     assert not list((tmp_path / "r" / "sweep" / "claims").glob("*.claim"))
     # --status plans exactly the sweep that the same flags ran
