@@ -410,7 +410,6 @@ def test_committed_units_are_reproduced_by_recomputing_them(method):
     more (similarities lie in [-1, 1])."""
     from saliency_lib.agents import load_agent
     from saliency_lib.sweep import compute_unit, spec_states
-
     from saliency_study.paths import RESULTS_DIR, repo_path
 
     results = repo_path(RESULTS_DIR)
