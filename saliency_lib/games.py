@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "GameInfo", "GAMES", "HUBER_GAMES", "BENCHMARK_STATES", "EPISODE_STEP_CAP", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop",
+    "GameInfo", "GAMES", "ACTION_COUNTS", "HUBER_GAMES", "BENCHMARK_STATES", "EPISODE_STEP_CAP", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop",
     "HUMAN", "DQN_NATURE", "DQN_10M_NEC", "DQN_10M_DOPAMINE", "DQN_10M_SOURCE", "published_scores",
 ]
 
@@ -90,6 +90,13 @@ GAMES: dict[str, GameInfo] = {
         GameInfo("Pong", 1.0, True, 1, 0, 0, -20.7),
     ]
 }
+
+ACTION_COUNTS: dict[str, int] = {
+    "Breakout": 4, "MsPacman": 9, "SpaceInvaders": 6, "Frostbite": 18, "Seaquest": 18, "BeamRider": 9, "FishingDerby": 18,
+    "Pong": 6,
+}
+"""Size of each game's minimal action set in ALE (``<game>NoFrameskip-v4``'s action space), the actions
+of our environments; ``tests/test_agents.py`` checks it against ale-py."""
 
 HUBER_GAMES: tuple[str, ...] = ("Breakout", "MsPacman", "SpaceInvaders", "Frostbite")
 """The four games of Huber et al.'s benchmark: the one game order of every table and figure."""

@@ -410,15 +410,17 @@ def test_committed_units_are_reproduced_by_recomputing_them(method):
     more (similarities lie in [-1, 1])."""
     from saliency_lib.agents import load_agent
     from saliency_lib.sweep import compute_unit, spec_states
+    from saliency_study.paths import RESULTS_DIR, repo_path
 
+    results = repo_path(RESULTS_DIR)
     spec = study.profile_specs("full", "Breakout", agents=["data/agents/dqn-Breakout-s0"])[0]
-    planned, _ = sweep.plan_units(spec, states=False)
+    planned, _ = sweep.plan_units(spec, states=False, results_dir=results)
     unit = next(u for u in planned if u.method == method and u.experiment == "sanity")
-    if unit.key not in stored_keys([unit]):
+    if unit.key not in stored_keys([unit], results_dir=results):
         pytest.skip(f"the committed study has no {method} sanity unit of the Breakout DQN agent")
-    states, _ = spec_states(spec, unit.agent)
+    states, _ = spec_states(spec, unit.agent, results_dir=results)
     got = compute_unit(unit, load_agent(unit.agent), states)
-    want = load_units([unit])
+    want = load_units([unit], results_dir=results)
     cols = [c for c in KEY if c in got.columns]
     got, want = (t.sort_values(cols).reset_index(drop=True) for t in (got, want))
     pd.testing.assert_frame_equal(got[cols].astype(str), want[cols].astype(str))

@@ -142,7 +142,8 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     data += sorted(repo_path("data/benchmarks").glob("*.json"))  # read by the runtime chapter
     off = official_dir()
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
-    packs = sorted((repo_path(results_dir) / "sweep" / "packs").glob("*/*.parquet"))
+    packs = sorted(p for p in (repo_path(results_dir) / "sweep" / "packs").glob("*/*.parquet")
+                   if not p.name.startswith("."))  # not a pack being written (.tmp-*)
     return {"library": _sha_files(lib, REPO_ROOT), "book": _sha_files(book, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
             "sweep": sweep,
             "packs": _sha_files(packs, REPO_ROOT),
@@ -387,9 +388,22 @@ def _param(text: str) -> tuple[str, object]:
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     try:
-        return key, json.loads(value)
+        value = json.loads(value)
     except json.JSONDecodeError:
-        return key, value
+        pass
+    if key == "game":  # checked before any work, in any case
+        from saliency_lib.cli.checks import game_name
+
+        value = game_name(str(value))
+    return key, value
+
+
+def _games(text: str) -> str:
+    """``--games G1,G2`` (or ``none``), each game checked in any case; returned as the canonical list."""
+    from saliency_lib.cli.checks import game_name
+
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    return ",".join(g if g == "none" else game_name(g) for g in names)
 
 
 def run_book(args: argparse.Namespace) -> int:
@@ -434,7 +448,7 @@ def add_book_parser(subparsers, func: Callable | None = None) -> argparse.Argume
     p.add_argument("--ray-address", default=None, help="with --executor ray: an existing cluster (default $RAY_ADDRESS or a local Ray)")
     p.add_argument("--param", "-p", action="append", type=_param, metavar="KEY=VALUE",
                    help="extra chapter parameter, JSON-parsed when possible (repeatable), e.g. -p game=MsPacman")
-    p.add_argument("--games", default=None, metavar="G1,G2",
+    p.add_argument("--games", type=_games, default=None, metavar="G1,G2",
                    help="the further games, each with its sweep and a page per game chapter; replaces the "
                         "profile's (none, except full: the other benchmark games); 'none' for none")
     p.add_argument("--force", action="store_true", help="execute chapters even if their inputs are unchanged")

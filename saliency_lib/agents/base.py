@@ -113,6 +113,29 @@ class Agent:
         """
         return int(getattr(getattr(self, "net", None), "inference_batch", DEFAULT_BATCH))
 
+    def check_hidden(self, hidden: Hidden, n: int) -> Hidden:
+        """Validate a recurrent state for a batch of ``n`` states; returns it on the agent's device.
+
+        ``None`` passes (the agent's zero state). Otherwise the agent must be recurrent and
+        ``hidden`` must hold as many tensors as :meth:`initial_hidden`, each floating point and
+        of its shape with ``n`` rows: for a Mask-A3C network ``(h, c)``, each ``(n, 64, 10, 10)``,
+        the ConvLSTM's grid. A wrong grid fails here, naming the shapes, not inside the network.
+        """
+        if hidden is None:
+            return None
+        if not self.recurrent:
+            raise ValueError(f"hidden was given but {self!r} is not recurrent; pass hidden=None")
+        want = [(n, *h.shape[1:]) for h in self.initial_hidden(1)]
+        if not isinstance(hidden, (tuple, list)) or not all(isinstance(h, torch.Tensor) for h in hidden):
+            raise ValueError(f"hidden must be a tuple of {len(want)} tensors of shapes {want}, got {type(hidden).__name__}")
+        got = [tuple(h.shape) for h in hidden]
+        if got != want:
+            raise ValueError(f"hidden must be {len(want)} tensors of shapes {want} (one row per state, the network's "
+                             f"recurrent grid), got shapes {got}; index the recurrent state with Agent.index_hidden")
+        if not all(h.is_floating_point() for h in hidden):
+            raise ValueError(f"hidden tensors must be floating point, got dtypes {[h.dtype for h in hidden]}")
+        return tuple(h.to(self.device) for h in hidden)
+
     @staticmethod
     def index_hidden(hidden: Hidden, index: torch.Tensor) -> Hidden:
         """Rows ``index`` of every tensor of ``hidden`` (``None`` stays ``None``)."""

@@ -23,6 +23,7 @@ from safetensors.torch import load_file, save_file
 from .. import __version__
 from .._io import atomic_write
 from ..versions import environment_versions
+from ._meta import check_against_weights, check_meta
 from ._weights import load_state_strict, sha256_file
 from .base import ActorCriticAgent, Agent, QAgent
 from .dqn import AdvantageStream, DQNConfig, DQNNet
@@ -113,7 +114,9 @@ def load_checkpoint(path: str | os.PathLike, *, device: str | torch.device = "cp
     FileNotFoundError
         The checkpoint or one of its files is missing.
     ValueError
-        The weights are corrupted (sha256 or format) or do not match the architecture.
+        The metadata does not follow its schema (:mod:`~saliency_lib.agents._meta`: types, a
+        known game, preset and architecture), or the weights are corrupted (sha256 or format),
+        do not match the architecture, or contradict the metadata (input frames, action count).
     """
     directory = _resolve(path)
     wpath, mpath = directory / WEIGHTS, directory / META
@@ -122,11 +125,9 @@ def load_checkpoint(path: str | os.PathLike, *, device: str | torch.device = "cp
             raise FileNotFoundError(f"checkpoint {str(directory)!r} lacks {p.name}")
     try:
         meta = json.loads(mpath.read_text())
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{mpath} is not valid JSON ({e}); the checkpoint is corrupted") from e
-    for key in ("arch", "config", "game", "preset", "sha256"):
-        if key not in meta:
-            raise ValueError(f"{mpath} lacks the field {key!r}; it is not a saliency_lib checkpoint")
+    check_meta(meta, str(mpath), ARCHITECTURES)  # the schema, before anything is built from it
     digest = sha256_file(wpath)
     if digest != meta["sha256"]:
         raise ValueError(
@@ -139,6 +140,7 @@ def load_checkpoint(path: str | os.PathLike, *, device: str | torch.device = "cp
     meta["checkpoint"] = str(directory)
     agent = build_agent(meta["arch"], meta["config"], game=meta["game"], preset=meta["preset"], meta=meta)
     load_state_strict(agent.net, state, source=str(wpath))
+    check_against_weights(meta, agent.net, str(mpath))
     return agent.to(device)
 
 

@@ -14,6 +14,11 @@ def _cmd_evaluate(args) -> int:
     from ..game_video import write_gif
     from ..play import evaluate
 
+    for name in ("episodes", "max_steps", "threads"):  # before the agent is loaded or a game played
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if args.gif:
         from ..video import check_video_path
 

@@ -45,12 +45,21 @@ def run_explain(args: argparse.Namespace) -> int:
 
     from ..agents import load_agent
     from ..explainers import EXPLAINERS, get_explainer
+    from .checks import did_you_mean, directory
 
-    torch.set_num_threads(args.threads)
     if args.method not in EXPLAINERS:
-        raise ValueError(f"unknown explainer {args.method!r}; valid names are: {', '.join(EXPLAINERS)}")
-    if args.states < 1:
-        raise ValueError(f"--states must be >= 1, got {args.states}")
+        raise ValueError(f"unknown explainer {args.method!r}{did_you_mean(args.method, EXPLAINERS)} "
+                         f"(valid names: {', '.join(EXPLAINERS)})")
+    for name in ("states", "threads", "batch_size"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    try:
+        directory(args.out)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"--out: {e}") from None
+    torch.set_num_threads(args.threads)
     agent = load_agent(args.agent, device=args.device)
     params = {"batch_size": args.batch_size}
     ctor = EXPLAINERS[args.method]

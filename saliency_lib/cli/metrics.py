@@ -92,10 +92,16 @@ def add_metrics_parsers(subparsers) -> None:
 def _spec(args, experiments: tuple[str, ...], methods: list[str], **kw):
     """The command's sweep: one agent, its first ``--states`` states, the chosen methods and options."""
     from ..sweep import SweepSpec
+    from .checks import directory, method_params
 
-    for name in ("threads", "states", "chunk", "batch_size"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
+    for name in ("threads", "states", "chunk", "batch_size", "levels", "pixels_per_step"):
+        if getattr(args, name, None) is not None and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    for name in ("seed", "state_seed"):
+        if getattr(args, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    if getattr(args, "blur_sigma", None) is not None and not args.blur_sigma > 0:
+        raise ValueError(f"--blur-sigma must be > 0, got {args.blur_sigma}")
     try:
         params = json.loads(args.params)
     except json.JSONDecodeError as e:
@@ -105,9 +111,16 @@ def _spec(args, experiments: tuple[str, ...], methods: list[str], **kw):
     unknown = sorted(set(params) - set(methods))
     if unknown:
         raise ValueError(f"--params names methods {unknown} that are not in --methods {methods}")
-    return SweepSpec(agents=(str(args.agent),), methods=tuple(methods), experiments=experiments, n_states=args.states,
+    try:
+        directory(args.out)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"--out: {e}") from None
+    SweepSpec(agents=(str(args.agent),), methods=tuple(methods), experiments=experiments)  # the names first
+    method_params(params, methods)  # then the parameters against the methods' signatures
+    spec = SweepSpec(agents=(str(args.agent),), methods=tuple(methods), experiments=experiments, n_states=args.states,
                      chunk=args.chunk, seed=args.seed, state_seed=args.state_seed, params=params,
                      batch_size=args.batch_size, **kw)
+    return spec
 
 
 def _run(spec, args):

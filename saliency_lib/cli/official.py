@@ -13,8 +13,21 @@ def _cmd_fetch(args) -> int:
     return 0
 
 
+def _source(text: str):
+    """A local copy of the official checkpoints: an existing directory."""
+    import argparse
+    from pathlib import Path
+
+    p = Path(text).expanduser()
+    if not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory" + (" (it does not exist)" if not p.exists() else ""))
+    return p
+
+
 def add_fetch_parser(sub) -> None:
+    from .checks import directory
+
     f = sub.add_parser("fetch-official", help="copy or download the official Mask-A3C checkpoints")
-    f.add_argument("--dest", default=None)
-    f.add_argument("--src", default=None, help="local copy (default: $MASK_A3C_OFFICIAL_SRC, else download)")
+    f.add_argument("--dest", type=directory, default=None, help="directory (default: $MASK_A3C_OFFICIAL_DIR)")
+    f.add_argument("--src", type=_source, default=None, help="local copy (default: $MASK_A3C_OFFICIAL_SRC, else download)")
     f.set_defaults(func=_cmd_fetch)

@@ -44,7 +44,14 @@ Examples
 from ._base import OUTPUTS, Attribution, Explainer, explainable_outputs
 from ._perturbation import PerturbationExplainer
 from ._precision import BF16_DEFAULTS, PRECISIONS, default_precision
-from ._registry import EXPLAINERS, METHOD_LABELS, get_explainer, method_label
+from ._registry import (
+    EXPLAINERS,
+    METHOD_LABELS,
+    check_explainer_params,
+    explainer_parameters,
+    get_explainer,
+    method_label,
+)
 from .gradient import GradCAM, Gradient, IntegratedGradients
 from .lime import SEGMENTATIONS, Lime
 from .mask_attention import MaskAttention
@@ -71,6 +78,8 @@ __all__ = [
     "RandomMap",
     "EXPLAINERS",
     "get_explainer",
+    "explainer_parameters",
+    "check_explainer_params",
     "METHOD_LABELS",
     "method_label",
     "explainable_outputs",

@@ -407,7 +407,7 @@ class Explainer:
         bad = [tuple(h.shape) for h in hidden if h.dim() == 0 or h.shape[0] != n]
         if bad:
             raise ValueError(f"hidden tensors must have first axis {n} (one row per state), got shapes {bad}; index the recurrent state with Agent.index_hidden")
-        return tuple(h.to(self.agent.device) for h in hidden)
+        return self.agent.check_hidden(hidden, n)  # and every tensor's whole shape: the network's grid
 
     def _resolve_target(self, target, greedy: torch.Tensor, n: int) -> torch.Tensor:
         a = self.agent.n_actions

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
+from collections.abc import Mapping
 from functools import partial
 from types import MappingProxyType
 
@@ -16,7 +19,7 @@ from .random_map import RandomMap
 from .rise import RISE
 from .sarfa import SARFA
 
-__all__ = ["EXPLAINERS", "get_explainer", "method_label", "METHOD_LABELS"]
+__all__ = ["EXPLAINERS", "get_explainer", "method_label", "METHOD_LABELS", "explainer_parameters", "check_explainer_params"]
 
 #: Registry: name → constructor (a class, or a ``functools.partial`` fixing a preset).
 #: Call as ``EXPLAINERS[name](agent, **params)`` or through :func:`get_explainer`.
@@ -79,6 +82,39 @@ def get_explainer(name: str, agent: Agent, **params) -> Explainer:
         fix = f"use {general[0]!r}" if general else f"construct {ctor.func.__name__} directly"
         raise ValueError(f"explainer {name!r} fixes {preset}; {fix} to choose {', '.join(fixed)}")
     return ctor(agent, **params)
+
+
+def _unknown(name) -> ValueError:
+    close = difflib.get_close_matches(str(name), list(EXPLAINERS), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ValueError(f"unknown explainer {name!r}{hint} (valid names: {', '.join(EXPLAINERS)})")
+
+
+def explainer_parameters(name: str) -> tuple[str, ...]:
+    """The keyword parameters that the explainer registered as ``name`` takes: its constructor's
+    signature (:func:`inspect.signature`) without the agent and without what its preset fixes."""
+    if name not in EXPLAINERS:
+        raise _unknown(name)
+    ctor = EXPLAINERS[name]
+    sig = inspect.signature(ctor.func)
+    return tuple(p for p in list(sig.parameters)[1:] if p not in ctor.keywords
+                 and sig.parameters[p].kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+
+
+def check_explainer_params(name: str, params: dict, *, what: str = "") -> None:
+    """Raise ``ValueError`` for a parameter that the explainer ``name`` does not take (with a suggestion)
+    or that its preset fixes; the values are checked by the explainer itself when it is built."""
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{what}parameters of {name!r} must be a dict, got {type(params).__name__}")
+    allowed = explainer_parameters(name)
+    ctor = EXPLAINERS[name]
+    for key in params:
+        if key in ctor.keywords:
+            raise ValueError(f"{what}explainer {name!r} fixes {key}={ctor.keywords[key]!r}; it cannot be set")
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{what}explainer {name!r} has no parameter {key!r}{hint} (its parameters: {', '.join(allowed)})")
 
 
 def method_label(name: str) -> str:

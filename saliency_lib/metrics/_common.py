@@ -7,7 +7,7 @@ import torch
 
 from ..agents.base import Agent
 
-__all__ = ["as_states", "as_maps", "as_state_ids", "as_targets", "state_rng", "explain"]
+__all__ = ["as_states", "as_hidden", "as_maps", "as_state_ids", "as_targets", "state_rng", "explain"]
 
 
 def as_states(agent: Agent, states) -> torch.Tensor:
@@ -15,6 +15,11 @@ def as_states(agent: Agent, states) -> torch.Tensor:
     if isinstance(states, np.ndarray):
         states = torch.from_numpy(states)
     return agent.check_states(states)
+
+
+def as_hidden(agent: Agent, hidden, n: int):
+    """Validate a recurrent state for ``n`` states of ``agent``: every tensor's whole shape (:meth:`Agent.check_hidden`)."""
+    return agent.check_hidden(hidden, n)
 
 
 def as_maps(maps, n: int, hw: tuple[int, int], name: str = "saliency") -> np.ndarray:

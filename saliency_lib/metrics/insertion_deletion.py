@@ -74,7 +74,7 @@ import torch
 from ..agents.base import Agent
 from ..inference import staged_forward
 from ..validation import check_choice, check_int
-from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
+from ._common import as_hidden, as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 
 __all__ = ["SUBSTRATES", "MEASURES", "Insertion", "Deletion", "make_substrate", "random_saliency", "auc", "endpoint_outputs",
            "ENDPOINT_CACHE_ENTRIES"]
@@ -307,6 +307,7 @@ class _CausalMetric:
             ``(N, T+1)`` for actor-critic agents, and ``"fractions"`` ``(T+1,)``.
         """
         x = as_states(agent, states)
+        hidden = as_hidden(agent, hidden, x.shape[0])
         n, c, h, w = x.shape
         maps = as_maps(saliency, n, (h, w))
         ids = as_state_ids(state_ids, n)
@@ -431,6 +432,8 @@ class _CausalMetric:
         from ..results import to_table
 
         x = as_states(agent, states)
+
+        hidden = as_hidden(agent, hidden, x.shape[0])
         n = x.shape[0]
         if (saliency is None) == (explainer is None):
             raise ValueError("pass exactly one of saliency (precomputed maps) and explainer")

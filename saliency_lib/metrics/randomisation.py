@@ -77,7 +77,7 @@ from torch import nn
 from ..agents.base import Agent
 from ..explainers import Explainer
 from ..validation import check_choice
-from ._common import as_maps, as_state_ids, as_states, as_targets, explain, state_rng
+from ._common import as_hidden, as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 from .similarity import SIMILARITIES, ConstantMapWarning, is_constant, similarities_to
 
 __all__ = ["INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS", "randomise_modules", "randomised_models", "rebuild_explainer", "RandomisationTest"]
@@ -312,6 +312,7 @@ class RandomisationTest:
         randomised : list of (level, layer_name, ndarray (N, H, W))
         """
         x = as_states(agent, states)
+        hidden = as_hidden(agent, hidden, x.shape[0])
         n = x.shape[0]
         tgt = self._targets(agent, x, hidden, target)
         t = torch.as_tensor(tgt)
@@ -422,6 +423,8 @@ class RandomisationTest:
         from ..results import to_table
 
         x = as_states(agent, states)
+
+        hidden = as_hidden(agent, hidden, x.shape[0])
         tgt = self._targets(agent, x, hidden, target)
         original, randomised = self.maps(agent, x, explainer=explainer, hidden=hidden, target=tgt)
         if on_maps is not None:

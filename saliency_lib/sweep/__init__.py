@@ -10,6 +10,9 @@ argument: the library knows no repository layout.
 The modules are private; their public names are re-exported here, one import path each.
 """
 
+from ._audit import verify_store
+from ._claims import StoreWarning
+from ._compact import compact
 from ._curves import (
     BAND_COLUMNS,
     CURVE_KEY,
@@ -22,7 +25,6 @@ from ._curves import (
 )
 from ._executors import EXECUTORS, RAY_INSTALL, SweepReport, run_sweep
 from ._store import (
-    compact,
     load_units,
     mean_curves,
     pack_path,
@@ -35,6 +37,7 @@ from ._store import (
     stored_versions,
     unit_path,
     unit_versions,
+    verified_keys,
 )
 from ._units import (
     EXPERIMENTS,
@@ -56,13 +59,15 @@ from ._units import (
     stored_state_index,
     study_states,
 )
+from ._verify import quarantine_dir
 
 __all__ = [
     "SweepSpec", "Unit", "plan_units", "compute_unit", "run_sweep", "SweepReport", "EXECUTORS", "RAY_INSTALL",
     "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "STATE_SELECTIONS",
     "applicable", "state_config", "state_index", "stored_state_index", "study_states", "spec_states", "one_thread", "maps_key",
     "states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units",
-    "mean_curves", "unit_versions", "stored_versions", "stored_bytes", "compact",
+    "mean_curves", "unit_versions", "stored_versions", "stored_bytes", "compact", "verified_keys", "verify_store",
+    "quarantine_dir", "StoreWarning",
     "CURVE_KEY", "SUMMARY_COLUMNS", "BAND_COLUMNS", "summarise_curves", "pool_curves", "curve_bands_table",
     "raw_curve_rows", "output_rows",
 ]

@@ -7,11 +7,18 @@
   object store once; each worker deserialises them once and keeps them.
 
 The driver writes each finished unit's rows atomically through the store
-(:func:`saliency_study.cache.store_unit`). A stored unit, loose or packed,
-is never computed again, so a re-run of a finished sweep computes nothing and an
-interrupted sweep resumes where it stopped. A worker that dies mid-unit leaves
-nothing behind; the unit is retried (Ray's ``max_retries``; a new process for
-``processes``).
+(:func:`~._store.store_unit`). A stored unit, loose or packed, that reads back sound
+(:mod:`._verify`) is never computed again, so a re-run of a finished sweep computes
+nothing and an interrupted sweep resumes where it stopped; a damaged one is quarantined and
+computed again. A worker that dies mid-unit leaves nothing behind; the unit is retried
+(Ray's ``max_retries``; a new process for ``processes``).
+
+Several sweeps on one results directory (processes, machines on a shared disk) share the
+work: the driver **claims** each unit just before it hands it to a worker (:mod:`._claims`)
+and leaves a unit that a live sweep claims to that sweep, then waits for it to be stored
+(or for the claim to expire, when its owner died) before it reads the table. Each unit is
+computed once in all; a driver hands out at most as many units as it has workers at a time,
+so concurrent sweeps split the units between them.
 """
 
 from __future__ import annotations
@@ -21,12 +28,15 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import torch
 
-from ._store import load_units, mean_curves, store_unit, stored_keys
+from ._claims import CLAIM_TIMEOUT, Claims
+from ._store import Reader, load_rows, mean_curves, store_unit, stored_packs, unit_path, verified_keys
 from ._units import SweepSpec, Unit, compute_unit, maps_key, plan_units
+from ._verify import remove_stale_temporaries
 
 __all__ = ["EXECUTORS", "RAY_INSTALL", "SweepReport", "run_sweep"]
 
@@ -77,9 +87,79 @@ class _Progress:
         self.bar.close()
 
 
+class _Queue:
+    """The units a sweep still needs, handed out one claim at a time (:class:`~._claims.Claims`)."""
+
+    def __init__(self, todo: list[Unit], claims: Claims, results_dir, reader: Reader, bar: _Progress, poll: float):
+        self.pending = {u.key: u for u in todo}
+        self.claims, self.results_dir, self.reader, self.bar, self.poll = claims, results_dir, reader, bar, poll
+        self.mine: set[str] = set()
+        self.computed = 0
+        self._packed: tuple | None = None
+
+    def _packed_keys(self) -> set[str]:
+        """Keys of every packed unit (the footers are read again only when a pack directory changed)."""
+        root = Path(self.results_dir) / "sweep" / "packs"
+        dirs = sorted(root.iterdir()) if root.is_dir() else []
+        sig = tuple((d.name, d.stat().st_mtime_ns) for d in dirs if d.is_dir())
+        if self._packed is None or self._packed[0] != sig:
+            self._packed = (sig, {k for p in stored_packs(self.results_dir).values() for k in p.units})
+        return self._packed[1]
+
+    def _stored_elsewhere(self, u: Unit) -> bool:
+        """Whether another sweep stored ``u`` meanwhile (and it reads back sound)."""
+        if not unit_path(u, self.results_dir).exists() and u.key not in self._packed_keys():
+            return False
+        if u.key not in verified_keys([u], results_dir=self.results_dir, reader=self.reader):
+            return False  # damaged, and now quarantined: computed here
+        del self.pending[u.key]
+        self.bar.step()
+        return True
+
+    def take(self) -> Unit | None:
+        """Claim the next unit that no live sweep claims and no sweep has stored; None if there is none now."""
+        for key, u in list(self.pending.items()):
+            if key in self.mine or not self.claims.take(key):
+                continue
+            if self._stored_elsewhere(u):  # stored by a sweep that released its claim since we planned
+                self.claims.release(key)
+                continue
+            self.mine.add(key)
+            return u
+        return None
+
+    def store(self, u: Unit, rows) -> None:
+        """Store a unit computed here, then give up its claim."""
+        store_unit(u, rows, self.results_dir)
+        self.claims.release(u.key)
+        self.mine.discard(u.key)
+        del self.pending[u.key]
+        self.computed += 1
+        self.bar.step()
+
+    def wait(self) -> bool:
+        """Wait while every pending unit is claimed by a live sweep; False when nothing is left for this one."""
+        while True:
+            others = [u for k, u in list(self.pending.items()) if k not in self.mine]
+            others = [u for u in others if not self._stored_elsewhere(u)]
+            if not others:
+                return False
+            if any(not self.claims.held_elsewhere(u.key) for u in others):
+                return True  # released without being stored, or its owner died: ours to take
+            time.sleep(self.poll)
+
+    def next(self) -> Unit | None:
+        """The next unit to compute here, waiting for other sweeps when they hold every one; None when done."""
+        while True:
+            u = self.take()
+            if u is not None or not self.wait():
+                return u
+
+
 def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir, workers: int | None = None,
               ray_address: str | None = None, progress: bool = True,
-              on_unit: Callable[[int, int, float], None] | None = None) -> SweepReport:
+              on_unit: Callable[[int, int, float], None] | None = None, claim_timeout: float = CLAIM_TIMEOUT,
+              poll: float = 1.0) -> SweepReport:
     """Compute the units of ``spec`` that are not stored yet and return the whole table.
 
     Parameters
@@ -97,45 +177,60 @@ def run_sweep(spec: SweepSpec, *, executor: str = "local", results_dir, workers:
         A tqdm bar of units (done, total, ETA).
     on_unit : callable, optional
         ``on_unit(done, total, eta_seconds)`` after each stored unit.
+    claim_timeout : float
+        Seconds after which the claim of a sweep on another host that stopped refreshing it
+        expires (:mod:`._claims`); a claim of a dead process on this host expires at once.
+    poll : float
+        Seconds between two looks at the units that other sweeps claim.
 
     Returns
     -------
     SweepReport
+        ``computed``: the units this call computed; ``skipped``: the others (stored before,
+        or by a concurrent sweep).
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; valid executors are: {', '.join(EXECUTORS)}")
     if executor == "ray":
         _require_ray()
+    if Path(results_dir).exists() and not Path(results_dir).is_dir():
+        raise NotADirectoryError(f"results directory {results_dir} is a file; pass a directory")
     t0 = time.monotonic()
+    remove_stale_temporaries(results_dir)
     units, context = plan_units(spec, results_dir=results_dir, progress=progress)
-    done = stored_keys(units, results_dir=results_dir)
+    reader = Reader(results_dir)
+    done = verified_keys(units, results_dir=results_dir, reader=reader)
     todo = [u for u in units if u.key not in done]
+    if executor == "local":
+        # Each sanity unit is followed by the degradation unit of the same maps (maps_key), which
+        # takes the original model's maps from the cache instead of explaining the states again
+        # (about a fifth of a DQN state's cost). The maps are the same bit for bit, so the rows
+        # equal those of the other executors, which compute each unit on its own.
+        order = {k: i for i, k in enumerate(dict.fromkeys(maps_key(u) for u in todo))}
+        todo = sorted(todo, key=lambda u: (order[maps_key(u)], u.experiment != "sanity"))
     bar = _Progress(len(units), len(units) - len(todo), progress, on_unit)
+    queue = None
     try:
-        if todo:
-            run = {"local": _run_local, "processes": _run_processes, "ray": _run_ray}[executor]
-            run(todo, context, results_dir, bar, workers=workers, ray_address=ray_address)
+        with Claims(results_dir, timeout=claim_timeout) as claims:
+            queue = _Queue(todo, claims, results_dir, reader, bar, poll)
+            if todo:
+                run = {"local": _run_local, "processes": _run_processes, "ray": _run_ray}[executor]
+                run(queue, context, results_dir, workers=workers, ray_address=ray_address)
     finally:
         bar.close()
-    table = load_units(units, results_dir=results_dir)
-    return SweepReport(table, len(units), len(todo), len(units) - len(todo), time.monotonic() - t0, executor, units,
+    table = load_rows(units, results_dir, reader)
+    computed = queue.computed if queue is not None else 0
+    return SweepReport(table, len(units), computed, len(units) - computed, time.monotonic() - t0, executor, units,
                        results_dir)
 
 
-def _run_local(todo, context, results_dir, bar, **_):
-    # Each sanity unit is followed by the degradation unit of the same maps (maps_key), which
-    # takes the original model's maps from the cache instead of explaining the states again
-    # (about a fifth of a DQN state's cost). The maps are the same bit for bit, so the rows
-    # equal those of the other executors, which compute each unit on its own.
-    order = {k: i for i, k in enumerate(dict.fromkeys(maps_key(u) for u in todo))}
-    todo = sorted(todo, key=lambda u: (order[maps_key(u)], u.experiment != "sanity"))
+def _run_local(queue: _Queue, context, results_dir, **_):
     cache: dict = {}
-    for u in todo:
+    while (u := queue.next()) is not None:
         _, agent, states = context[u.state_config]
         if u.experiment == "sanity":
             cache.clear()  # the maps of an earlier sanity unit whose degradation unit was stored already
-        store_unit(u, compute_unit(u, agent, states, maps_cache=cache), results_dir)
-        bar.step()
+        queue.store(u, compute_unit(u, agent, states, maps_cache=cache))
 
 
 def _proc_worker(tasks, results, blob: bytes) -> None:
@@ -154,44 +249,52 @@ def _proc_worker(tasks, results, blob: bytes) -> None:
         results.put(("done", os.getpid(), unit.key, rows))
 
 
-def _run_processes(todo, context, results_dir, bar, *, workers=None, max_retries: int = 3, **_):
+def _run_processes(queue: _Queue, context, results_dir, *, workers=None, max_retries: int = 3, **_):
     import multiprocessing as mp
     import pickle
 
     ctx = mp.get_context("spawn")
-    workers = workers or max(1, min(os.cpu_count() or 1, len(todo)))
+    workers = workers or max(1, min(os.cpu_count() or 1, len(queue.pending)))
     blob = pickle.dumps(context)
-    by_key = {u.key: u for u in todo}
-    attempts = dict.fromkeys(by_key, 0)
+    in_flight: dict[str, Unit] = {}  # claimed and handed out, not stored yet
+    attempts: dict[str, int] = {}
     # SimpleQueue writes synchronously: a "start" put is in the pipe before the worker can die
     tasks, results = ctx.Queue(), ctx.SimpleQueue()
-    for u in todo:
-        tasks.put(u)
+
+    def fill() -> None:  # one claimed unit per worker at a time: concurrent sweeps take the rest
+        while len(in_flight) < workers and (u := queue.take()) is not None:
+            in_flight[u.key] = u
+            tasks.put(u)
 
     def spawn():
         proc = ctx.Process(target=_proc_worker, args=(tasks, results, blob), daemon=True)
         proc.start()
         return proc
 
+    fill()
     procs = {}
     for _ in range(workers):
         proc = spawn()
         procs[proc.pid] = proc
     running: dict[int, str] = {}  # worker pid -> unit key it announced
-    left = set(by_key)
     try:
-        while left:
+        while True:
+            if not in_flight:
+                if not queue.wait():
+                    break
+                fill()
+                continue
             if not results._reader.poll(1.0):  # nothing for a second: look for dead workers
                 for pid, proc in list(procs.items()):
                     if proc.exitcode is None:
                         continue
                     del procs[pid]  # a dead worker: hand its unit out again, start a replacement
                     key = running.pop(pid, None)
-                    if key is not None and key in left:
-                        attempts[key] += 1
+                    if key is not None and key in in_flight:
+                        attempts[key] = attempts.get(key, 0) + 1
                         if attempts[key] > max_retries:
                             raise RuntimeError(f"unit {key} failed {attempts[key]} times: its worker process died")
-                        tasks.put(by_key[key])
+                        tasks.put(in_flight[key])
                     proc = spawn()
                     procs[proc.pid] = proc
                 continue
@@ -202,10 +305,9 @@ def _run_processes(todo, context, results_dir, bar, *, workers=None, max_retries
                 raise RuntimeError(f"unit {key} failed in a worker: {payload}")
             else:
                 running.pop(pid, None)
-                if key in left:
-                    store_unit(by_key[key], payload, results_dir)
-                    left.discard(key)
-                    bar.step()
+                if key in in_flight:
+                    queue.store(in_flight.pop(key), payload)
+                    fill()
     finally:
         for _ in procs:
             tasks.put(None)
@@ -236,7 +338,7 @@ def _ray_unit(unit: Unit, refs: list) -> pd.DataFrame:
     return compute_unit(unit, agent, states)
 
 
-def _run_ray(todo, context, results_dir, bar, *, workers=None, ray_address=None, **_):
+def _run_ray(queue: _Queue, context, results_dir, *, workers=None, ray_address=None, **_):
     import ray
 
     started = False
@@ -252,14 +354,25 @@ def _run_ray(todo, context, results_dir, bar, *, workers=None, ray_address=None,
         # per task, and each worker keeps the deserialised context.
         refs = {k: ray.put(v) for k, v in context.items()}
         task = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(_ray_unit)
-        futures = {task.remote(u, [refs[u.state_config]]): u for u in todo}
-        remaining = list(futures)
-        while remaining:
-            done, remaining = ray.wait(remaining, num_returns=1)
+        # claimed units in flight: two per CPU of the cluster keep it busy and leave the rest to concurrent sweeps
+        cap = max(1, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        futures: dict = {}
+
+        def fill() -> None:
+            while len(futures) < cap and (u := queue.take()) is not None:
+                futures[task.remote(u, [refs[u.state_config]])] = u
+
+        fill()
+        while True:
+            if not futures:
+                if not queue.wait():
+                    break
+                fill()
+                continue
+            done, _ = ray.wait(list(futures), num_returns=1)
             for ref in done:
-                u = futures[ref]
-                store_unit(u, ray.get(ref), results_dir)
-                bar.step()
+                queue.store(futures.pop(ref), ray.get(ref))
+            fill()
     finally:
         if started:
             ray.shutdown()

@@ -29,6 +29,15 @@ Layout under ``<results_dir>/sweep/``
     compaction loses nothing and a reader always finds every stored unit.
 ``states/states-<hash>.pt``
     Cached state sets (:func:`~saliency_lib.sweep._units.study_states`; not committed).
+``claims/<unit key>.claim``
+    The claim of the sweep that computes a unit now (:mod:`._claims`).
+``quarantine/``
+    Damaged files, moved out of the store and never deleted (:mod:`._verify`).
+
+Every file is checked on its first read in a process (:class:`Reader`): readable, its
+units' keys what its name or footer says, its rows complete. A damaged one is quarantined
+and its units count as not stored, so the next sweep computes them again. Temporary files
+(``.tmp-*``, which ``Path.glob`` matches) are never read as stored files.
 """
 
 from __future__ import annotations
@@ -46,16 +55,17 @@ from .._io import atomic_write
 from ..results import KEY, SCHEMA, config_hash, empty_table, validate_table, with_later_columns
 from ..versions import environment_versions, version_differences
 from ._curves import SUMMARY_COLUMNS, curve_bands_table, pool_curves, raw_curve_rows, summarise_curves
+from ._verify import QUARANTINE, check_loose, check_pack, check_units, quarantine, stamp
 
 if TYPE_CHECKING:  # units import the store, not the other way round
     from ._units import Unit
 
 __all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves",
-           "unit_versions", "stored_versions", "stored_bytes", "compact"]
+           "unit_versions", "stored_versions", "stored_bytes", "verified_keys", "sweep_files"]
 
 _EXTRA = ("n", "nonfinite", "m2")
 """Columns of a stored file beyond the tidy schema: the curve summaries' statistics."""
-_FORMAT = {"unit": "saliency-unit/2", "pack": "saliency-pack/1"}
+FORMATS = {"unit": "saliency-unit/2", "pack": "saliency-pack/1"}
 
 
 def _arrow_schema():
@@ -95,7 +105,7 @@ class _KeyRef(NamedTuple):
     precision: str | None = None  # unknown: rows keep what their file recorded
 
 
-def _series(unit: Unit) -> str:
+def series_key(unit: Unit) -> str:
     """The units whose curve summaries pool: the same unit but for its states."""
     d = asdict(unit)
     for k in ("states", "batch_size"):
@@ -105,7 +115,7 @@ def _series(unit: Unit) -> str:
 
 # -- files ------------------------------------------------------------------------------------------
 
-def _summary_rows(summary: pd.DataFrame, tag: str) -> pd.DataFrame:
+def summary_table(summary: pd.DataFrame, tag: str) -> pd.DataFrame:
     """Summary statistics as rows of a stored file: ``state`` NA, ``value`` the mean, ``config_hash`` the tag."""
     return pd.DataFrame({
         **{c: summary[c].to_numpy() for c in ("experiment", "agent", "game", "method", "substrate", "measure", "step",
@@ -113,7 +123,7 @@ def _summary_rows(summary: pd.DataFrame, tag: str) -> pd.DataFrame:
         "value": summary["mean"].to_numpy(), "config_hash": tag})
 
 
-def _write(path: Path, tidy: pd.DataFrame, summary_rows: pd.DataFrame, metadata: dict[str, str]) -> Path:
+def write_stored(path: Path, tidy: pd.DataFrame, summary_rows: pd.DataFrame, metadata: dict[str, str]) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -205,9 +215,9 @@ def store_unit(unit: Unit, rows: pd.DataFrame, results_dir) -> None:
         raise RuntimeError(f"unit {unit.key} returned rows for states {sorted(got)}, expected {list(unit.states)}")
     rows = validate_table(rows)
     raw = raw_curve_rows(rows)
-    summary = _summary_rows(summarise_curves(rows[raw]), unit.key)
-    _write(unit_path(unit, results_dir), rows[~raw], summary,
-           {"format": _FORMAT["unit"], "versions": json.dumps(environment_versions(), sort_keys=True)})
+    summary = summary_table(summarise_curves(rows[raw]), unit.key)
+    write_stored(unit_path(unit, results_dir), rows[~raw], summary,
+           {"format": FORMATS["unit"], "versions": json.dumps(environment_versions(), sort_keys=True)})
 
 
 # -- packs ------------------------------------------------------------------------------------------
@@ -221,19 +231,69 @@ class _Pack(NamedTuple):
     """Pool tag → ``{"series", "keys", "states"}`` (states as ``[first, last]`` runs)."""
 
 
-def _pack(path: Path) -> _Pack:
+def read_pack(path: Path) -> _Pack:
+    """A pack's footer, checked for its structure (``ValueError`` naming what is wrong)."""
     meta = _metadata(path)
-    return _Pack(path, json.loads(meta["units"]), json.loads(meta["versions"]), json.loads(meta["pools"]))
+    if meta.get("format") != FORMATS["pack"]:
+        raise ValueError(f"its footer names the format {meta.get('format')!r}, not {FORMATS['pack']!r}")
+    try:
+        units, versions, pools = (json.loads(meta[k]) for k in ("units", "versions", "pools"))
+    except KeyError as e:
+        raise ValueError(f"its footer lacks {e}") from None
+    if not (isinstance(units, dict) and all(isinstance(k, str) and isinstance(i, int) and -1 <= i < len(versions)
+                                            for k, i in units.items()) and units):
+        raise ValueError("its footer's list of units is garbled")
+    if not (isinstance(versions, list) and isinstance(pools, dict)
+            and all(isinstance(p, dict) and {"series", "keys", "states"} <= set(p) for p in pools.values())):
+        raise ValueError("its footer's versions or pools are garbled")
+    return _Pack(path, units, versions, pools)
 
 
-def _packs(results_dir) -> dict[Path, _Pack]:
+# what a damaged file raises when read: pyarrow's errors are OSError or ValueError (ArrowInvalid)
+_DAMAGE = (OSError, ValueError, KeyError, EOFError)
+
+
+def _stored(directory: Path) -> list[Path]:
+    """The stored files of a directory: ``*.parquet`` but no temporary file (``.tmp-*``: ``glob`` matches dot-files)."""
+    return sorted(p for p in directory.glob("*.parquet") if not p.name.startswith(".")) if directory.is_dir() else []
+
+
+def sweep_files(results_dir) -> list[Path]:
+    """Every loose unit file of ``results_dir`` (``sweep/<experiment>/<key>.parquet``)."""
+    root = Path(results_dir) / "sweep"
+    skip = {"packs", "states", "claims", QUARANTINE}
+    dirs = sorted(d for d in root.iterdir() if d.is_dir() and d.name not in skip) if root.is_dir() else []
+    return [p for d in dirs for p in _stored(d)]
+
+
+def scan_packs(results_dir, *, on_damage=None) -> dict[Path, tuple[_Pack | None, str | None]]:
+    """Every pack with its footer; one whose footer does not read is quarantined (``(None, reason)``)."""
     root = Path(results_dir) / "sweep" / "packs"
-    return {p: _pack(p) for p in sorted(root.glob("*/*.parquet"))} if root.is_dir() else {}
+    out: dict[Path, tuple[_Pack | None, str | None]] = {}
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        for p in _stored(d):
+            seen = stamp(p)
+            try:
+                out[p] = (read_pack(p), None)
+            except _DAMAGE as e:
+                reason = f"unreadable pack: {_why(e)}"
+                out[p] = (None, reason)
+                if quarantine(p, reason, results_dir=results_dir, seen=seen) and on_damage is not None:
+                    on_damage(p, reason, [])
+    return out
+
+
+def _why(e: BaseException) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())}"[:300]
+
+
+def stored_packs(results_dir) -> dict[Path, _Pack]:
+    return {p: pack for p, (pack, _) in scan_packs(results_dir).items() if pack is not None}
 
 
 def _locate(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
     """Where each stored unit is: its pack, else its loose file. Missing units are left out."""
-    packed = {k: p for p in _packs(results_dir).values() for k in p.units}
+    packed = {k: p for p in stored_packs(results_dir).values() for k in p.units}
     out: dict[str, _Pack | Path] = {}
     for u in units:
         if u.key in packed:
@@ -244,52 +304,122 @@ def _locate(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
 
 
 def stored_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
-    """The keys of the ``units`` that are stored, loose or packed: the units a sweep skips."""
+    """The keys of the ``units`` that are stored, loose or packed (by their files' names and the packs'
+    footers; :func:`verified_keys` reads and checks them)."""
     return set(_locate(list(units), results_dir))
 
 
 def packed_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
     """The keys of the ``units`` that are packed (:func:`compact`): what a commit of the packs holds."""
-    packed = {k for p in _packs(results_dir).values() for k in p.units}
+    packed = {k for p in stored_packs(results_dir).values() for k in p.units}
     return {u.key for u in units if u.key in packed}
 
 
-def _where(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
-    where = _locate(units, results_dir)
+class Reader:
+    """Reads each stored file once, and checks it and each unit asked of it on the first read (:mod:`._verify`).
+
+    A file that fails is quarantined; its units then count as not stored. A file replaced since
+    it was read (a compaction rewrote its pack) is read and checked again.
+    """
+
+    def __init__(self, results_dir, on_damage=None):
+        self.results_dir, self.on_damage = results_dir, on_damage
+        self.files: dict[Path, tuple] = {}
+        """Path → (its stamp when read, the file read)."""
+        self.checked: dict[Path, tuple] = {}
+        """Path → (its stamp when checked, the keys of the units checked in it)."""
+
+    def read(self, path: Path) -> _File:
+        seen = stamp(path)
+        if path not in self.files or self.files[path][0] != seen:
+            self.files[path] = (seen, _read(path))
+        return self.files[path][1]
+
+    def check(self, src: _Pack | Path, units: list) -> bool:
+        """Whether ``src`` and the ``units`` it holds are sound; quarantines it when not."""
+        path = src.path if isinstance(src, _Pack) else src
+        seen = stamp(path)
+        done = self.checked.get(path)
+        done = done[1] if done is not None and done[0] == seen else None
+        todo = [u for u in units if not isinstance(u, _KeyRef) and (done is None or u.key not in done)]
+        if done is not None and not todo:
+            return True
+        try:
+            f = self.read(path)
+            if isinstance(src, _Pack):
+                reason = check_pack(src.units, src.pools, f.tidy, f.summaries) if done is None else None
+                reason = reason or check_units(f.tidy, todo)
+            else:
+                reason = check_loose(path, f.tidy, f.summaries, raw=f._raw is not None, unit=todo[0] if todo else None)
+        except _DAMAGE as e:
+            reason = f"unreadable: {_why(e)}"
+        if reason is None:
+            self.checked[path] = (seen, (done or set()) | {u.key for u in todo})
+            return True
+        self.files.pop(path, None)
+        self.checked.pop(path, None)
+        keys = sorted(src.units) if isinstance(src, _Pack) else [path.stem]
+        if quarantine(path, reason, results_dir=self.results_dir, units=keys, seen=seen) and self.on_damage:
+            self.on_damage(path, reason, keys)
+        return False
+
+
+def read_checked(path: Path, *, results_dir, pack: _Pack | None = None, on_damage=None) -> _File | None:
+    """One stored file read and checked without a plan (:func:`~._verify.verify_store`); None if quarantined."""
+    reader = Reader(results_dir, on_damage)
+    return reader.read(path) if reader.check(pack if pack is not None else path, []) else None
+
+
+def _checked(units: list, results_dir, reader: Reader) -> dict[str, _Pack | Path]:
+    """Where the sound stored ``units`` are, every file they are in checked; damaged files are quarantined
+    and their units looked for again (a quarantined pack's units may be loose files still)."""
+    for _ in range(4):
+        where = _locate(units, results_dir)
+        groups: dict[Path, tuple[_Pack | Path, list]] = {}
+        for u in units:
+            if (src := where.get(u.key)) is not None:
+                groups.setdefault(src.path if isinstance(src, _Pack) else src, (src, []))[1].append(u)
+        bad = {path for path, (src, us) in groups.items() if not reader.check(src, us)}
+        if not bad:
+            return where
+    return {k: v for k, v in where.items() if (v.path if isinstance(v, _Pack) else v) not in bad}
+
+
+def verified_keys(units: Iterable[Unit], *, results_dir, reader: Reader | None = None) -> set[str]:
+    """The keys of the ``units`` that are stored and sound: every file that holds one is read and
+    checked (:mod:`._verify`) and quarantined when damaged, so its units are computed again."""
+    return set(_checked(list(units), results_dir, reader or Reader(results_dir)))
+
+
+def _where(units: list[Unit], results_dir, reader: Reader) -> dict[str, _Pack | Path]:
+    where = _checked(units, results_dir, reader)
     missing = [u for u in units if u.key not in where]
     if missing:
         u = missing[0]
         raise FileNotFoundError(f"{len(missing)} of {len(units)} units are not stored under {Path(results_dir)}, "
-                                f"e.g. {u.key} ({u.experiment}, {u.agent}, {u.method}, states {u.states[0]}…)")
+                                f"e.g. {u.key} ({u.experiment}, {u.agent}, {u.method}, states {u.states[0]}…); "
+                                "a sweep of them computes what is missing")
     return where
-
-
-def _reader():
-    cache: dict[Path, _File] = {}
-
-    def read(path: Path) -> _File:
-        if path not in cache:
-            cache[path] = _read(path)
-        return cache[path]
-
-    return read
 
 
 def load_units(units: Iterable[Unit], *, results_dir) -> pd.DataFrame:
     """The tidy rows of ``units`` (per-state similarities and AUCs), sorted by the results key.
 
     The curves are not among them: :func:`mean_curves` gives the mean curves and their bands.
+    Every file read is checked first (:mod:`._verify`); a damaged one is quarantined.
 
     Raises
     ------
     FileNotFoundError
-        Some of ``units`` are not stored.
+        Some of ``units`` are not stored (or were damaged, and are now in the quarantine).
     """
-    return _load(list(units), results_dir, _reader())
+    units = list(units)
+    return load_rows(units, results_dir, Reader(results_dir))
 
 
-def _load(units: list[Unit], results_dir, read) -> pd.DataFrame:
-    where = _where(units, results_dir)
+def load_rows(units: list[Unit], results_dir, reader: Reader) -> pd.DataFrame:
+    where = _where(units, results_dir, reader)
+    read = reader.read
     parts, by_file = [], {}
     for u in units:
         src = where[u.key]
@@ -308,9 +438,10 @@ def _load(units: list[Unit], results_dir, read) -> pd.DataFrame:
     return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
 
 
-def _summaries(units: list[Unit], results_dir, read) -> list[pd.DataFrame]:
+def _summaries(units: list[Unit], results_dir, reader: Reader) -> list[pd.DataFrame]:
     """The curve summaries that cover exactly the degradation ``units``, one per unit or pool."""
-    where = _where(units, results_dir)
+    where = _where(units, results_dir, reader)
+    read = reader.read
     wanted = {u.key for u in units}
     blocks, seen = [], set()
     for u in units:
@@ -361,9 +492,9 @@ def mean_curves(units: Iterable[Unit | str], *, results_dir, confidence: float =
     """
     units = [_KeyRef(u) if isinstance(u, str) else u for u in units]
     units = list({u.key: u for u in units if u.experiment == "degradation"}.values())  # each unit once
-    read = _reader()
-    blocks = _summaries(units, results_dir, read)
-    n_eff = _auc_ess(_load(units, results_dir, read)) if dependence and blocks else None
+    reader = Reader(results_dir)
+    blocks = _summaries(units, results_dir, reader)
+    n_eff = _auc_ess(load_rows(units, results_dir, reader)) if dependence and blocks else None
     return curve_bands_table(pool_curves(blocks), confidence=confidence, n_eff=n_eff)
 
 
@@ -420,142 +551,3 @@ def stored_bytes(units: Iterable[Unit], *, results_dir) -> int:
     """Bytes on disk of the stored ``units``: their loose files and every pack that holds one of them."""
     files = {src.path if isinstance(src, _Pack) else src for src in _locate(list(units), results_dir).values()}
     return sum(p.stat().st_size for p in files)
-
-
-# -- compaction -----------------------------------------------------------------------------------------
-
-class _Lock:
-    """One compaction at a time per results directory (a lock file naming its process)."""
-
-    def __init__(self, results_dir):
-        self.path = Path(results_dir) / "sweep" / "packs" / ".compact.lock"
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                pid = int(self.path.read_text().strip() or 0)
-                try:
-                    os.kill(pid, 0)
-                except (ProcessLookupError, ValueError):
-                    self.path.unlink(missing_ok=True)  # its process is gone: a stale lock
-                    continue
-                except PermissionError:
-                    pass
-                raise RuntimeError(f"another compaction (process {pid}) holds {self.path}") from None
-            os.write(fd, str(os.getpid()).encode())
-            os.close(fd)
-            return self
-        raise RuntimeError(f"could not take the compaction lock {self.path}")
-
-    def __exit__(self, *exc):
-        self.path.unlink(missing_ok=True)
-
-
-def _ranges(states: Iterable[int]) -> list[list[int]]:
-    """Sorted states as ``[first, last]`` runs of consecutive ones (what a pool's metadata keeps)."""
-    out: list[list[int]] = []
-    for s in sorted(states):
-        if out and s == out[-1][1] + 1:
-            out[-1][1] = s
-        else:
-            out.append([s, s])
-    return out
-
-
-def _unranges(runs: list[list[int]]) -> list[int]:
-    return [s for a, b in runs for s in range(a, b + 1)]
-
-
-def _merge(pools: dict[str, dict], blocks: dict[str, list], unit: Unit, summary: pd.DataFrame) -> None:
-    """Put ``unit``'s summary into a pool of its series whose states it does not share, or a new one."""
-    series, states = _series(unit), set(unit.states)
-    tag = next((t for t, p in pools.items() if p["series"] == series and not states & set(p["states"])), None)
-    if tag is None:
-        tag = f"new-{len(pools)}"
-        pools[tag] = {"series": series, "keys": [], "states": []}
-        blocks[tag] = []
-    pools[tag]["keys"].append(unit.key)
-    pools[tag]["states"].extend(unit.states)
-    blocks[tag].append(summary)
-
-
-def compact(units: Iterable[Unit], *, results_dir) -> dict:
-    """Move the loose files of ``units`` into their packs (:func:`pack_path`), losing nothing.
-
-    Each pack is rewritten once, atomically, with its units so far and the new ones; then the
-    new units' loose files are removed (and any loose copy of a unit the pack already holds,
-    left by a compaction stopped in between). A unit that is not stored is left out, so
-    compacting again, or in the middle of a sweep, is safe. Only one compaction runs at a time
-    per results directory.
-
-    Returns
-    -------
-    dict
-        ``{"units_packed", "packs_written", "bytes_before", "bytes_after"}``: the bytes of the
-        files touched, before and after.
-    """
-    units = list(units)
-    groups: dict[Path, list[Unit]] = {}
-    for u in units:
-        groups.setdefault(pack_path(u, results_dir), []).append(u)
-    report = {"units_packed": 0, "packs_written": 0, "bytes_before": 0, "bytes_after": 0}
-    with _Lock(results_dir):
-        packs = _packs(results_dir)
-        for path, group in groups.items():
-            old = packs.get(path)
-            have = set(old.units) if old else set()
-            for u in group:  # left over by a compaction stopped between writing the pack and removing them
-                if u.key in have and unit_path(u, results_dir).exists():
-                    unit_path(u, results_dir).unlink()
-            new = list({u.key: u for u in group if u.key not in have and unit_path(u, results_dir).exists()}.values())
-            if not new:
-                continue
-            tidy, blocks, versions, index = [], {}, [], {}
-            pools: dict[str, dict] = {}
-            if old is not None:
-                f = _read(path)
-                tidy.append(f.tidy)
-                pools = {t: {"series": p["series"], "keys": list(p["keys"]), "states": _unranges(p["states"])}
-                         for t, p in old.pools.items()}
-                blocks = {t: [f.summaries[f.summaries["tag"] == t]] for t in pools}
-                versions = list(old.versions)
-                index = dict(old.units)
-                report["bytes_before"] += path.stat().st_size
-            for u in new:
-                f = _read(unit_path(u, results_dir))
-                tidy.append(f.tidy.assign(config_hash=u.key))  # the pack finds a unit's rows by its key
-                if len(f.summaries):  # sanity units have no curves
-                    _merge(pools, blocks, u, f.summaries)
-                rec = json.loads(f.meta["versions"]) if f.meta.get("versions") else None
-                if rec is None:
-                    index[u.key] = -1
-                else:
-                    if rec not in versions:
-                        versions.append(rec)
-                    index[u.key] = versions.index(rec)
-                report["bytes_before"] += unit_path(u, results_dir).stat().st_size
-            summary_rows, final = [], {}
-            for tag, p in pools.items():
-                tag2 = config_hash({"series": p["series"], "keys": sorted(p["keys"])})
-                final[tag2] = {"series": p["series"], "keys": sorted(p["keys"]), "states": _ranges(p["states"])}
-                pooled = pool_curves(blocks[tag]) if len(blocks[tag]) > 1 else blocks[tag][0]
-                summary_rows.append(_summary_rows(pooled, tag2))
-            rows = pd.concat(tidy, ignore_index=True)
-            # sorted so that equal columns run together (smaller after compression); readers sort by KEY anyway
-            rows = rows.sort_values(["experiment", "method", "substrate", "measure", "level", "layer", "config_hash",
-                                     "state"], kind="stable")
-            srows = pd.concat(summary_rows, ignore_index=True) if summary_rows else pd.DataFrame()
-            _write(path, rows, srows, {"format": _FORMAT["pack"], "units": json.dumps(index, sort_keys=True),
-                                       "versions": json.dumps(versions, sort_keys=True),
-                                       "pools": json.dumps(final, sort_keys=True)})
-            if set(_pack(path).units) != set(index):  # never remove a loose file that the pack does not list
-                raise RuntimeError(f"pack {path} does not list the units just written into it")
-            for u in new:
-                unit_path(u, results_dir).unlink(missing_ok=True)
-            report["units_packed"] += len(new)
-            report["packs_written"] += 1
-            report["bytes_after"] += path.stat().st_size
-    return report

@@ -28,12 +28,12 @@ from ..games import EPISODE_STEP_CAP
 from ..metrics.insertion_deletion import SUBSTRATES
 from ..results import EXPERIMENTS, canonical_json, config_hash
 from ._store import states_dir
+from ._verify import quarantine, stamp
 
 __all__ = [
     "EXPERIMENTS", "SUBSTRATES", "METRIC_OPTIONS", "RANDOM_BASELINE", "SANITY_SIMILARITIES", "STATE_SELECTIONS", "Unit",
     "SweepSpec", "applicable", "state_config", "state_index", "stored_state_index", "study_states", "spec_states",
-    "one_thread", "plan_units", "compute_unit",
-    "maps_key",
+    "one_thread", "plan_units", "compute_unit", "maps_key", "check_states_file",
 ]
 
 STATE_SELECTIONS = ("first", "distinct", "spread")
@@ -140,11 +140,21 @@ class SweepSpec:
         bad = sorted(set(self.substrates) - set(SUBSTRATES))
         if bad:
             raise ValueError(f"unknown substrates {bad}; valid substrates are: {', '.join(SUBSTRATES)}")
-        from ..explainers import EXPLAINERS
+        from ..explainers import EXPLAINERS, check_explainer_params
 
         bad = sorted((set(self.methods) | set(self.degradation_only)) - set(EXPLAINERS))
         if bad:
-            raise ValueError(f"unknown methods {bad}; valid methods are: {', '.join(EXPLAINERS)}")
+            import difflib
+
+            close = difflib.get_close_matches(bad[0], list(EXPLAINERS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown methods {bad}{hint}; valid methods are: {', '.join(EXPLAINERS)}")
+        if not isinstance(self.params, dict):
+            raise TypeError(f"params must map method names to parameter dicts, got {type(self.params).__name__}")
+        for method, p in self.params.items():  # before any work: an unknown parameter would fail in the first unit
+            if method not in EXPLAINERS:
+                raise ValueError(f"params name the unknown method {method!r}; valid methods are: {', '.join(EXPLAINERS)}")
+            check_explainer_params(method, p, what="params: ")
         if self.state_selection not in STATE_SELECTIONS:
             raise ValueError(f"unknown state_selection {self.state_selection!r}; valid selections are: "
                              f"{', '.join(STATE_SELECTIONS)}")
@@ -213,19 +223,24 @@ def study_states(agent_spec: str, n: int, *, seed: int = 0, results_dir, agent=N
     Returns ``(StateSet, state_config)``. The set holds the raw frames too, for figures.
     """
     from ..agents import load_agent
-    from ..states import StateSet, collect_spread_states, collect_states
+    from ..states import collect_spread_states, collect_states
 
     agent = agent if agent is not None else load_agent(agent_spec)
     cfg = state_config(agent_spec, agent, n, seed, selection, episode_cap)
     path = states_dir(results_dir) / f"states-{config_hash(cfg)}.pt"
     if path.exists():
-        states = StateSet.load(path)
-    else:
+        seen = stamp(path)
+        states, reason = _read_states(path, cfg)
+        if reason is not None:
+            # a damaged cache is moved aside (with a warning naming it) and collected again
+            quarantine(path, f"{reason}; collecting the states again", results_dir=results_dir, seen=seen)
+    if not path.exists():
         with one_thread():
             if selection == "spread":
                 states = collect_spread_states(agent, n, seed=seed, max_steps=episode_cap, frames=True, progress=progress)
             else:
                 states = collect_states(agent, n, seed=seed, frames=True, progress=progress, distinct=selection == "distinct")
+        states.meta["state_config"] = cfg  # what the file's name hashes, so that a read can check it
         states.save(path)
     index = _index_path(results_dir, cfg)
     if not index.exists():  # small, and kept beside the results: planning reads it instead of the states
@@ -246,6 +261,39 @@ def stored_state_index(spec_agent: str, agent, spec: SweepSpec, *, results_dir) 
     cfg = state_config(spec_agent, agent, spec.n_states, spec.state_seed, spec.state_selection, spec.episode_cap)
     path = _index_path(results_dir, cfg)
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _read_states(path, cfg: dict | None = None):
+    """``(StateSet, None)`` for a sound cached state set, else ``(None, reason)``.
+
+    Sound: it loads with the tensors-only unpickler; its arrays agree in length; it holds
+    ``cfg["n"]`` states; the configuration it records (sets cached before it was recorded
+    have none) hashes to its file name and equals ``cfg``.
+    """
+    from ..states import StateSet
+
+    try:
+        states = StateSet.load(path)
+    except Exception as e:  # noqa: BLE001 - whatever a damaged file raises (UnpicklingError, RuntimeError, EOFError …)
+        return None, f"unreadable state set: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+    n = len(states)
+    lengths = {"actions": len(states.actions), "steps": len(states.steps), "episode": len(states.episode),
+               **{f"outputs[{k}]": len(v) for k, v in states.outputs.items()},
+               **({} if states.hidden is None else {f"hidden[{i}]": len(h) for i, h in enumerate(states.hidden)})}
+    bad = {k: v for k, v in lengths.items() if v != n}
+    if states.states.dim() != 4 or bad:
+        return None, f"garbled state set: {n} states but {bad or 'states not of shape (N, C, H, W)'}"
+    recorded = states.meta.get("state_config")
+    if recorded is not None and Path(path).stem != f"states-{config_hash(recorded)}":
+        return None, "holds the states of another configuration than its name says"
+    if cfg is not None and (n != int(cfg["n"]) or (recorded is not None and recorded != json.loads(canonical_json(cfg)))):
+        return None, f"holds {n} states of {recorded or 'an unrecorded configuration'}, not the {cfg['n']} of {cfg}"
+    return states, None
+
+
+def check_states_file(path) -> str | None:
+    """Why a cached state set (``states-<hash>.pt``) is damaged, or None (:func:`_read_states`)."""
+    return _read_states(path)[1]
 
 
 def spec_states(spec: SweepSpec, agent_spec: str | None = None, *, results_dir, agent=None,

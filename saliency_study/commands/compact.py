@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 
+from saliency_lib.cli.checks import directory, game_name, non_negative_int
 from saliency_lib.games import HUBER_GAMES
 
-from ..paths import RESULTS_DIR
+from ..paths import RESULTS_DIR, repo_path
 from ..profiles import PROFILE_NAMES
 
-__all__ = ["add_compact_parser", "default_games"]
+__all__ = ["add_compact_parser", "default_games", "results_dir"]
+
+
+def results_dir(text: str):
+    """``--results-dir``: a directory that exists or can be created, relative paths under the repository root."""
+    return directory(str(repo_path(text)))
 
 
 def default_games(profile: str, games: list[str] | None) -> list[str]:
@@ -25,10 +31,11 @@ def add_compact_parser(subparsers) -> None:
                     "and experiment into one file (per-state scalars and pooled mean curves), then removes the loose "
                     "files. Safe at any time, also while a run goes on: a run finds packed units done.")
     p.add_argument("--profile", choices=PROFILE_NAMES, default="quick", help="the profile's units (default quick)")
-    p.add_argument("--games", nargs="+", default=None, help="games (default: Breakout for tiny/quick, the four for full)")
+    p.add_argument("--games", nargs="+", type=game_name, default=None,
+                   help="games, any case (default: Breakout for tiny/quick, the four for full)")
     p.add_argument("--agents", nargs="+", default=None, help="agent specs (default: the study's agents of each game)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--results-dir", default=str(RESULTS_DIR))
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--results-dir", type=results_dir, default=str(RESULTS_DIR))
     p.set_defaults(func=_cmd_compact)
 
 

@@ -23,12 +23,21 @@ def _cmd_official_scores(args) -> int:
     return 0
 
 
+def _official_games():
+    from saliency_lib.agents.official import OFFICIAL_GAMES
+
+    return OFFICIAL_GAMES
+
+
 def add_official_scores_parser(sub) -> None:
+    from saliency_lib.cli.checks import games_of, non_negative_int, output_file, positive_int
+
     o = sub.add_parser("official-scores", help="re-evaluate the official Mask-A3C checkpoints next to their logged levels")
-    o.add_argument("--games", nargs="*", help="default: all six")
-    o.add_argument("--episodes", type=int, default=5)
-    o.add_argument("--seed", type=int, default=0)
-    o.add_argument("--out", default=str(repo_path(OFFICIAL_SCORES_CSV)))
-    o.add_argument("--threads", type=int, default=1)
+    o.add_argument("--games", nargs="*", type=games_of(_official_games, "game with an official checkpoint"),
+                   help="default: all six (any case)")
+    o.add_argument("--episodes", type=positive_int, default=5)
+    o.add_argument("--seed", type=non_negative_int, default=0)
+    o.add_argument("--out", type=output_file, default=str(repo_path(OFFICIAL_SCORES_CSV)))
+    o.add_argument("--threads", type=positive_int, default=1)
     o.add_argument("--quiet", action="store_true")
     o.set_defaults(func=_cmd_official_scores)
