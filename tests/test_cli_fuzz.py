@@ -192,6 +192,15 @@ CASES = [
     ("video {good} --method occlusion --out {res}/v.mp4 --max-steps 0", "--max-steps must be an integer >= 1"),
     ("video {good} --method occlusion --out {res}/v.mp4 --fps 0", "--fps must be a real number"),
     ("video {good} --method occlusion --out {res}/v.mp4 --episodes 0", "--episodes must be an integer >= 1"),
+    # objects
+    ("objects {good} --states 0", "--states: must be a positive integer"),
+    ("objects {good} --methods occlusio", "did you mean 'occlusion'"),
+    ("objects {good} --params {bad_json}", "not valid JSON"),
+    ("objects {good} --methods rise --params {occlusion_typo}", "names the method 'occlusion'"),
+    ("objects {good} --threads 0", "--threads: must be a positive integer"),
+    # claims
+    ("claims --profile huge", "invalid choice: 'huge'"),
+    ("claims --results-dir {file}", "is a file, not a directory"),
     # fetch-official
     ("fetch-official --src {root}/no_such_copy --dest {res}/official", "does not exist"),
     ("fetch-official --dest {file}", "is a file, not a directory"),

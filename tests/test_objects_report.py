@@ -61,7 +61,7 @@ def test_the_objects_command_prints_one_json_object_and_refuses_bad_input(capsys
     assert report["n_states"] == 3 and set(report["methods"]) == {"random"}
     assert {"relevance_mass", "relevance_rank", "pointing_game", "object_faithfulness", "chance"} <= set(
         report["methods"]["random"])
-    for argv, message in ((["--states", "0"], "--states must be a positive"), (["--methods", "shap"], "unknown methods")):
+    for argv, message in ((["--states", "0"], "--states: must be a positive"), (["--methods", "shap"], "unknown method")):
         assert main(["objects", agent, *argv]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

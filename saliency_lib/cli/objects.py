@@ -25,15 +25,12 @@ def _cmd_objects(args) -> int:
     from ..agents import load_agent
     from ..explainers import EXPLAINERS
     from ..objects import objects_report
+    from .checks import did_you_mean, method_params
 
-    if args.states < 1:
-        raise ValueError(f"--states must be a positive number of states, got {args.states}")
-    unknown = [m for m in args.methods if m not in EXPLAINERS]
-    if unknown:
-        raise ValueError(f"unknown methods {unknown}; valid methods are: {', '.join(EXPLAINERS)}")
-    params = json.loads(args.params)
-    if not isinstance(params, dict):
-        raise ValueError(f"--params must be a JSON object of method → parameters, got {args.params!r}")
+    for m in args.methods:
+        if m not in EXPLAINERS:
+            raise ValueError(f"unknown method {m!r}{did_you_mean(m, EXPLAINERS)} (valid: {', '.join(EXPLAINERS)})")
+    params = method_params(args.params, args.methods)
     torch.set_num_threads(args.threads)
     report = objects_report(load_agent(args.agent), args.methods, n_states=args.states, seed=args.seed, group=args.group,
                             explainer_params=params, progress=not args.json)
@@ -49,13 +46,15 @@ def _cmd_objects(args) -> int:
 
 def add_objects_parser(sub) -> None:
     """``saliency-study objects``: localisation and object faithfulness of maps on the game's objects (OCAtari)."""
+    from .checks import json_object, non_negative_int, positive_int
+
     o = sub.add_parser("objects", help="localisation and object faithfulness of maps on the game's objects (JSON)")
     o.add_argument("agent", help="checkpoint directory, official:<Game>, sb3:..., cleanrl:..., keras:...")
-    o.add_argument("--states", type=int, default=20, help="states of the agent's evaluation trajectory (default 20)")
+    o.add_argument("--states", type=positive_int, default=20, help="states of the agent's evaluation trajectory (default 20)")
     o.add_argument("--methods", nargs="+", default=["occlusion", "random"], help="registry names (default occlusion random)")
     o.add_argument("--group", default="all", help='object group of the headline numbers: all, no_hud, hud or "cls:<Class>"')
-    o.add_argument("--params", default="{}", help='JSON of explainer parameters per method, e.g. {"occlusion": {"patch": 4}}')
-    o.add_argument("--seed", type=int, default=0)
-    o.add_argument("--threads", type=int, default=1)
+    o.add_argument("--params", type=json_object, default={}, help='JSON of explainer parameters per method, e.g. {"occlusion": {"patch": 4}}')
+    o.add_argument("--seed", type=non_negative_int, default=0)
+    o.add_argument("--threads", type=positive_int, default=1)
     o.add_argument("--json", action="store_true", help="print one JSON object")
     o.set_defaults(func=_cmd_objects)

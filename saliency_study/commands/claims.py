@@ -31,8 +31,10 @@ def _cmd_claims(args) -> int:
 
 def add_claims_parser(subparsers) -> None:
     """``saliency-study claims``: one row per claim, computed from the committed study (cached)."""
+    from saliency_lib.cli.checks import directory
+
     p = subparsers.add_parser("claims", help="the papers' claims and ours, each with its verdict and what it rests on")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--profile", choices=PROFILE_NAMES, default="full", help="the stored study it reads (default full)")
-    p.add_argument("--results-dir", default=str(RESULTS_DIR))
+    p.add_argument("--results-dir", type=directory, default=str(RESULTS_DIR))
     p.set_defaults(func=_cmd_claims)
