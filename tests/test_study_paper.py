@@ -8,13 +8,14 @@ import pandas as pd
 import pytest
 
 import saliency_book.ch3_figures as f3
-import saliency_book.ch3_sanity as p3
+import saliency_book.ch3_sanity as ch3
 import saliency_book.ch4_figures as f4
 import saliency_book.ch4_paper as p4
 from saliency_book.ch4_degradation import DegradationChapter
 from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
-from saliency_study import paper
+from saliency_study import paper, sanity
+from saliency_study.evidence import verdict_counts
 
 
 def ar1(n, phi=0.7, *, seed=0, scale=0.05):
@@ -81,7 +82,7 @@ def test_per_game_verdicts_on_known_answers():
     assert "Huber et al." in html and "ESS" in html and "reproduced" in html and "all layers" in html
     assert "Margin" in html and "Difference" in html
     assert "not yet run" in f3.show_comparison(t.reset_index(), "cap", game="Frostbite").to_html()
-    counts = p3.verdict_counts(t.reset_index(), by="game").set_index("game")
+    counts = verdict_counts(t.reset_index(), by="game").set_index("game")
     assert counts.loc["MsPacman", paper.NOT_RUN] == 9 and counts.loc["MsPacman", "states"] == 0
     assert counts.loc["Breakout", ["reproduced", "differs", "inconclusive", "withheld", paper.NOT_RUN]].tolist() == [
         1, 1, 1, 1, 5]
@@ -131,35 +132,40 @@ def test_pooled_ci_covers_a_known_mean_and_pools_the_papers_games_alike():
 def test_precedents_credit_the_paper_with_sarfa_on_breakout():
     who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
     verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa", "integrated_gradients", "occlusion", "ns_chosen"],
-                             "spearman": [0.59, 0.95, 0.02, 0.6], "n": [20, 20, 20, 20]})
-    t = p3.precedents(verdicts, who, "Breakout", threshold=0.5).set_index("method")
+                             "spearman": [0.59, 0.95, 0.02, 0.6], "n": [20, 20, 20, 20], "n_eff": 9.0})
+    t = ch3.precedents(verdicts, who, "Breakout", threshold=0.5).set_index("method")
     assert "occlusion" not in t.index and (t["source"] == "this chapter").all() and (t["n"] == 20).all()
     assert t["paper_shows_it"].to_dict() == {"sarfa": "yes", "integrated_gradients": "not run", "ns_chosen": "no"}
     assert t.loc["sarfa", "paper"] == pytest.approx(0.644, abs=0.002) and t.loc["sarfa", "ours"] == 0.59
-    assert isinstance(p3.precedents(verdicts, who, "Seaquest"), Note)
-    assert isinstance(p3.precedents(verdicts.assign(spearman=0.1), who, "Breakout"), Note)  # no such effect
+    assert isinstance(ch3.precedents(verdicts, who, "Seaquest"), Note)
+    assert isinstance(ch3.precedents(verdicts.assign(spearman=0.1), who, "Breakout"), Note)  # no such effect
+    assert sanity.precedents(verdicts, "dqn-test", "Seaquest").empty
     assert "Paper shows it" in f3.show_table(t.reset_index(), "cap").to_html()
 
 
 def test_precedents_take_the_stored_study_where_it_has_the_game():
-    """With enough stored states for every method, the means come from the paper-scale study, not the chapter's."""
+    """With enough effective stored states for every method, the means come from the paper-scale study, not the
+    chapter's."""
     who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
-    verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa"], "spearman": [0.59], "n": [20]})
+    verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa"], "spearman": [0.59], "n": [20], "n_eff": [8.0]})
 
-    def study(n, sarfa=0.62, agent="dqn-test", game="Breakout"):
+    def study(n, sarfa=0.62, agent="dqn-test", game="Breakout", phi=0.0):
         base = {"agent": agent, "game": game, "measure": "spearman", "level": 5}
-        sim = [{**base, "method": "sarfa", "state": s, "value": sarfa} for s in range(n)]
-        sim += [{**base, "method": "ns_chosen", "state": s, "value": 0.1} for s in range(n)]
+        wobble = ar1(n, phi, seed=1, scale=0.01) if n else []
+        sim = [{**base, "method": "sarfa", "state": s, "value": sarfa + w} for s, w in enumerate(wobble)]
+        sim += [{**base, "method": "ns_chosen", "state": s, "value": 0.1 + w} for s, w in enumerate(wobble)]
         other = [{**base, "method": "sarfa", "state": s, "level": 1, "value": 0.99} for s in range(n)]  # another level
         return pd.DataFrame(sim + other)
 
-    t = p3.precedents(verdicts, who, "Breakout", study=study(997))
+    t = ch3.precedents(verdicts, who, "Breakout", study=study(997))
     assert t["method"].tolist() == ["sarfa"] and t["source"].tolist() == ["paper-scale study"]  # NS chosen: 0.1 < τ
-    assert t["ours"].iloc[0] == pytest.approx(0.62) and t["n"].iloc[0] == 997
-    m = p3.study_means(study(997), "dqn-test", "Breakout")
-    assert m.set_index("method")["spearman"].to_dict() == pytest.approx({"ns_chosen": 0.1, "sarfa": 0.62})
-    for stored in (study(30), study(997, game="MsPacman"), study(997, agent="other"), study(0)):
-        t = p3.precedents(verdicts, who, "Breakout", study=stored)  # the chapter's own numbers
+    assert t["ours"].iloc[0] == pytest.approx(0.62, abs=0.002) and t["n"].iloc[0] == 997 and t["n_eff"].iloc[0] > 500
+    m = sanity.study_means(study(997), "dqn-test", "Breakout")
+    assert m.set_index("method")["spearman"].to_dict() == pytest.approx({"ns_chosen": 0.1, "sarfa": 0.62}, abs=0.002)
+    # 997 states that drift as one slow trajectory are worth fewer than 30: the chapter's own numbers
+    assert sanity.study_means(study(997, phi=0.995), "dqn-test", "Breakout") is None
+    for stored in (study(20), study(997, phi=0.995), study(997, game="MsPacman"), study(997, agent="other"), study(0)):
+        t = ch3.precedents(verdicts, who, "Breakout", study=stored)  # the chapter's own numbers
         assert t["source"].tolist() == ["this chapter"] and t["ours"].tolist() == [0.59] and t["n"].tolist() == [20]
 
 
@@ -272,9 +278,9 @@ def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_c
 
     monkeypatch.setattr(paper, "stored_rows", fake)  # the module both chapters read the stored study through
     assert SanityChapter().study_profile == "full" and DegradationChapter().study_profile == "full"
-    assert p3.sanity_rows(SanityChapter(profile="quick")).empty
+    assert sanity.sanity_rows(SanityChapter(profile="quick").study_profile).empty
     assert calls[-1] == ("full", ("sanity",))
-    p3.sanity_rows(SanityChapter(profile="full", study_profile="tiny"))
+    sanity.sanity_rows(SanityChapter(profile="full", study_profile="tiny").study_profile)
     assert calls[-1] == ("tiny", ("sanity",))
     assert p4.insertion_aucs(DegradationChapter(profile="tiny")).empty
     assert calls[-1] == ("full", ("insertion", "deletion"))
