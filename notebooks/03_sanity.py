@@ -25,8 +25,8 @@
 #
 # This chapter repeats the test for every method of the study, on the study's DQN agent
 # and on the official Mask-A3C agent of {cite:t}`itaya2021visual`. The similarities come
-# from the study's sweep (`saliency_study.study`); `saliency_book.ch3_sanity` tabulates and
-# judges them, `saliency_book.ch3_figures` shows them. The cells below only call it.
+# from the study's sweep (`saliency_study.study`); `saliency_study.sanity` tabulates and
+# judges them, `saliency_book.ch3_figures` shows them. The cells below only call them.
 
 # %% [markdown]
 # ## Parameters
