@@ -449,7 +449,7 @@ show_tied_blocks(tied_block_summary(tied["mask_a3c"]), caption.format("The offic
 # %%
 caption = ("{}, {}: the test of the black-screen claim per method: Spearman similarity after full randomisation "
            "over all pixels and outside the shared tied block, and their paired difference, each mean [95 % CI], "
-           "with the states and the effective sample size of the differences.")
+           "with the states and the smallest effective sample size of the three.")
 display(show_tied_block_test(tests["dqn"], caption.format("The study's DQN agent", cfg.game)))
 display(show_tied_block_test(tests["mask_a3c"], caption.format("The official Mask-A3C agent", cfg.game)))
 

@@ -333,13 +333,14 @@ def pooled(rows: pd.DataFrame, *, measure: str = "spearman", levels: Sequence[in
     return t.sort_values(["level", "method"], kind="stable").reset_index(drop=True)
 
 
-def study_means(rows: pd.DataFrame, agent: str, game: str, *, level: int = 5,
-                min_ess: float = MIN_ESS) -> pd.DataFrame | None:
+def study_means(rows: pd.DataFrame, agent: str, game: str, *, level: int = 5) -> pd.DataFrame | None:
     """Per method, the mean Spearman similarity of ``agent`` on ``game`` at ``level`` over the stored study's
-    states (:func:`sanity_rows`): ``agent, method, spearman, n, n_eff``; None when a method's similarities
-    are worth fewer than ``min_ess`` effective states (or none is stored)."""
+    states (:func:`sanity_rows`) in trajectory order: ``agent, method, spearman, n, n_eff``; None when none
+    is stored."""
     from saliency_lib.metrics.dependence import effective_sample_size
 
+    if rows.empty:
+        return None
     r = rows[(rows["agent"] == agent) & (rows["game"] == game) & (rows["measure"] == "spearman") & (rows["level"] == level)]
     if r.empty:
         return None
@@ -349,8 +350,7 @@ def study_means(rows: pd.DataFrame, agent: str, game: str, *, level: int = 5,
         v = v[np.isfinite(v)]
         out.append({"agent": agent, "method": method, "spearman": float(v.mean()) if v.size else np.nan,
                     "n": int(v.size), "n_eff": effective_sample_size(v)})
-    t = pd.DataFrame(out)
-    return t if all(enough_ess(e, min_ess) for e in t["n_eff"]) else None
+    return pd.DataFrame(out)
 
 
 def precedents(verdicts: pd.DataFrame, spec: str, game: str, *, threshold: float = THRESHOLD, level: int = 5,
@@ -358,9 +358,10 @@ def precedents(verdicts: pd.DataFrame, spec: str, game: str, *, threshold: float
     """The methods whose map stays similar once every layer is random, beside Huber et al.'s mean on ``game``.
 
     "Stays similar": our mean Spearman similarity at the deepest level is at or above ``threshold``,
-    whatever the verdict. Our means come from the stored paper-scale study (``study``,
-    :func:`sanity_rows`) where it holds every method of ``spec`` on ``game`` with enough effective
-    states (:func:`study_means`), else from ``verdicts`` (:func:`verdict_table`). Columns ``method,
+    whatever the verdict (this lists means; it judges nothing). Our means come from the better evidence:
+    the stored paper-scale study (``study``, :func:`sanity_rows`, :func:`study_means`) where it holds
+    every method of ``verdicts`` (:func:`verdict_table`) for ``spec`` on ``game`` with at least as many
+    effective states as the chapter's own, else ``verdicts``. Columns ``method,
     ours, n, n_eff, source, paper`` (their mean at ``level``) and ``paper_shows_it`` (``yes``/``no``:
     theirs is at or above τ too, or ``not run`` by the paper), so that an effect the paper's own data
     holds is not presented as new. Empty when no method stays similar or the paper has not run ``game``.
@@ -368,7 +369,11 @@ def precedents(verdicts: pd.DataFrame, spec: str, game: str, *, threshold: float
     cols = ["method", "ours", "n", "n_eff", "source", "paper", "paper_shows_it"]
     if game not in huber.GAME_LABELS:
         return pd.DataFrame(columns=cols)
+    mine = verdicts[verdicts["agent"] == spec].set_index("method")["n_eff"]
     stored = study_means(study, spec, game, level=level) if study is not None and len(study) else None
+    if stored is not None:
+        theirs = stored.set_index("method")["n_eff"].reindex(mine.index)
+        stored = stored if len(mine) and (theirs.fillna(-1) >= mine.fillna(0)).all() else None
     v = verdicts if stored is None else stored
     v = v[(v["agent"] == spec) & (v["spearman"] >= threshold)]
     p = _paper("spearman", [level])

@@ -144,12 +144,13 @@ def tied_block_test(table: pd.DataFrame, *, threshold: float = THRESHOLD, confid
        (:func:`~saliency_lib.metrics.dependence.paired_block_test`).
 
     The verdict is ``"withheld"`` when the smallest effective sample size of the three series
-    is below ``min_ess``; ``reason`` says so.
+    (``n_eff``) is below ``min_ess``; ``reason`` says so. A series that drifts along the game (its
+    halves differ) is worth few effective states however many it has.
 
     Returns
     -------
     DataFrame
-        One row per method: ``game, method, n, n_eff`` (of the differences), ``spearman``,
+        One row per method: ``game, method, n, n_eff`` (the smallest of the three series'), ``spearman``,
         ``spearman_low``, ``spearman_high``, ``outside``, ``outside_low``, ``outside_high``,
         ``diff``, ``diff_low``, ``diff_high``, ``p``, ``verdict`` and ``reason``.
     """
@@ -170,7 +171,7 @@ def tied_block_test(table: pd.DataFrame, *, threshold: float = THRESHOLD, confid
             verdict = CARRIED
         else:
             verdict = NOT_CARRIED
-        rows.append({"game": game, "method": method, "n": int(a.size), "n_eff": d["n_eff"],
+        rows.append({"game": game, "method": method, "n": int(a.size), "n_eff": ess,
                      "spearman": float(a.mean()) if a.size else np.nan, "spearman_low": al, "spearman_high": ah,
                      "outside": float(b.mean()) if b.size else np.nan, "outside_low": bl, "outside_high": bh,
                      "diff": d["mean"], "diff_low": d["ci_low"], "diff_high": d["ci_high"], "p": d["p"],
