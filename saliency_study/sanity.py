@@ -358,10 +358,12 @@ def precedents(verdicts: pd.DataFrame, spec: str, game: str, *, threshold: float
     """The methods whose map stays similar once every layer is random, beside Huber et al.'s mean on ``game``.
 
     "Stays similar": our mean Spearman similarity at the deepest level is at or above ``threshold``,
-    whatever the verdict (this lists means; it judges nothing). Our means come from the better evidence:
-    the stored paper-scale study (``study``, :func:`sanity_rows`, :func:`study_means`) where it holds
-    every method of ``verdicts`` (:func:`verdict_table`) for ``spec`` on ``game`` with at least as many
-    effective states as the chapter's own, else ``verdicts``. Columns ``method,
+    whatever the verdict (this lists means; it judges nothing). Our means come from the stored
+    paper-scale study (``study``, :func:`sanity_rows`, :func:`study_means`) where it holds every method
+    of ``verdicts`` (:func:`verdict_table`) for ``spec`` on ``game`` with at least as many states as the
+    chapter's own (its states continue the chapter's trajectory), else from ``verdicts``; an effective
+    sample size is no guide here, since a long trajectory that drifts is worth fewer effective states
+    than its own first twenty. Columns ``method,
     ours, n, n_eff, source, paper`` (their mean at ``level``) and ``paper_shows_it`` (``yes``/``no``:
     theirs is at or above τ too, or ``not run`` by the paper), so that an effect the paper's own data
     holds is not presented as new. Empty when no method stays similar or the paper has not run ``game``.
@@ -369,10 +371,10 @@ def precedents(verdicts: pd.DataFrame, spec: str, game: str, *, threshold: float
     cols = ["method", "ours", "n", "n_eff", "source", "paper", "paper_shows_it"]
     if game not in huber.GAME_LABELS:
         return pd.DataFrame(columns=cols)
-    mine = verdicts[verdicts["agent"] == spec].set_index("method")["n_eff"]
+    mine = verdicts[verdicts["agent"] == spec].set_index("method")["n"]
     stored = study_means(study, spec, game, level=level) if study is not None and len(study) else None
     if stored is not None:
-        theirs = stored.set_index("method")["n_eff"].reindex(mine.index)
+        theirs = stored.set_index("method")["n"].reindex(mine.index)
         stored = stored if len(mine) and (theirs.fillna(-1) >= mine.fillna(0)).all() else None
     v = verdicts if stored is None else stored
     v = v[(v["agent"] == spec) & (v["spearman"] >= threshold)]
