@@ -25,8 +25,8 @@
 #
 # This chapter repeats the test for every method of the study, on the study's DQN agent
 # and on the official Mask-A3C agent of {cite:t}`itaya2021visual`. The similarities come
-# from the study's sweep (`saliency_study.study`); `saliency_book.ch3_sanity` tabulates and
-# judges them, `saliency_book.ch3_figures` shows them. The cells below only call it.
+# from the study's sweep (`saliency_study.study`); `saliency_study.sanity` tabulates and
+# judges them, `saliency_book.ch3_figures` shows them. The cells below only call them.
 
 # %% [markdown]
 # ## Parameters
@@ -66,33 +66,29 @@ from saliency_book.ch3_figures import (
 from saliency_book.ch3_sanity import (
     SanityChapter,
     chapter_results,
+    chapter_sweep_table,
     chapter_verdicts,
     extremes,
     layer_groups_table,
     ns_example,
-    ns_table,
-    per_game,
-    pooled,
+    ns_findings,
     precedents,
-    sanity_rows,
-    sweep_table,
-    verdict_counts,
-)
-from saliency_book.ch3_tied_blocks import (
     study_tied_block_tests,
     tied_block_summary,
     tied_block_test,
     tied_blocks,
+    verdict_counts,
     zero_share,
 )
 from saliency_book.common import describe_agents, versions_note
-from saliency_study.evidence import MIN_STATES
+from saliency_study.evidence import MIN_ESS
 from saliency_study.paper import GAME_LABELS, GAME_ORDER
+from saliency_study.sanity import per_game, pooled, sanity_rows
 
 cfg = SanityChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
                     results_dir=results_dir, executor=executor, threshold=threshold, study_profile=study_profile)
 glue("tau", cfg.threshold, display=False)
-glue("min_states", MIN_STATES, display=False)
+glue("min_ess", MIN_ESS, display=False)
 cfg
 
 # %% [markdown]
@@ -103,13 +99,12 @@ cfg
 #
 # The states are consecutive steps of one greedy game, and a map's similarity at one step
 # is close to its similarity at the next. Treating them as independent samples would give
-# confidence intervals that are far too narrow. Every interval in this chapter therefore
-# resamples *blocks* of consecutive states (the moving-block bootstrap, with the block
-# length chosen from the measured autocorrelation; `saliency_lib.metrics.dependence`), and
-# every table gives the **effective sample size** (ESS) beside the number of states: how
-# many independent states the trajectory is worth. No verdict is printed from fewer than
-# {glue:text}`min_states` states (`saliency_study.evidence.MIN_STATES`); below that a row says "too few
-# states".
+# confidence intervals that are far too narrow. Every table therefore gives the **effective
+# sample size** (ESS) beside the number of states: how many independent states the trajectory
+# is worth, measured from its autocorrelation. The intervals of the means are t intervals on
+# the ESS, which keep their coverage on such series (`saliency_lib.metrics.dependence`). No
+# verdict is given on fewer than {glue:text}`min_ess` effective states
+# (`saliency_study.evidence.MIN_ESS`); below that a row says "withheld" and why.
 #
 # ## The test
 #
@@ -171,7 +166,7 @@ show_table(layer_groups_table(agents, cfg.device), "Layer groups of the cascade,
 # method as in the paper):
 
 # %%
-show_table(sweep_table(cfg, agents), f"The states of each agent's results and the explainer parameters that differ "
+show_table(chapter_sweep_table(cfg, agents), f"The states of each agent's results and the explainer parameters that differ "
            f"from Huber et al.'s in the profile `{cfg.profile}`.")
 
 # %% [markdown]
@@ -186,7 +181,7 @@ versions_note(cfg.profile, cfg.game, results_dir=cfg.results_dir)
 # The first figure shows, for every method, how similar the map of each partly
 # randomised DQN agent is to the trained agent's map.
 
-# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the study's DQN agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % moving-block bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-dqn"}}
+# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the study's DQN agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % confidence intervals on the effective sample size; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-dqn"}}
 show_curves(res, "dqn")
 
 # %% [markdown]
@@ -199,7 +194,7 @@ show_curves(res, "dqn")
 # The same test on the Mask-A3C agent, which adds its own attention masks to the
 # methods.
 
-# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the official Mask-A3C agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % moving-block bootstrap confidence intervals; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-mask-a3c"}}
+# %% mystnb={"figure": {"caption": "Cascading parameter randomisation of the official Mask-A3C agent: similarity between each method's map of the trained agent and of the agent whose layers are randomised down to the layer on the x-axis. Mean over the states with 95 % confidence intervals on the effective sample size; one panel per measure; dotted grey: similarity with a uniform-random map.", "name": "fig-sanity-curves-mask-a3c"}}
 show_curves(res, "mask_a3c")
 
 # %% [markdown]
@@ -231,18 +226,18 @@ show_curves(res, "mask_a3c")
 # The figure puts the two variants side by side for every agent. The shaded column is the
 # level at which only the output layer (DQN) or the heads (Mask-A3C) are random.
 
-# %% mystnb={"figure": {"caption": "NS original against NS chosen action under cascading randomisation, one row per available agent (the study's DQN agent and/or the official Mask-A3C agent), one panel per measure. Lines: mean over the states; bands: 95 % moving-block bootstrap confidence intervals; shaded column: only the output layer or heads randomised.", "name": "fig-sanity-ns-curves"}}
+# %% mystnb={"figure": {"caption": "NS original against NS chosen action under cascading randomisation, one row per available agent (the study's DQN agent and/or the official Mask-A3C agent), one panel per measure. Lines: mean over the states; bands: 95 % confidence intervals on the effective sample size; shaded column: only the output layer or heads randomised.", "name": "fig-sanity-ns-curves"}}
 show_ns_curves(res)
 
 # %% [markdown]
 # The table reads the shaded column. Huber et al.'s finding holds for an agent when NS
 # original stays more similar to its original map than NS chosen action and the two
 # intervals do not overlap; with overlapping intervals the states do not settle it, and
-# below {glue:text}`min_states` states the table gives no verdict.
+# below {glue:text}`min_ess` effective states of either variant the verdict is withheld.
 
 # %%
-show_table(ns_table(res), "NS original and NS chosen action once only the output layer (the heads) is random: mean "
-           "Spearman similarity to the trained agent's map [95 % moving-block bootstrap CI], the states and each "
+show_table(ns_findings(res), "NS original and NS chosen action once only the output layer (the heads) is random: mean "
+           "Spearman similarity to the trained agent's map [95 % CI on the ESS], the states and each "
            "variant's ESS, and whether Huber et al.'s finding holds.",
            names={"layer": "Randomised", "original": "NS original", "chosen": "NS chosen action",
                   "original_ess": "ESS, original", "chosen_ess": "ESS, chosen"})
@@ -257,10 +252,10 @@ show_table(ns_table(res), "NS original and NS chosen action once only the output
 # that state.
 
 # %% mystnb={"figure": {"caption": "The study's DQN agent: NS original (top) and NS chosen action (bottom) on one state for the trained agent, the agent with a random output layer and the fully random agent, overlaid on the raw frame (inferno, min-max normalised per map). ρ: Spearman similarity with the trained agent's map.", "name": "fig-sanity-ns-example-dqn"}}
-show_ns_example(ns_example(cfg, res.agents["dqn"], res.tables["dqn"]))
+show_ns_example(ns_example(cfg, res.agents["dqn"], res.tables["dqn"]), res.agents["dqn"].label)
 
 # %% mystnb={"figure": {"caption": "The official Mask-A3C agent: NS original (top) and NS chosen action (bottom) on one state for the trained agent, the agent with random heads and the fully random agent, overlaid on the agent's crop of the raw frame (inferno, min-max normalised per map). ρ: Spearman similarity with the trained agent's map.", "name": "fig-sanity-ns-example-mask-a3c"}}
-show_ns_example(ns_example(cfg, res.agents["mask_a3c"], res.tables["mask_a3c"]))
+show_ns_example(ns_example(cfg, res.agents["mask_a3c"], res.tables["mask_a3c"]), res.agents["mask_a3c"].label)
 
 # %% [markdown]
 # Both variants perturb the input in the same way and differ only in how they score the
@@ -279,19 +274,25 @@ show_ns_example(ns_example(cfg, res.agents["mask_a3c"], res.tables["mask_a3c"]))
 # order, so the levels compare one to one; the Mask-A3C agent has other layers and is left
 # out. The tables give, for every game, the paper's mean Spearman similarity with only the
 # output layer random and with every layer random, beside our DQN agent's mean with its
-# 95 % block-bootstrap CI, the number of states, their effective number and a verdict:
-# **consistent** when the paper's mean lies inside our interval, **differs** when it does
-# not, **too few states** below {glue:text}`min_states` states, **not yet run** for a game the study has
-# not reached. Our results are the stored paper-scale study (the parameter `study_profile`,
-# `full` unless changed), whatever profile builds the chapter; nothing is computed here.
+# 95 % CI, the number of states and their effective number. The verdict is an equivalence
+# test with a margin stated before looking (±0.10 for a similarity,
+# `saliency_study.evidence.SIMILARITY_MARGIN`): the difference between ours and the paper's,
+# with its 90 % interval widened by the paper's own sampling error, is **reproduced** when the
+# interval lies inside the margin, **differs** when it lies outside, **inconclusive** when it
+# straddles it, **withheld** below {glue:text}`min_ess` effective states, and **not yet run** for
+# a game the study has not reached. The margin and the difference are in the table, so a reader
+# can apply another margin. Our results are the stored paper-scale study (the parameter
+# `study_profile`, `full` unless changed), whatever profile builds the chapter; nothing is
+# computed here.
 
 # %%
-rows = sanity_rows(cfg, measures=("spearman", "spearman_untied"))
-games_table = per_game(rows, seed=cfg.seed)
+rows = sanity_rows(cfg.study_profile, seed=cfg.seed, results_dir=cfg.results_dir, measures=("spearman", "spearman_untied"))
+games_table = per_game(rows)
 for g in GAME_ORDER:
     display(show_comparison(games_table, f"{GAME_LABELS[g]}: mean Spearman rank correlation to the trained agent's "
-                            "map, Huber et al.'s (≈ 135 states of their DQN agent) beside our DQN agent's [95 % "
-                            "moving-block bootstrap CI], the states and their effective number (ESS).", game=g))
+                            "map, Huber et al.'s (≈ 135 states of their DQN agent) beside our DQN agent's [95 % CI], "
+                            "the states and their effective number (ESS), the margin, the difference [90 % interval] "
+                            "and the verdict.", game=g))
 
 # %% [markdown]
 # Counted per game:
@@ -303,13 +304,13 @@ show_table(verdict_counts(games_table, by="game"), "Verdicts against Huber et al
 # %% [markdown]
 # Huber et al.'s figures pool the states of their four games and draw the mean with a 99 %
 # confidence interval. The next table does the same over the games we have run, with an
-# interval that resamples blocks within each game and then combines them (so no block
-# straddles two games), beside the paper's mean over the same games.
+# interval that keeps each game's own dependence (each game's standard error on its own ESS,
+# then combined), beside the paper's mean over the same games.
 
 # %%
-show_comparison(pooled(rows, seed=cfg.seed), "Spearman rank correlation pooled over the games we have run, every "
-                "state counting once as in Huber et al.'s figures: their mean over the same games beside ours [99 % "
-                "CI: moving blocks within each game, then combined], states and ESS.")
+show_comparison(pooled(rows), "Spearman rank correlation pooled over the games we have run, every state counting "
+                "once as in Huber et al.'s figures: their mean over the same games beside ours [99 % CI: each game "
+                "on its own ESS, then combined], states and ESS, the margin, the difference and the verdict.")
 
 # %% [markdown]
 # The extract's states are partial (two stretches of 997), and the paper's means are
@@ -325,13 +326,13 @@ show_comparison(pooled(rows, seed=cfg.seed), "Spearman rank correlation pooled o
 # layers are random, with a verdict on the Spearman similarity against a threshold
 # τ = {glue:text}`tau:.2f` (parameter `threshold`). A method
 #
-# * **passes** when the whole 95 % moving-block bootstrap confidence interval of the mean
-#   Spearman similarity lies below τ;
+# * **passes** when the whole 95 % confidence interval of the mean Spearman similarity
+#   lies below τ;
 # * **fails** when the whole interval lies at or above τ;
 # * is **undecided** when the interval contains τ;
-# * has **too few states** for a verdict when fewer than {glue:text}`min_states` states have a finite
-#   similarity: consecutive states of one game are worth far fewer independent ones (the
-#   ESS in the table), and an interval from a handful of them is little more than their range.
+# * is **withheld** when its similarities are worth fewer than {glue:text}`min_ess` effective
+#   states (the ESS in the table): consecutive states of one game are worth far fewer
+#   independent ones, and below that bar an interval does not keep its coverage.
 #
 # Why 0.5 by default? At ρ < 0.5, the ranking of the pixels by the randomised map
 # explains less than a quarter (ρ² < 0.25) of the variance of the trained agent's
@@ -350,10 +351,10 @@ verdicts = chapter_verdicts(res, cfg.threshold)
 most, least = extremes(verdicts, res.agents["dqn"].label)
 glue("most_similar", most, display=False)
 glue("least_similar", least, display=False)
-show_verdicts(verdicts, "Similarity to the trained agent's map once every layer is randomised: mean [95 % "
-              "moving-block bootstrap CI] over the states, with their effective sample size (ESS). Verdict on the "
-              "Spearman CI against the threshold τ of the configuration above; none below 50 states. 'Spearman, "
-              "random map': the original map against a uniform-random map.")
+show_verdicts(verdicts, "Similarity to the trained agent's map once every layer is randomised: mean [95 % CI] "
+              "over the states, with their effective sample size (ESS). Verdict on the Spearman CI against the "
+              "threshold τ of the configuration above; withheld below the minimum ESS. 'Spearman, random map': the "
+              "original map against a uniform-random map.")
 
 # %% [markdown]
 # ## Discussion
@@ -361,7 +362,7 @@ show_verdicts(verdicts, "Similarity to the trained agent's map once every layer 
 # Counted per agent, once every layer down to the input is random:
 
 # %%
-show_table(verdict_counts(verdicts), "Methods per verdict and agent after full randomisation, with the most states "
+show_table(verdict_counts(verdicts, by="title"), "Methods per verdict and agent after full randomisation, with the most states "
            "behind one.")
 
 # %% [markdown]
@@ -439,15 +440,16 @@ show_tied_blocks(tied_block_summary(tied["mask_a3c"]), caption.format("The offic
 # %% [markdown]
 # The claim "this method fails because of the black screen, not because of the weights" is
 # tested the same way for every method, with a rule fixed before looking at the numbers
-# (`saliency_book.ch3_tied_blocks.tied_block_test`). It holds for a method only when, over
-# at least {glue:text}`min_states` states, (1) the block-bootstrap CI of its similarity over all pixels
-# lies at or above τ, (2) the CI outside the shared block lies below τ, and (3) the paired
-# difference of the two has a CI above zero. The verdict column says where it holds.
+# (`saliency_study.tied_blocks.tied_block_test`). It holds for a method only when (1) the CI of
+# its similarity over all pixels lies at or above τ, (2) the CI outside the shared block lies
+# below τ, and (3) the paired difference of the two has a CI above zero. The verdict column says
+# where it holds; it is withheld where any of the three rests on fewer than
+# {glue:text}`min_ess` effective states.
 
 # %%
 caption = ("{}, {}: the test of the black-screen claim per method: Spearman similarity after full randomisation "
-           "over all pixels and outside the shared tied block, and their paired difference, each mean [95 % "
-           "moving-block bootstrap CI], with the states and the effective sample size of the differences.")
+           "over all pixels and outside the shared tied block, and their paired difference, each mean [95 % CI], "
+           "with the states and the smallest effective sample size of the three.")
 display(show_tied_block_test(tests["dqn"], caption.format("The study's DQN agent", cfg.game)))
 display(show_tied_block_test(tests["mask_a3c"], caption.format("The official Mask-A3C agent", cfg.game)))
 
@@ -481,6 +483,6 @@ show_tied_block_test(study_tied_block_tests(rows, threshold=cfg.threshold, seed=
 #   parameters, for the study's DQN agent and the official Mask-A3C agent.
 # * Noise Sensitivity's original score is compared with Huber et al.'s chosen-action fix,
 #   in curves and in an example state.
-# * Per game, the paper's similarities stand beside ours with block-bootstrap CIs, the
-#   effective sample size and a verdict, and pooled over the games as the paper pools them.
-#   No verdict rests on fewer than {glue:text}`min_states` states.
+# * Per game, the paper's similarities stand beside ours with CIs, the effective sample size,
+#   the margin, the difference and an equivalence verdict, and pooled over the games as the
+#   paper pools them. No verdict rests on fewer than {glue:text}`min_ess` effective states.

@@ -26,9 +26,9 @@
 #
 # This chapter repeats their insertion benchmark, adds deletion and a third substrate, puts
 # the paper's numbers beside ours and asks which of the paper's findings hold. The numbers
-# come from the study's sweep (`saliency_study.study`); `saliency_book.ch4_degradation` tabulates and
-# ranks them, `saliency_book.ch4_paper` compares them with the paper, `saliency_book.ch4_figures` shows
-# them. The cells below only call it.
+# come from the study's sweep (`saliency_study.study`); `saliency_study.degradation` tabulates and
+# ranks them, `saliency_study.agreement` compares them with the paper, and
+# `saliency_book.ch4_figures` shows them. The cells below only call them.
 
 # %% [markdown]
 # ## Parameters
@@ -44,7 +44,7 @@ seed = 0  # seed of the sweep and of the bootstrap
 device = "cpu"  # torch device of the illustration
 results_dir = "data/results"  # stored results, relative to the repository
 executor = "local"  # runs missing sweep units: "local", "processes" or "ray"
-alpha = 0.05  # family-wise level of the Holm-corrected paired block-bootstrap tests
+alpha = 0.05  # family-wise level of the Holm-corrected paired tests
 study_profile = "full"  # the stored study that the per-game comparisons with the paper read (computes nothing)
 
 # %% [markdown]
@@ -60,52 +60,46 @@ from myst_nb import glue
 
 from saliency_book.ch4_degradation import (
     DegradationChapter,
+    agreement_counts,
     auc_summary,
+    chapter_sweep_table,
+    clean_outputs,
     degradation_results,
-    our_auc_table,
-    paper_layout_table,
+    factors,
+    mean_curve_table,
+    measure_degeneracy,
     pick_agent,
+    rank_agreement,
     ranking_detail,
     rankings,
+    side_by_side,
     significance_counts,
-    sweep_table,
+    stream_agreement,
+    stream_results,
+    study_agreement,
 )
 from saliency_book.ch4_figures import (
     show_agreement,
     show_auc_table,
     show_comparison,
     show_curves,
+    show_factors,
+    show_paper_table,
     show_paths,
     show_ranking_detail,
     show_rankings,
     show_side_by_side,
     show_table,
 )
-from saliency_book.ch4_paper import (
-    agreement_counts,
-    clean_outputs,
-    factors,
-    insertion_aucs,
-    mean_curve_table,
-    measure_degeneracy,
-    paper_factor_counts,
-    per_game,
-    pooled,
-    rank_agreement,
-    side_by_side,
-    stream_agreement,
-    stream_better,
-    stream_results,
-    study_agreement,
-    verdict_counts,
-)
 from saliency_book.common import versions_note
-from saliency_study.evidence import MIN_STATES
+from saliency_study.advantage_stream import stream_better
+from saliency_study.agreement import insertion_aucs, paper_factor_counts, per_game, pooled
+from saliency_study.evidence import MIN_ESS, verdict_counts
 from saliency_study.paper import GAME_LABELS, GAME_ORDER
 
 cfg = DegradationChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
                          results_dir=results_dir, executor=executor, alpha=alpha, study_profile=study_profile)
-glue("min_states", MIN_STATES, display=False)
+glue("min_ess", MIN_ESS, display=False)
 glue("alpha", cfg.alpha, display=False)
 cfg
 
@@ -114,11 +108,11 @@ cfg
 # coarse parameters, and the numbers mean nothing.
 #
 # The explained states are consecutive steps of one greedy game, so neighbouring states
-# have similar AUCs. Every confidence interval and paired test below resamples blocks of
-# consecutive states (the moving-block bootstrap, `saliency_lib.metrics.dependence`), the
-# tables give the effective sample size (ESS) beside the number of states, and no verdict
-# or significant difference is printed from fewer than {glue:text}`min_states` states
-# (`saliency_study.evidence.MIN_STATES`).
+# have similar AUCs. The tables give the effective sample size (ESS) beside the number of
+# states: how many independent states the trajectory is worth. Every confidence interval and
+# paired test below is a t interval or test on the ESS (`saliency_lib.metrics.dependence`),
+# and no verdict or significant difference rests on fewer than {glue:text}`min_ess` effective
+# states (`saliency_study.evidence.MIN_ESS`).
 #
 # ## The metric
 #
@@ -158,7 +152,7 @@ cfg
 # %%
 results = degradation_results(cfg)
 dqn, mask_a3c = pick_agent(results, "dqn"), pick_agent(results, "mask_a3c")
-show_table(sweep_table(cfg, results), f"The chapter's agents: their states and the explainer parameters that differ "
+show_table(chapter_sweep_table(cfg, results), f"The chapter's agents: their states and the explainer parameters that differ "
            f"from Huber et al.'s final ones in the profile `{cfg.profile}`.")
 
 # %% [markdown]
@@ -242,29 +236,28 @@ show_curves(results, "mask_a3c", "deletion", confidence=cfg.confidence, n_resamp
 
 # %%
 summary = auc_summary(results, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
-show_auc_table(paper_layout_table(summary, "black", "q_ratio"),
-               "Black insertion, Q-value measure: insertion AUC, mean ± std over states.")
+show_paper_table(summary, "black", "q_ratio", "Black insertion, Q-value measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # The same substrate with the advantage measure:
 
 # %%
-show_auc_table(paper_layout_table(summary, "black", "advantage"),
-               "Black insertion, advantage measure: insertion AUC, mean ± std over states.")
+show_paper_table(summary, "black", "advantage",
+                 "Black insertion, advantage measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # Random insertion, first with the Q-value measure:
 
 # %%
-show_auc_table(paper_layout_table(summary, "random", "q_ratio"),
-               "Random insertion, Q-value measure: insertion AUC, mean ± std over states.")
+show_paper_table(summary, "random", "q_ratio",
+                 "Random insertion, Q-value measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # and with the advantage measure:
 
 # %%
-show_auc_table(paper_layout_table(summary, "random", "advantage"),
-               "Random insertion, advantage measure: insertion AUC, mean ± std over states.")
+show_paper_table(summary, "random", "advantage",
+                 "Random insertion, advantage measure: insertion AUC, mean ± std over states.")
 
 # %% [markdown]
 # The paper's standard deviations are large compared with the differences between the
@@ -275,14 +268,14 @@ show_auc_table(paper_layout_table(summary, "random", "advantage"),
 # list every setting of each of our agents.
 
 # %%
-show_auc_table(our_auc_table(summary, "dqn"), "Study's DQN agent: AUC (mean ± std over states) in every setting; "
+show_auc_table(summary, "dqn", "Study's DQN agent: AUC (mean ± std over states) in every setting; "
                "bold: best non-random method (insertion: highest, deletion: lowest).")
 
 # %% [markdown]
 # The same for the official Mask-A3C agent:
 
 # %%
-show_auc_table(our_auc_table(summary, "mask_a3c"), "Official Mask-A3C agent: AUC (mean ± std over states) in every "
+show_auc_table(summary, "mask_a3c", "Official Mask-A3C agent: AUC (mean ± std over states) in every "
                "setting; bold: best non-random method (insertion: highest, deletion: lowest).")
 
 # %% [markdown]
@@ -317,27 +310,27 @@ show_table(measure_degeneracy(results, mean_curve_table(cfg, results)),
 # check says for one agent: a normalised measure (V − V on the substrate) / (V on the clean
 # state − V on the substrate) would divide by about zero, and a substrate that moves V would
 # need a new sweep. Its curves and AUCs above are shown for what they are. The policy
-# probability, the Mask-A3C agent's measure in the action role, is not affected. A measure
-# the check flags on fewer than {glue:text}`min_states` states is flagged on too few states to say
-# more.
+# probability, the Mask-A3C agent's measure in the action role, is not affected. The check
+# compares means only, so a row on a handful of states (the column "States") says little.
 #
 # ## Rankings and significance
 #
 # A difference of means says little with few states and large spreads. For each agent,
 # experiment, substrate and measure we therefore rank the methods by their mean AUC and
-# compare every pair on the same states with a paired moving-block bootstrap test, which
-# resamples the same blocks of consecutive states for both methods, Holm-corrected over
-# all pairs of the setting {cite}`holm1979simple` (`saliency_lib.metrics.ranking_table`).
-# A Wilcoxon signed-rank test {cite}`wilcoxon1945individual` would treat the states as
-# independent and find differences that the trajectory does not support. Below
-# {glue:text}`min_states` states no difference is called significant. The table counts, per agent,
+# compare every pair on the same states with a paired test on the differences, a t test on
+# their effective sample size, Holm-corrected over all pairs of the setting
+# {cite}`holm1979simple` (`saliency_lib.metrics.ranking_table`). A Wilcoxon signed-rank test
+# {cite}`wilcoxon1945individual` would treat the states as independent and find differences
+# that the trajectory does not support. A pair whose differences are worth fewer than
+# {glue:text}`min_ess` effective states is not tested, so no difference is called significant
+# there. The table counts, per agent,
 # the pairwise differences significant at a family-wise level of {glue:text}`alpha` per setting,
 # the method × setting cells significantly better or worse than the random map, and the
 # settings where the random map has the best mean. The state value V is not ranked.
 
 # %%
 ranks = rankings(results, alpha=cfg.alpha, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
-show_table(significance_counts(ranks), "Significant differences per agent (paired block-bootstrap tests, Holm): "
+show_table(significance_counts(ranks), "Significant differences per agent (paired tests on the ESS, Holm): "
            "states, the range of the ESS, settings, significant pairs of all pairs, cells better or worse than the "
            "random map of all method × setting cells, and settings where the random map has the best mean.",
            names={"ess": "ESS"})
@@ -375,12 +368,12 @@ show_rankings(ranks, "mask_a3c", "deletion",
 # action measure, the policy probability.
 
 # %%
-show_ranking_detail(ranking_detail(ranks, "dqn"), "ranking with 95 % moving-block bootstrap CIs and the significant "
-                    "differences (Holm-corrected paired block-bootstrap tests).")
+show_ranking_detail(ranking_detail(ranks, "dqn"), "ranking with 95 % CIs, the effective sample sizes and the "
+                    "significant differences (Holm-corrected paired tests).")
 
 # %%
-show_ranking_detail(ranking_detail(ranks, "mask_a3c", role="action"), "ranking with 95 % moving-block bootstrap CIs "
-                    "and the significant differences (Holm-corrected paired block-bootstrap tests).")
+show_ranking_detail(ranking_detail(ranks, "mask_a3c", role="action"), "ranking with 95 % CIs, the effective sample "
+                    "sizes and the significant differences (Holm-corrected paired tests).")
 
 # %% [markdown]
 # ## The two factors
@@ -399,12 +392,9 @@ show_ranking_detail(ranking_detail(ranks, "mask_a3c", role="action"), "ranking w
 factor_table = factors(summary)
 for key, value in paper_factor_counts(factor_table).items():
     glue(f"paper_{key}", value, display=False)
-show_table(factor_table, "The two factors under insertion: best non-random method per measure role, Spearman ρ of "
-           "the method means between the two measures and with the black substrate, and whether the random map "
-           "has the best mean.", digits=2, index=["source", "substrate"],
-           names={"best_value": "Best, value measure", "best_action": "Best, action measure", "rho_roles": "ρ, value vs action",
-                  "rho_black_value": "ρ with black, value", "rho_black_action": "ρ with black, action",
-                  "random_first_value": "Random first, value", "random_first_action": "Random first, action"})
+show_factors(factor_table, "The two factors under insertion: best non-random method per measure role, Spearman ρ of "
+             "the method means between the two measures and with the black substrate, and whether the random map "
+             "has the best mean.")
 
 # %% [markdown]
 # In Huber et al.'s tables, the best non-random method differs between the Q-value and the
@@ -416,8 +406,8 @@ show_table(factor_table, "The two factors under insertion: best non-random metho
 # random map has the highest mean of all columns in {glue:text}`paper_random_first`.
 #
 # Our rows ask the same questions of our agents (an agent whose value measure is degenerate has
-# none). Below {glue:text}`min_states` states they give the order of the means only, and the rankings
-# above say which differences are significant. The reference notes read the paper's substrate
+# none). They give the order of the means only, and the rankings above say which differences
+# are significant. The reference notes read the paper's substrate
 # factor as a match between perturbation and substrate (§6.2): occlusion, SARFA and LIME black
 # out regions and look better under black insertion, while RISE and Noise Sensitivity (which
 # blurs) look better under random insertion. A winner that changes while few differences are
@@ -439,14 +429,16 @@ show_side_by_side(side, f"{cfg.game}, insertion: Huber et al.'s mean AUC (997 st
 # %% [markdown]
 # The rank correlation between the paper's and our means summarises each setting. With only
 # the few methods that both studies ran, a rank correlation needs to be large to be
-# significant. The last columns say whether the random map comes first, or last, among the
+# significant, and it says nothing where our means rest on fewer than {glue:text}`min_ess`
+# effective states (the column ESS). The last columns say whether the random map comes first, or last, among the
 # common methods, in the paper's table and in ours: where ours comes first and the paper's
 # does too, that is their finding as much as ours.
 
 # %%
 agreement = rank_agreement(side)
 show_agreement(agreement, "Rank agreement between Huber et al.'s and our insertion AUCs over the common methods: "
-               "Spearman ρ and Kendall τ with p-values, best non-random method, random map first and last.")
+               "states and effective states behind our means, Spearman ρ and Kendall τ with p-values, best "
+               "non-random method, random map first and last.")
 
 # %% [markdown]
 # The same comparison on the stored paper-scale study, over every state it holds of this
@@ -462,47 +454,53 @@ show_agreement(study, f"The paper-scale study, {cfg.game}: rank agreement with H
 # %%
 show_table(agreement_counts({"this chapter": agreement, "paper-scale study": study}),
            "Settings where our order of the mean AUCs agrees with the paper's significantly (Spearman ρ > 0, p < "
-           "0.05), the best non-random common method is the same, whether the random map comes last agrees, and "
-           "the random map comes first (in ours; in the paper's too).")
+           "0.05, on means worth the minimum ESS; withheld: settings below it), the best non-random common method "
+           "is the same, whether the random map comes last agrees, and the random map comes first (in ours; in the "
+           "paper's too).", names={"ess": "ESS"})
 
 # %% [markdown]
 # ## Per game: the paper's AUCs beside ours
 #
 # Rank agreement compares orders. The next tables compare the values themselves, for
 # every game of the paper: the paper's mean insertion AUC over 997 states beside our DQN
-# agent's mean, with its 95 % moving-block bootstrap CI, the number of states and their
-# effective number (ESS), and a verdict: **consistent** when the paper's mean lies inside
-# our interval, **differs** when it does not, **too few states** below {glue:text}`min_states` states,
-# and **not yet run** for a game the study has not reached. The paper's numbers come from the
+# agent's mean, with its 95 % CI, the number of states and their effective number (ESS). The
+# verdict is an equivalence test with a margin stated before looking: a quarter of the
+# paper's per-state standard deviation of that AUC (`saliency_study.evidence.INSERTION_MARGIN_SD`),
+# since the AUCs' scales differ by two orders of magnitude between games, measures and
+# substrates. The difference between ours and the paper's, with its 90 % interval widened by
+# the paper's own sampling error, is **reproduced** when the interval lies inside the margin,
+# **differs** when it lies outside, **inconclusive** when it straddles it, **withheld** below
+# {glue:text}`min_ess` effective states, and **not yet run** for a game the study has not
+# reached. The margin and the difference are in the table. The paper's numbers come from the
 # committed extract of its result files (`data/reference/huber2021/`); ours are the stored
 # paper-scale study (the parameter `study_profile`, `full` unless changed), whatever profile
 # builds the chapter, and nothing is computed here. Only the DQN agent is compared: its measures are
 # the paper's own, while the Mask-A3C agent's are analogues on another scale.
 
 # %%
-aucs = insertion_aucs(cfg)
-games_table = per_game(aucs, confidence=cfg.confidence, n_resamples=cfg.n_resamples, seed=cfg.seed)
+aucs = insertion_aucs(cfg.study_profile, seed=cfg.seed, results_dir=cfg.results_dir)
+games_table = per_game(aucs, confidence=cfg.confidence)
 for g in GAME_ORDER:
     display(show_comparison(games_table, f"{GAME_LABELS[g]}, insertion AUC: Huber et al.'s mean over 997 states "
-                            "beside our DQN agent's mean [95 % moving-block bootstrap CI], the states and their "
-                            "effective number (ESS).", game=g))
+                            "beside our DQN agent's mean [95 % CI], the states and their effective number (ESS), "
+                            "the margin, the difference [90 % interval] and the verdict.", game=g))
 
 # %% [markdown]
 # Counted per game:
 
 # %%
-show_table(verdict_counts(games_table), "Verdicts against Huber et al.'s insertion AUCs, per game, with the most "
+show_table(verdict_counts(games_table, by="game"), "Verdicts against Huber et al.'s insertion AUCs, per game, with the most "
            "states behind one.")
 
 # %% [markdown]
-# Pooled over the games we have run, every state counting once as in the paper's pooled
-# figures, with a 99 % interval from blocks resampled within each game and then combined,
-# beside the paper's mean over the same games:
+# Pooled over the games we have run, every state counting once, with a 99 % interval that
+# keeps each game's own dependence (each game's standard error on its own ESS, then
+# combined), beside the paper's mean over the same games:
 
 # %%
-show_comparison(pooled(aucs, n_resamples=cfg.n_resamples, seed=cfg.seed), "Insertion AUC pooled over the games we "
-                "have run, every state counting once: Huber et al.'s mean over the same games beside ours [99 % CI: "
-                "moving blocks within each game, then combined], states and ESS.")
+show_comparison(pooled(aucs), "Insertion AUC pooled over the games we have run, every state counting once: Huber et "
+                "al.'s mean over the same games beside ours [99 % CI: each game on its own ESS, then combined], "
+                "states and ESS, the margin, the difference and the verdict.")
 
 # %% [markdown]
 # For the DQN agent the measures are the paper's own, so agreement means that the paper's
@@ -543,8 +541,8 @@ both = stream_agreement(results, stream, cfg.game, confidence=cfg.confidence, n_
 for key, value in stream_better(both).items():
     glue(f"stream_{key}", value, display=False)
 show_agreement(both, "Rank agreement with Huber et al.'s insertion AUCs for the full Q-values of the study's DQN "
-               "agent and for its advantage stream alone (Spearman ρ and Kendall τ with p-values, best non-random "
-               "method, random map first and last, negative means).")
+               "agent and for its advantage stream alone (states and effective states, Spearman ρ and Kendall τ with "
+               "p-values, best non-random method, random map first and last, negative means).")
 
 # %% [markdown]
 # The advantage stream's method order agrees better with the paper's (a higher Spearman ρ)
@@ -564,9 +562,9 @@ show_agreement(both, "Rank agreement with Huber et al.'s insertion AUCs for the 
 #   (insertion) or collapses (deletion) when pixels are revealed or destroyed in the map's
 #   order. The substrate that stands in for missing pixels is a choice: black, noise or blur.
 # * The tables put Huber et al.'s insertion AUCs beside ours in their layout and, per game,
-#   with our block-bootstrap CIs, the effective sample size and a verdict; the rankings
-#   say which differences are significant after the Holm correction, and none is called
-#   significant below {glue:text}`min_states` states.
+#   with our CIs, the effective sample size, the margin, the difference and an equivalence
+#   verdict; the rankings say which differences are significant after the Holm correction,
+#   and none is called significant on fewer than {glue:text}`min_ess` effective states.
 # * The state value V of the Mask-A3C agents is degenerate as an insertion/deletion
 #   measure: the substrate leaves it at its clean level, and the random map scores best on
 #   insertion and worst on deletion. No map is ranked on it.

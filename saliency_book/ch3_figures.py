@@ -1,8 +1,9 @@
 """Chapter 3 (sanity checks): one ``show_`` function per displayed figure or table.
 
-The numbers come from :mod:`saliency_book.ch3_sanity` and :mod:`saliency_book.ch3_tied_blocks`;
-this module only draws and styles them. :func:`show_table` styles any of the chapter's tables,
-the comparisons with the paper included: whatever numeric and verdict columns they have.
+The numbers come from :mod:`saliency_study.sanity` and :mod:`saliency_study.tied_blocks` through
+:mod:`saliency_book.ch3_sanity`; this module only draws and styles them. :func:`show_table` styles any
+of the chapter's tables, the comparisons with the paper included: whatever numeric and verdict columns
+they have.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from saliency_book.ch3_sanity import CONFIDENCE, MEASURES, NS_METHODS, NSExample, SanityResults, level_labels
+from saliency_book.ch3_sanity import SanityResults
 from saliency_book.common import METHODS, Note, figure_image
 from saliency_book.maps import overlay_map
 from saliency_book.tables import show_table
 from saliency_lib.explainers import method_label
+from saliency_study.sanity import CONFIDENCE, MEASURES, NS_METHODS, NSExample
 
 __all__ = ["show_table", "show_curves", "show_ns_curves", "show_ns_example", "show_verdicts", "show_comparison",
            "show_tied_blocks", "show_tied_block_test"]
@@ -31,27 +33,35 @@ COLORS = MappingProxyType({
 """One colour per method, shared by every figure; the line style says the family."""
 
 
+def level_labels(summary: pd.DataFrame) -> list[tuple[int, str]]:
+    """``(level, tick label)`` of a cascade: ``none``, the output group, then ``+ <group>`` …"""
+    pairs = sorted(set(zip(summary["level"].astype(int), summary["layer"])))
+    return [(lv, "none" if lv == 0 else name if lv == 1 else f"+ {name}") for lv, name in pairs]
+
+
 def show_verdicts(verdicts: pd.DataFrame | Note, caption: str):
     """The verdict table (:func:`~saliency_book.ch3_sanity.chapter_verdicts`): every measure after full
-    randomisation, the random-map floor and the verdict, one row group per agent."""
+    randomisation, the random-map floor and the verdict (with why it is withheld, where it is), one row
+    group per agent."""
     if isinstance(verdicts, Note):
         return verdicts
+    reason = ["reason"] if verdicts.get("reason", pd.Series(dtype=str)).astype(bool).any() else []
     cols = ["title", "method", "n", "n_eff", *[f"{m}{s}" for m in MEASURES for s in ("", "_low", "_high")],
-            "random_spearman", "verdict"]
+            "random_spearman", "verdict", *reason]
     return show_table(verdicts[[c for c in cols if c in verdicts.columns]], caption, index=["title", "method"],
                       names={"ssim": "SSIM", "hog_pearson": "HOG", "spearman": "Spearman",
                              "random_spearman": "Spearman, random map"})
 
 
 def show_comparison(table: pd.DataFrame, caption: str, *, game: str | None = None, digits: int = 2):
-    """A comparison with the paper (:func:`~saliency_book.ch3_sanity.per_game` rows of ``game``, or
-    :func:`~saliency_book.ch3_sanity.pooled`), whatever its numeric and verdict columns."""
+    """A comparison with the paper (:func:`~saliency_study.sanity.per_game` rows of ``game``, or
+    :func:`~saliency_study.sanity.pooled`), whatever its numeric and verdict columns."""
     t = table if game is None else table[table["game"] == game].drop(columns="game")
     return show_table(t, caption, digits=digits)
 
 
 def show_tied_blocks(summary: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch3_tied_blocks.tied_block_summary` with shares in per cent."""
+    """:func:`~saliency_study.tied_blocks.tied_block_summary` with shares in per cent."""
     if isinstance(summary, Note):
         return summary
     shares = ["tied_trained", "tied_random", "shared", "below_trained", "below_random"]
@@ -63,11 +73,13 @@ def show_tied_blocks(summary: pd.DataFrame | Note, caption: str):
 
 
 def show_tied_block_test(test: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_book.ch3_tied_blocks.tied_block_test` (one game, or several stacked) per method."""
+    """:func:`~saliency_study.tied_blocks.tied_block_test` (one game, or several stacked) per method; the
+    reason column only where a verdict is withheld."""
     if isinstance(test, Note):
         return test
     games = ["game"] if test["game"].nunique() > 1 else []
-    return show_table(test.drop(columns=["p", *([] if games else ["game"])]), caption, index=games + ["method"],
+    drop = ["p", *([] if games else ["game"]), *([] if test["reason"].astype(bool).any() else ["reason"])]
+    return show_table(test.drop(columns=drop), caption, index=games + ["method"],
                       names={"spearman": "Spearman, all pixels", "outside": "Spearman, outside the block"})
 
 
@@ -118,7 +130,7 @@ def show_curves(res: SanityResults, kind: str, *, dpi: int = 100):
                        label="uniform-random map")
         ax.set_title(MEASURE_LABELS[meas], fontsize=10)
         ax.set_xlabel("layers randomised (cumulative, from the output)", fontsize=8)
-    axes[0].set_ylabel(f"similarity to the original map\n(mean, {CONFIDENCE:.0%} bootstrap CI)")
+    axes[0].set_ylabel(f"similarity to the original map\n(mean, {CONFIDENCE:.0%} CI)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8, frameon=False)
     n = int(s.loc[s["level"] == 0, "n"].max()) if (s["level"] == 0).any() else 0
@@ -148,8 +160,9 @@ def show_ns_curves(res: SanityResults, *, dpi: int = 100):
     return figure_image(fig, dpi=dpi)
 
 
-def show_ns_example(ex: NSExample | Note, *, dpi: int = 100):
-    """The example's maps overlaid on the raw frame: rows NS original / NS chosen, columns the three models."""
+def show_ns_example(ex: NSExample | Note, label: str = "agent", *, dpi: int = 100):
+    """The example's maps (:func:`~saliency_study.sanity.ns_example`) of the agent named ``label``, overlaid on
+    the raw frame: rows NS original / NS chosen, columns the three models."""
     from matplotlib import cm, colors
     from matplotlib.figure import Figure
 
@@ -160,7 +173,7 @@ def show_ns_example(ex: NSExample | Note, *, dpi: int = 100):
     for r, m in enumerate(NS_METHODS):
         for c, (lv, name) in enumerate(ex.levels):
             ax = axes[r][c]
-            ax.imshow(overlay_map(ex.frame, ex.maps[(m, lv)], preset=ex.preset, game=ex.agent.game), interpolation="nearest")
+            ax.imshow(overlay_map(ex.frame, ex.maps[(m, lv)], preset=ex.preset, game=ex.game), interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
             rho = ex.spearman[(m, lv)]
@@ -170,6 +183,6 @@ def show_ns_example(ex: NSExample | Note, *, dpi: int = 100):
                 ax.set_ylabel(method_label(m), fontsize=9)
     fig.colorbar(cm.ScalarMappable(colors.Normalize(0, 1), "inferno"), ax=axes, orientation="horizontal",
                  fraction=0.04, shrink=0.6, label="saliency, min-max normalised per map")
-    fig.suptitle(f"{ex.agent.label[0].upper() + ex.agent.label[1:]}, {ex.agent.game}: sweep state {ex.state} "
+    fig.suptitle(f"{label[0].upper() + label[1:]}, {ex.game}: sweep state {ex.state} "
                  f"(step {ex.step})", fontsize=9)
     return figure_image(fig, dpi=dpi)

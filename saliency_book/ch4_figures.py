@@ -1,40 +1,48 @@
 """Chapter 4 (insertion and deletion): one ``show_`` function per displayed figure or table.
 
-The numbers come from :mod:`saliency_book.ch4_degradation` and :mod:`saliency_book.ch4_paper`; this module
-only draws and styles them. :func:`show_table` styles any tidy table of the chapter, the comparisons with
-the paper included, whatever numeric and verdict columns they have.
+The numbers come from :mod:`saliency_study.degradation`, :mod:`saliency_study.agreement` and
+:mod:`saliency_study.advantage_stream` through :mod:`saliency_book.ch4_degradation`; this module only
+lays out, draws and styles them. :func:`show_table` styles any tidy table of the chapter, the comparisons
+with the paper included, whatever numeric and verdict columns they have.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from saliency_book.ch4_degradation import (
-    DEGRADATION_EXPERIMENTS,
-    PAPER_METHODS,
-    PAPER_SUBSTRATES,
+    PAPER_GAMES,
     SHORT_LABELS,
     SHORT_MEASURES,
     DegradationChapter,
     agent_label,
     measure_label,
-    measures_of,
     no_agent,
-    notes_pass,
     pick_agent,
     short_label,
-    vs_random,
 )
-from saliency_book.common import Note, figure_image, fmt2
+from saliency_book.common import Note, figure_image, fmt2, notes_pass
 from saliency_book.tables import SMALL
 from saliency_book.tables import show_table as show_table_
+from saliency_study.degradation import (
+    DEGRADATION_EXPERIMENTS,
+    MEASURE_ROLE,
+    PAPER_ANALOGUE,
+    PAPER_AUC,
+    PAPER_METHODS,
+    PAPER_SUBSTRATES,
+    best_non_random,
+    curve_bands,
+    degraded_images,
+    measures_of,
+    path_state,
+    vs_random,
+)
+from saliency_study.evidence import DEGENERATE_MEASURES
 
-__all__ = ["show_table", "show_comparison", "show_auc_table", "show_rankings", "show_ranking_detail",
-           "show_side_by_side", "show_agreement", "curve_bands", "show_curves", "degraded_images", "show_paths"]
-
+__all__ = ["show_table", "show_comparison", "show_paper_table", "show_auc_table", "show_rankings",
+           "show_ranking_detail", "show_side_by_side", "show_agreement", "show_factors", "show_curves", "show_paths"]
 
 
 def show_table(table, caption: str, *, digits: int = 3, **kw):
@@ -46,27 +54,82 @@ def show_table(table, caption: str, *, digits: int = 3, **kw):
 
 
 def show_comparison(table: pd.DataFrame, caption: str, *, game: str | None = None):
-    """A comparison with the paper (:func:`~saliency_book.ch4_paper.per_game` rows of ``game``, or
-    :func:`~saliency_book.ch4_paper.pooled`), whatever its numeric and verdict columns."""
+    """A comparison with the paper (:func:`~saliency_study.agreement.per_game` rows of ``game``, or
+    :func:`~saliency_study.agreement.pooled`), whatever its numeric and verdict columns."""
     t = table if game is None else table[table["game"] == game].drop(columns="game")
     return show_table(t, caption)
 
 
+def _pm(mean: float, std: float) -> str:
+    return "NA" if pd.isna(mean) else f"{mean:.3f}±{std:.3f}".replace("-", "−")
+
+
+def _bold_best(groups: list, columns: list[str], caption: str, index=None):
+    """Rows ``(label, summary of one setting indexed by method, higher_is_better or None)``: cells "mean±std"
+    in ``columns``, each row's best non-random method in bold (None: not ranked)."""
+    labels = [label for label, _, _ in groups]
+    cells = pd.DataFrame([[_pm(g["mean"].get(m, np.nan), g["std"].get(m, np.nan)) for m in columns]
+                          for _, g, _ in groups], index=index if index is not None else pd.Index(labels),
+                         columns=[short_label(m) for m in columns])
+    best = [None if hib is None else best_non_random(g["mean"], hib) for _, g, hib in groups]
+    css = pd.DataFrame([["font-weight: bold" if b is not None and short_label(b) == c else "" for c in cells.columns]
+                        for b in best], index=cells.index, columns=cells.columns)
+    return cells.style.apply(lambda _: css, axis=None).set_caption(caption).set_table_attributes(SMALL)
+
+
 @notes_pass
-def show_auc_table(table: pd.DataFrame, caption: str):
-    """A :func:`~saliency_book.ch4_degradation.paper_layout_table` or
-    :func:`~saliency_book.ch4_degradation.our_auc_table`; each row's best non-random method in bold."""
-    best = table.attrs.get("best", {})
-    css = pd.DataFrame([["font-weight: bold" if best.get(r) == c else "" for c in table.columns] for r in table.index],
-                       index=table.index, columns=table.columns)
-    return table.style.apply(lambda _: css, axis=None).set_caption(caption).set_table_attributes(SMALL)
+def show_paper_table(summary: pd.DataFrame, substrate: str, paper_measure: str, caption: str):
+    """One of Huber et al.'s four insertion tables, our agents' rows (:func:`~saliency_study.degradation.auc_summary`)
+    under the paper's: mean ± std, each row's best non-random method in bold.
+
+    Rows: the paper's games, then one row per agent on the measure whose
+    :data:`~saliency_study.degradation.PAPER_ANALOGUE` is ``paper_measure`` (none on a measure of
+    :data:`~saliency_study.evidence.DEGENERATE_MEASURES`). Columns: the paper's methods in its order,
+    then our other methods.
+    """
+    if substrate not in PAPER_SUBSTRATES or paper_measure not in ("q_ratio", "advantage"):
+        raise ValueError(f"the paper has insertion tables for substrates {PAPER_SUBSTRATES} and measures "
+                         f"('q_ratio', 'advantage'), got substrate={substrate!r}, measure={paper_measure!r}")
+    ours = summary[(summary["experiment"] == "insertion") & (summary["substrate"] == substrate)
+                   & (summary["measure"].map(PAPER_ANALOGUE) == paper_measure)
+                   & ~summary["measure"].isin(list(DEGENERATE_MEASURES))]
+    extra = [m for m in dict.fromkeys(ours["method"]) if m not in PAPER_METHODS]
+    cols = list(PAPER_METHODS) + sorted(extra, key=lambda m: list(SHORT_LABELS).index(m) if m in SHORT_LABELS else 99)
+    paper = PAPER_AUC[(PAPER_AUC["substrate"] == substrate) & (PAPER_AUC["measure"] == paper_measure)]
+    groups = [(f"Huber et al.: {label}", paper[paper["game"] == game].set_index("method"), True)
+              for game, label in PAPER_GAMES.items()]
+    groups += [(f"Ours: {agent_label(a)}" + ("" if m == paper_measure else f", {measure_label(m)}"),
+                g.set_index("method"), True) for (a, m), g in ours.groupby(["agent", "measure"], sort=False)]
+    return _bold_best(groups, cols, caption)
+
+
+@notes_pass
+def show_auc_table(summary: pd.DataFrame, preset: str, caption: str):
+    """Every setting of the agent with ``preset``: rows (experiment, substrate, measure), columns methods; cells
+    mean ± std, the best non-random method in bold (insertion: highest, deletion: lowest), none on a
+    degenerate measure (labelled "not ranked")."""
+    agent = pick_agent(summary, preset)
+    if agent is None:
+        return no_agent(preset, "AUC table")
+    s = summary[summary["agent"] == agent]
+    methods = [m for m in SHORT_LABELS if m in set(s["method"])] + sorted(set(s["method"]) - set(SHORT_LABELS))
+    subs = {"black": 0, "random": 1, "blur": 2}
+    keys = sorted(s.groupby(["experiment", "substrate", "measure"]).groups, key=lambda k: (
+        DEGRADATION_EXPERIMENTS.index(k[0]), subs.get(k[1], 9), {"value": 0, "action": 1}.get(MEASURE_ROLE.get(k[2]), 2), k[2]))
+    groups, index = [], []
+    for exp, sub, meas in keys:
+        g = s[(s["experiment"] == exp) & (s["substrate"] == sub) & (s["measure"] == meas)].set_index("method")
+        degenerate = meas in DEGENERATE_MEASURES  # shown, not ranked: no best method in bold
+        index.append((exp, sub, SHORT_MEASURES.get(meas, meas) + (" (not ranked)" if degenerate else "")))
+        groups.append((index[-1], g, None if degenerate else bool(g["higher_is_better"].iloc[0])))
+    return _bold_best(groups, methods, caption, pd.MultiIndex.from_tuples(index, names=["Experiment", "Substrate", "Measure"]))
 
 
 @notes_pass
 def show_rankings(ranks: pd.DataFrame, preset: str, experiment: str, caption: str):
     """Rank (mean AUC) of every method in every substrate × measure of the agent with ``preset``; bold: in the top
     group (no method significantly better); green/red: significantly better/worse than the random map (none
-    below :data:`~saliency_study.evidence.MIN_STATES` states). Rows by mean rank."""
+    below :data:`~saliency_study.evidence.MIN_ESS` effective states). Rows by mean rank."""
     agent = pick_agent(ranks, preset)
     if agent is None:
         return no_agent(preset, "ranking")
@@ -87,16 +150,18 @@ def show_rankings(ranks: pd.DataFrame, preset: str, experiment: str, caption: st
 
 @notes_pass
 def show_ranking_detail(table: pd.DataFrame, caption: str):
-    """A :func:`~saliency_book.ch4_degradation.ranking_detail`, its setting named before ``caption``."""
+    """A :func:`~saliency_study.degradation.ranking_detail`, its setting named before ``caption``."""
     a = table.attrs
     head = f"{agent_label(a['agent'])}, {a['experiment']} on the {a['substrate']} substrate, {measure_label(a['measure'])}"
-    return show_table(table, f"{head}: {caption}", names={"mean": "Mean [CI]", "better_than": "Significantly better than",
-                                                          "worse_than": "Significantly worse than"})
+    t = table.assign(**{c: table[c].map(lambda s: ", ".join(short_label(m) for m in s.split(", ")) if s else "")
+                        for c in ("better_than", "worse_than")})
+    return show_table(t, f"{head}: {caption}", names={"mean": "Mean [CI]", "better_than": "Significantly better than",
+                                                      "worse_than": "Significantly worse than"})
 
 
 @notes_pass
 def show_side_by_side(side: pd.DataFrame, caption: str):
-    """:func:`~saliency_book.ch4_paper.side_by_side`, wide: rows (agent, method), columns (setting, source); cells
+    """:func:`~saliency_study.agreement.side_by_side`, wide: rows (agent, method), columns (setting, source); cells
     "mean (rank)". An agent whose own measures differ (actor-critic) names them in its row label."""
     labels = {}
     for a, g in side.groupby("agent", sort=False):
@@ -119,8 +184,9 @@ def show_side_by_side(side: pd.DataFrame, caption: str):
 
 @notes_pass
 def show_agreement(agreement: pd.DataFrame, caption: str):
-    """A :func:`~saliency_book.ch4_paper.rank_agreement` (or :func:`~saliency_book.ch4_paper.stream_agreement`):
-    per agent and setting, ρ and τ with their p, and the paper's and our best method and random map's place."""
+    """A :func:`~saliency_study.agreement.rank_agreement` (or :func:`~saliency_study.advantage_stream.stream_agreement`):
+    per agent and setting, the states and effective states behind our means, ρ and τ with their p, and the
+    paper's and our best method and random map's place."""
     a = agreement
 
     def pair(col):
@@ -131,7 +197,7 @@ def show_agreement(agreement: pd.DataFrame, caption: str):
         "Agent": a["agent"].map(agent_label),
         "Setting (paper measure / ours)": [f"{s}, {measure_label(p)}" + ("" if p == m else f" / {SHORT_MEASURES.get(m, m)}")
                                            for s, p, m in zip(a["substrate"], a["paper_measure"], a["our_measure"])],
-        "Methods": a["methods"], "States": a["n"],
+        "Methods": a["methods"], "States": a["n"], "ESS": a["n_eff"].map(lambda v: f"{v:.1f}"),
         **{name: ["NA" if pd.isna(r) else f"{fmt2(r)} (p = {p:.2f})" for r, p in zip(a[c], a[f"{c}_p"])]
            for name, c in (("Spearman ρ", "spearman"), ("Kendall τ", "kendall"))},
         **{f"{name} (paper / ours)": pair(col) for name, col in (("Best non-random", "best"),
@@ -142,41 +208,25 @@ def show_agreement(agreement: pd.DataFrame, caption: str):
     return t.set_index(["Agent", "Setting (paper measure / ours)"]).style.format(na_rep="NA").set_caption(caption)
 
 
+@notes_pass
+def show_factors(table: pd.DataFrame, caption: str):
+    """:func:`~saliency_study.agreement.factors`, one row group per source (the paper's games, our agents)."""
+    source = [f"Huber et al.: {PAPER_GAMES[a]}" if s == "paper" else f"Ours: {agent_label(a)}"
+              for s, a in zip(table["source"], table["agent"])]
+    return show_table(table.drop(columns="agent").assign(source=source), caption, digits=2, index=["source", "substrate"],
+                      names={"best_value": "Best, value measure", "best_action": "Best, action measure",
+                             "rho_roles": "ρ, value vs action", "rho_black_value": "ρ with black, value",
+                             "rho_black_action": "ρ with black, action", "random_first_value": "Random first, value",
+                             "random_first_action": "Random first, action"})
+
+
 # -- curves ---------------------------------------------------------------------------------------------
-
-def curve_bands(values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
-                block: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean curve and moving-block bootstrap band over states.
-
-    ``values``: one curve per state (rows, in the trajectory's order; non-finite values ignored). States
-    are resampled as whole curves in blocks of consecutive states
-    (:func:`~saliency_lib.metrics.dependence.block_indices`, block length ``block`` or
-    :func:`~saliency_lib.metrics.dependence.block_length` of the curves' AUCs), so every step uses the
-    same resamples. Returns ``(mean, low, high)``, each of shape ``(n_steps,)``; with fewer than two
-    states ``low`` and ``high`` equal ``mean``.
-    """
-    from saliency_lib.metrics.dependence import block_indices, block_length
-
-    v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 2:
-        raise ValueError(f"values must have shape (n_states, n_steps), got {v.shape}")
-    v = np.where(np.isfinite(v), v, np.nan)
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(v, axis=0)
-        if v.shape[0] < 2:
-            return mean, mean.copy(), mean.copy()
-        b = block_length(np.nanmean(v, axis=1)) if block is None else int(block)
-        boot = np.nanmean(v[block_indices(v.shape[0], b, n_resamples, np.random.default_rng(seed))], axis=1)
-        quantile = np.nanquantile if np.isnan(boot).any() else np.quantile  # nanquantile is slow
-        low, high = quantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
-    return mean, low, high
-
 
 def _curve_lines(results: pd.DataFrame, agent: str, experiment: str, measures: list[str], *, confidence: float,
                  n_resamples: int, seed: int) -> tuple[pd.DataFrame, str]:
     """The curves of :func:`show_curves`, ``measure, substrate, method, step, x, mean, low, high``, and the
-    band's name: from every state's curve where ``results`` holds them (:func:`curve_bands`), else from the
+    band's name: from every state's curve where ``results`` holds them
+    (:func:`~saliency_study.degradation.curve_bands`), else from the
     store's mean curves of the rows' units (:func:`saliency_lib.sweep.mean_curves`)."""
     from saliency_lib.sweep import mean_curves
     from saliency_study.paths import RESULTS_DIR
@@ -260,79 +310,22 @@ def show_curves(results: pd.DataFrame, preset: str, experiment: str, *, confiden
 
 # -- the paths ----------------------------------------------------------------------------------------
 
-def degraded_images(state, saliency, *, substrate: str, fractions, mode: str = "insertion", seed: int = 0,
-                    state_id: int = 0, blur_sigma: float = 5.0):
-    """The inputs along an insertion or deletion path of one state ``(C, H, W)``, as the metric builds them.
-
-    Pixel locations change in order of decreasing ``saliency`` ``(H, W)`` (stable, as the metric);
-    ``fractions`` in [0, 1] of the ``H·W`` locations are changed; ``seed``, ``state_id`` and ``blur_sigma``
-    are the metric's for the substrate. Returns a tensor ``(len(fractions), C, H, W)``.
-    """
-    import torch
-
-    from saliency_lib.metrics import make_substrate
-
-    if mode not in DEGRADATION_EXPERIMENTS:
-        raise ValueError(f"mode must be one of {DEGRADATION_EXPERIMENTS}, got {mode!r}")
-    x = torch.as_tensor(state)
-    if x.ndim != 3:
-        raise ValueError(f"state must have shape (C, H, W), got {tuple(x.shape)}")
-    c, h, w = x.shape
-    s = np.asarray(saliency, dtype=np.float64)
-    if s.shape != (h, w):
-        raise ValueError(f"saliency must have shape {(h, w)} like the state, got {s.shape}")
-    fr = np.asarray(fractions, dtype=np.float64)
-    if fr.ndim != 1 or ((fr < 0) | (fr > 1)).any():
-        raise ValueError(f"fractions must be a 1-D sequence in [0, 1], got {fractions!r}")
-    sub = make_substrate(x[None], substrate, seed=seed, state_ids=[state_id], blur_sigma=blur_sigma)[0]
-    rank = torch.empty(h * w, dtype=torch.long)
-    rank[torch.argsort(torch.from_numpy(-s.reshape(-1)), stable=True)] = torch.arange(h * w)
-    out = []
-    for f in fr:
-        changed = (rank < int(round(f * h * w))).view(1, h, w)
-        out.append(torch.where(changed, x, sub) if mode == "insertion" else torch.where(changed, sub, x))
-    return torch.stack(out)
-
-
 def show_paths(cfg: DegradationChapter, agent: str | None, *, method: str = "occlusion",
                fractions=(0.0, 0.05, 0.15, 0.3, 0.6, 1.0), dpi: int = 80):
-    """Inputs along the insertion and deletion paths of the agent's last explained state, for every substrate,
-    in the order of ``method``'s map (the sweep's parameters; cached as ``.npy``): the newest frame on the
-    clean state's grey scale. A Note when ``agent`` is None."""
+    """Inputs along the insertion and deletion paths (:func:`~saliency_study.degradation.degraded_images`) of
+    the agent's last explained state, for every substrate, in the order of ``method``'s map
+    (:func:`~saliency_study.degradation.path_state`): the newest frame on the clean state's grey scale. A
+    Note when ``agent`` is None."""
     if agent is None:
         return Note("No agent to show.", title="No agent")
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
-    import torch
 
-    from saliency_lib.agents import load_agent
-    from saliency_lib.explainers import get_explainer
-    from saliency_lib.sweep import SUBSTRATES, study_states
-    from saliency_study.cache import cached_file
-    from saliency_study.profiles import get_profile, sweep_sizes
+    from saliency_lib.sweep import SUBSTRATES
 
-    ag = load_agent(agent, device=cfg.device)
-    n, _, params = sweep_sizes(cfg.profile, ag.preset)
-    prof = get_profile(cfg.profile)  # the sweep's states: the profile's selection for this kind of agent
-    states, scfg = study_states(agent, n, seed=0, results_dir=cfg.results_dir, agent=ag,
-                                selection=prof.selection(ag.preset), episode_cap=prof.episode_cap())
-    i = len(states) - 1
-    kw = dict(params.get(method, {}))
-
-    def make(path):
-        torch.set_num_threads(1)
-        hid = None if states.hidden is None else tuple(h[i:i + 1].to(ag.device) for h in states.hidden)
-        res = get_explainer(method, ag, **kw).attribute(states.states[i:i + 1].to(ag.device),
-                                                        target=states.actions[i:i + 1], hidden=hid)
-        with open(path, "wb") as f:
-            np.save(f, np.asarray(res.maps[0].detach().cpu().numpy() if hasattr(res.maps, "detach") else res.maps[0],
-                                  dtype=np.float32))
-
-    config = {"what": "degradation_map", "states": scfg, "index": i, "method": method, "params": kw}
-    sal = np.load(cached_file("degradation_map", config, ".npy", make, results_dir=cfg.results_dir))
-    x = states.states[i].cpu()
+    x, sal, i = path_state(agent, profile=cfg.profile, method=method, device=cfg.device, results_dir=cfg.results_dir)
     lo, hi = float(x[-1].min()), float(x[-1].max())
     rows = [(mode, s) for mode in DEGRADATION_EXPERIMENTS for s in SUBSTRATES]
     fig, axes = plt.subplots(len(rows), len(fractions) + 1, figsize=(1.55 * (len(fractions) + 1), 1.65 * len(rows)),

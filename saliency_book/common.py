@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -14,15 +14,15 @@ import numpy as np
 import pandas as pd
 
 from saliency_book.config import as_int, as_optional
-from saliency_lib.explainers import METHOD_LABELS
+from saliency_lib.explainers import METHOD_LABELS, method_label
 from saliency_lib.games import published_scores
-from saliency_study.catalog import official_available, shipped_agents, study_agent
+from saliency_study.catalog import load, official_available, shipped_agents, study_agent
 from saliency_study.paths import AGENTS_DIR, RESULTS_DIR, repo_path
 
 __all__ = [
     "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "as_count", "ExplainedAgent", "describe_agents",
     "chapter_agents", "load", "action_names", "score_table", "figure_image", "png_tabs", "versions_note",
-    "method_names", "fmt2", "join_words", "describe_params",
+    "method_names", "fmt2", "join_words", "describe_params", "notes_pass", "sweep_table",
 ]
 
 METHODS = ("occlusion", "ns_original", "ns_chosen", "sarfa", "rise", "lime_slic", "gradient", "integrated_gradients",
@@ -208,14 +208,6 @@ def chapter_agents(game: str, agent: str | None = None, *, results_dir: str | os
     return [dqn, ExplainedAgent("mask_a3c", game, None if missing else spec, "official Mask-A3C agent", missing)]
 
 
-def load(spec: str, device: str = "cpu"):
-    """:func:`saliency_lib.agents.load_agent` on a checkpoint directory (relative to the repository) or a spec."""
-    from saliency_lib.agents import load_agent
-
-    path = repo_path(spec)
-    return load_agent(path if (path / "meta.json").is_file() else spec, device=device)
-
-
 @functools.cache
 def action_names(game: str, preset: str, n_actions: int) -> tuple[str, ...]:
     """The ALE's names of the agent's actions (``"action k"`` when the counts disagree)."""
@@ -250,6 +242,33 @@ def fmt2(x: float) -> str:
 def describe_params(params: dict, *, label: Callable[[str], str] = str, sep: str = " = ") -> str:
     """Explainer parameters as text for the chapters, e.g. ``"Occlusion patch = 4, RISE n_masks = 500"``."""
     return ", ".join(f"{label(m)} {', '.join(f'{k}{sep}{v}' for k, v in kw.items())}" for m, kw in params.items())
+
+
+def notes_pass(func):
+    """A Note among the positional arguments is returned as is, so a missing input stays visible downstream."""
+    @functools.wraps(func)
+    def wrapper(*args, **kw):
+        note = next((a for a in args if isinstance(a, Note)), None)
+        return note if note is not None else func(*args, **kw)
+
+    return wrapper
+
+
+def sweep_table(profile: str, agents: Mapping[str, str] | Sequence[str], states: Mapping[str, int] | None = None
+                ) -> pd.DataFrame | Note:
+    """Per agent: the states its results cover (``states`` per spec, else the profile's count) and the
+    explainer parameters coarser than Huber et al.'s final ones in ``profile``. ``agents``: specs, or
+    ``{name: spec}`` (then a ``spec`` column follows the name)."""
+    from saliency_study.catalog import agent_preset
+    from saliency_study.profiles import sweep_sizes
+
+    named = isinstance(agents, Mapping)
+    rows = []
+    for name, spec in (agents.items() if named else ((a, a) for a in agents)):
+        n, _, params = sweep_sizes(profile, agent_preset(spec))
+        rows.append({"agent": name, **({"spec": spec} if named else {}), "states": (states or {}).get(spec, n),
+                     "coarser parameters": describe_params(params, label=method_label) if params else "none"})
+    return pd.DataFrame(rows) if rows else Note("No agent is available for this game.", kind="warning", title="No agents")
 
 
 def versions_note(profile: str, games, *, agents=None, results_dir=RESULTS_DIR):

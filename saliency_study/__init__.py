@@ -10,6 +10,9 @@ where it keeps it:
 * :mod:`.cache`: the result cache of everything else a chapter computes;
 * :mod:`.shipping`: a finished training run becomes a shipped agent;
 * :mod:`.paper`, :mod:`.evidence`: the paper's published numbers and the study's evidence rules;
+* :mod:`.sanity`, :mod:`.tied_blocks`: the sanity check's findings (chapter 3);
+* :mod:`.degradation`, :mod:`.agreement`, :mod:`.advantage_stream`: insertion and deletion, against
+  the paper's tables and on the advantage stream (chapter 4);
 * :mod:`.commands`: the study's commands (``run``, ``compact``, ``ship``, ``official-scores``).
 
 It imports :mod:`saliency_lib` and never :mod:`saliency_book`.

@@ -3,7 +3,8 @@
 * :data:`STUDY_METHODS`: the explainers of the study;
 * :func:`study_agent`, :func:`study_agents`: the agents the study explains for a game (our DQN
   agent, recorded or shipped, and the official Mask-A3C agent where it is fetched);
-* :func:`shipped_agents`: every agent under ``data/agents/``.
+* :func:`shipped_agents`: every agent under ``data/agents/``;
+* :func:`load`, :func:`agent_preset`: an agent of a spec or a checkpoint directory, and its kind.
 
 The published scores they are compared with are per-game facts: :mod:`saliency_lib.games`.
 """
@@ -11,6 +12,7 @@ The published scores they are compared with are per-game facts: :mod:`saliency_l
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -28,7 +30,7 @@ from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, repo_path
 
 __all__ = [
     "STUDY_METHODS", "ABLATION_METHODS", "SEED_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
-    "train_study_agent", "recorded_study_agent", "study_agents", "official_available",
+    "train_study_agent", "recorded_study_agent", "study_agents", "official_available", "load", "agent_preset",
 ]
 
 
@@ -193,3 +195,17 @@ def study_agents(game: str, *, results_dir=RESULTS_DIR) -> list[str]:
     if game in OFFICIAL_GAMES and official_available(game):
         agents.append(f"official:{game}")
     return agents
+
+
+def load(spec: str, device: str = "cpu"):
+    """:func:`saliency_lib.agents.load_agent` on a checkpoint directory (relative to the repository) or a spec."""
+    from saliency_lib.agents import load_agent
+
+    path = repo_path(spec)
+    return load_agent(path if (path / "meta.json").is_file() else spec, device=device)
+
+
+@functools.lru_cache(maxsize=64)
+def agent_preset(spec: str) -> str:
+    """The preprocessing preset (the kind: ``"dqn"``, ``"mask_a3c"``…) of the agent ``spec``, loaded once."""
+    return load(str(spec)).preset

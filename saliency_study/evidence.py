@@ -1,14 +1,15 @@
-"""How much evidence a chapter needs before it prints a verdict, shared by every chapter.
+"""How much evidence the study needs before it gives a verdict, shared by every finding.
 
 The study's states are consecutive states of one greedy game, so a handful of them is
 worth even fewer independent samples (:func:`saliency_lib.metrics.effective_sample_size`).
-Every chapter that judges a method, a finding of the paper or a difference between
-methods asks :func:`enough_states` first and, below :data:`MIN_STATES`, prints
-:func:`too_few` instead of a verdict.
+Every verdict on a method, a finding of the paper or a difference between methods asks
+:func:`enough_ess` first and, below :data:`MIN_ESS`, is withheld with :func:`withheld_reason`.
 
-* :data:`MIN_ESS`: the bar on the *effective* sample size below which a comparison with a paper
-  gives no verdict, and :data:`MIN_STATES`, :func:`enough_states`, :func:`too_few`: the older bar
-  on the count of states, kept for the chapters' rankings of methods.
+* :data:`MIN_ESS`, :func:`enough_ess`, :func:`withheld_reason`: the bar on the *effective* sample
+  size below which no verdict, ranking or comparison with a paper is given, and the short phrase
+  that says so; :data:`MIN_STATES`, :func:`enough_states`, :func:`too_few`: the older bar on the
+  count of states, kept for chapter 5 until it moves to the effective one.
+* :func:`verdict_counts`: how many rows of a verdict table get each verdict.
 * :func:`margin`: the equivalence margins, stated before any number of ours was compared.
 * :data:`DEGENERATE_MEASURES`: insertion/deletion measures that no chapter ranks maps on.
 """
@@ -18,16 +19,42 @@ from __future__ import annotations
 from types import MappingProxyType
 
 import numpy as np
+import pandas as pd
 
-__all__ = ["MIN_ESS", "SIMILARITY_MARGIN", "INSERTION_MARGIN_SD", "margin", "MIN_STATES", "TOO_FEW", "enough_states",
-           "too_few", "DEGENERATE_MEASURES"]
+__all__ = ["MIN_ESS", "WITHHELD", "enough_ess", "withheld_reason", "verdict_counts", "SIMILARITY_MARGIN",
+           "INSERTION_MARGIN_SD", "margin", "MIN_STATES", "TOO_FEW", "enough_states", "too_few", "DEGENERATE_MEASURES"]
 
 MIN_ESS = 30.0
-"""Fewest *effective* states behind a verdict on a comparison with a paper (the issue "Reproduced,
-or not"). Consecutive states of one game are correlated; 997 of them may be worth 15. At an
+"""Fewest *effective* states behind any verdict: a check passed or failed, a finding of a paper,
+a significant difference between methods, a comparison with a paper (the issue "Reproduced, or
+not"). Consecutive states of one game are correlated; 997 of them may be worth 15. At an
 effective sample size of 30 the t interval of a mean covers at its nominal level on autocorrelated
 series (tests/test_interval_coverage.py), and a margin of a tenth of a similarity's range is
 resolvable: below it, the verdict is withheld."""
+
+WITHHELD = "withheld"
+"""The verdict of a row whose data are worth fewer than :data:`MIN_ESS` independent states."""
+
+
+def enough_ess(n_eff, min_ess: float = MIN_ESS) -> bool:
+    """Whether an effective sample size ``n_eff`` carries a verdict: ``n_eff ≥ min_ess`` (NaN: no)."""
+    return n_eff is not None and bool(np.isfinite(n_eff)) and float(n_eff) >= min_ess
+
+
+def withheld_reason(n_eff, min_ess: float = MIN_ESS) -> str:
+    """The short phrase beside a withheld verdict, as the equivalence verdicts say it:
+    ``effective sample size 17 < 30`` (``no finite values`` without an effective sample size)."""
+    if n_eff is None or not np.isfinite(n_eff):
+        return "no finite values"
+    return f"effective sample size {float(n_eff):.0f} < {min_ess:g}"
+
+
+def verdict_counts(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """How many rows of ``table`` get each ``verdict``, per ``by`` (in the order of first appearance),
+    with ``states``: the most states (``n``) behind one row."""
+    counts = pd.crosstab(table[by], table["verdict"]).reindex(list(dict.fromkeys(table[by])))
+    return counts.assign(states=table.groupby(by)["n"].max()).reset_index()
+
 
 SIMILARITY_MARGIN = 0.10
 """Equivalence margin of a sanity similarity (Spearman, SSIM, HOG Pearson; each in [−1, 1]): ours
@@ -89,7 +116,7 @@ DEGENERATE_MEASURES = MappingProxyType({
              "stored curves; the introduction's generated finding gives the numbers for our Mask-A3C seeds)",
 })
 """Insertion/deletion measures that no chapter ranks maps on, with the reason (chapter 4 measures
-it from the stored curves: :func:`saliency_book.ch4_paper.measure_degeneracy`). Insertion and
+it from the stored curves: :func:`saliency_study.degradation.measure_degeneracy`). Insertion and
 deletion assume that the substrate removes what the measure follows; where it does not, the
 area under the curve rewards whatever lifts the measure in the middle of the path. A normalised
 V, ``(V_t − V_substrate) / (V_clean − V_substrate)``, does not help: its denominator is about

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_lib.games import BENCHMARK_STATES, HUBER_GAMES
+from saliency_study.catalog import agent_preset
 from saliency_study.evidence import MIN_ESS, margin
 from saliency_study.paths import RESULTS_DIR, repo_path
 
@@ -124,13 +125,6 @@ def paper_insertion(variant: str = "main") -> pd.DataFrame:
         "ddof": 0, "differs_from_main": t["variant_differs_from_main"].astype(bool)}).reset_index(drop=True)
 
 
-@functools.lru_cache(maxsize=64)
-def _preset(spec: str) -> str:
-    from saliency_lib.agents import load_agent
-
-    return load_agent(spec).preset
-
-
 def _stored(units: list, results_dir, packed_only: bool = False) -> list:
     """The units of ``units`` that the store holds (loose or packed; ``packed_only``: packed)."""
     if packed_only:
@@ -164,7 +158,7 @@ def stored_units(profile: str, games: Sequence[str] = GAME_ORDER, *, experiments
     out = []
     for game in games:
         for spec in profile_specs(profile, game, agents=agents, seed=seed, results_dir=results_dir):
-            if preset is not None and _preset(spec.agents[0]) != preset:
+            if preset is not None and agent_preset(spec.agents[0]) != preset:
                 continue
             units, _ = plan_units(dataclasses.replace(spec, experiments=tuple(experiments)), results_dir=results_dir,
                                   states=False)

@@ -216,7 +216,7 @@ def test_chapters_never_import_each_other():
     for m, path in modules.items():
         if not m.split(".")[-1].startswith("ch"):
             continue
-        chapter = m.split(".")[-1].split("_")[0]  # ch3_sanity and ch3_tied_blocks are one chapter
+        chapter = m.split(".")[-1].split("_")[0]  # ch3_sanity and ch3_figures are one chapter
         for mod, _, line in _imports(m, path):
             last = mod.split(".")[-1]
             if mod.startswith(BOOK + ".ch") and last.split("_")[0] != chapter:

@@ -401,5 +401,5 @@ def test_chapter_fingerprint_follows_the_packs_and_the_books_helpers(tmp_path):
     (res / "sweep" / "packs" / "sanity" / "dqn-Breakout-s0-x.parquet").write_bytes(b"pack")
     after = _inputs_fingerprint(res)
     assert after["packs"] != before["packs"] and bk._key("s", {}, after) != bk._key("s", {}, before)
-    assert set(after) >= {"library", "book", "data", "sweep", "packs", "official"}
+    assert set(after) >= {"library", "study", "book", "data", "sweep", "packs", "official"}
     assert "saliency_book/data/deviations.yaml" in {p.relative_to(REPO_ROOT).as_posix() for p in bk.book_files()}

@@ -147,6 +147,12 @@ def test_paired_block_tests_find_a_shift_and_respect_min_n():
     assert few["p_value"].isna().all()
     r = ranking_table(_auc_table(), n_resamples=100, min_n=50)
     assert (r["better_than"] == "").all() and "n_eff" in r.columns
+    # the bar on the effective sample size of the differences: above every pair's ESS, nothing is tested
+    ess = w["n_eff"]
+    assert paired_block_tests(_auc_table(), n_resamples=100, min_ess=ess.max() + 1)["p_value"].isna().all()
+    kept = paired_block_tests(_auc_table(), n_resamples=100, min_ess=ess.median()).set_index(["a", "b"])
+    assert kept["p_value"].notna().tolist() == (ess >= ess.median()).reindex(kept.index).tolist()
+    assert (ranking_table(_auc_table(), n_resamples=100, min_ess=ess.max() + 1)["better_than"] == "").all()
     with pytest.raises(ValueError, match="unknown test 'ttest'"):
         ranking_table(_auc_table(), test="ttest")
 

@@ -1,4 +1,5 @@
-"""Chapter 4's advantage-stream reading of the DQN agent: sweep, clean outputs and agreement."""
+"""The advantage-stream reading of the DQN agent (saliency_study.advantage_stream): sweep, clean outputs and
+agreement, and chapter 4's Notes and display of them."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import pytest
 import torch
 from test_study_degradation import _as_paper, _rows
 
-import saliency_book.ch4_degradation as dg
+import saliency_book.ch4_degradation as ch
 import saliency_book.ch4_figures as fg
-import saliency_book.ch4_paper as adv
+import saliency_study.advantage_stream as adv
+import saliency_study.degradation as dg
 from saliency_book.common import Note
 from saliency_lib.agents import DQNConfig, DQNNet, QAgent, load_agent, save_agent
 
@@ -19,7 +21,7 @@ STREAM = adv.SCHEME + DQN
 
 @pytest.fixture
 def synthetic_presets(monkeypatch):
-    monkeypatch.setattr(dg, "_preset", lambda spec: "dqn")
+    monkeypatch.setattr(dg, "agent_preset", lambda spec: "dqn")
 
 
 def _paper_rows(agent: str, *, reverse: bool) -> pd.DataFrame:
@@ -50,13 +52,15 @@ def test_agreement_says_which_reading_follows_the_paper(synthetic_presets):
 
 def test_notes_pass_through(synthetic_presets):
     note = Note("nothing", title="x")
-    assert adv.stream_agreement(note, _paper_rows(STREAM, reverse=False), "Breakout") is note
-    assert adv.stream_better(note) == {"better": "–", "settings": "–"} and fg.show_table(note, "c") is note
+    assert ch.stream_agreement(note, _paper_rows(STREAM, reverse=False), "Breakout") is note
+    assert fg.show_table(note, "c") is note and ch.stream_results(ch.DegradationChapter(), note) is note
     only_full = adv.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(DQN, reverse=False).iloc[:0],
                                      "Breakout", n_resamples=20)
     assert adv.stream_better(only_full) == {"better": "–", "settings": "–"}
-    seaquest = adv.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(STREAM, reverse=False), "Seaquest")
+    seaquest = ch.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(STREAM, reverse=False), "Seaquest")
     assert isinstance(seaquest, Note) and "not Seaquest" in seaquest.text
+    empty = adv.stream_agreement(_paper_rows(DQN, reverse=False), _paper_rows(STREAM, reverse=False), "Seaquest")
+    assert empty.empty and adv.stream_better(empty) == {"better": "–", "settings": "–"}
 
 
 def _toy(tmp_path, dueling: bool):
@@ -70,18 +74,19 @@ def test_stream_sweep_and_clean_outputs_on_a_toy_agent(tmp_path):
     """The tiny-profile sweep of ``advstream:`` stores insertion units only, on the paper's methods and
     substrates, and the clean outputs are the network's own Q(a) and out_adv(a)."""
     spec = _toy(tmp_path, dueling=True)
-    cfg = dg.DegradationChapter(agent=spec, profile="tiny", results_dir=str(tmp_path / "r"))
+    cfg = ch.DegradationChapter(agent=spec, profile="tiny", results_dir=str(tmp_path / "r"))
     results = pd.DataFrame({"agent": pd.Series([spec], dtype="string")})
     assert adv.stream_spec(results) == adv.SCHEME + spec
-    rows = adv.stream_results(cfg, results)
+    rows = ch.stream_results(cfg, results)
     assert set(rows["agent"]) == {adv.SCHEME + spec} and set(rows["experiment"]) == {"insertion"}
     assert set(rows["substrate"]) == {"black", "random"} and set(rows["method"]) == set(dg.PAPER_METHODS)
     assert not (tmp_path / "r" / "sweep" / "sanity").exists()
     stored = sorted((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet"))
-    assert len(stored) == len(dg.PAPER_METHODS) and adv.stream_results(cfg, results).equals(rows)  # reused
+    again = adv.stream_results(adv.SCHEME + spec, profile="tiny", results_dir=str(tmp_path / "r"))
+    assert len(stored) == len(dg.PAPER_METHODS) and again.equals(rows)  # reused
     assert sorted((tmp_path / "r" / "sweep" / "degradation").glob("*.parquet")) == stored
 
-    out = adv.clean_outputs(cfg, rows).set_index("reading")
+    out = ch.clean_outputs(cfg, rows).set_index("reading")
     from saliency_lib.sweep import study_states
 
     states, _ = study_states(adv.SCHEME + spec, 2, results_dir=cfg.results_dir)
@@ -97,9 +102,10 @@ def test_stream_sweep_and_clean_outputs_on_a_toy_agent(tmp_path):
 
 def test_stream_spec_needs_a_dueling_dqn_agent(tmp_path):
     plain = _toy(tmp_path, dueling=False)
-    note = adv.stream_spec(pd.DataFrame({"agent": pd.Series([plain], dtype="string")}))
-    assert isinstance(note, Note) and "no dueling head" in note.text
-    cfg = dg.DegradationChapter(agent=plain, profile="tiny", results_dir=str(tmp_path / "r"))
-    assert isinstance(adv.stream_results(cfg, pd.DataFrame({"agent": pd.Series([plain], dtype="string")})), Note)
-    none = adv.stream_spec(Note("no agent", title="x"))
-    assert isinstance(none, Note) and "No DQN agent" in none.text
+    with pytest.raises(LookupError, match="no dueling head"):
+        adv.stream_spec(pd.DataFrame({"agent": pd.Series([plain], dtype="string")}))
+    cfg = ch.DegradationChapter(agent=plain, profile="tiny", results_dir=str(tmp_path / "r"))
+    note = ch.stream_results(cfg, pd.DataFrame({"agent": pd.Series([plain], dtype="string")}))
+    assert isinstance(note, Note) and "no dueling head" in note.text and note.text.startswith("The DQN agent")
+    with pytest.raises(LookupError, match="no DQN agent"):
+        adv.stream_spec(pd.DataFrame({"agent": pd.Series([], dtype="string")}))

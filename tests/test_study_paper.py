@@ -1,5 +1,6 @@
-"""Huber et al.'s numbers beside ours (saliency_study.paper, ch3_sanity, ch4_paper): loaders, per-game
-verdicts, the pooled 99 % CI, the paper's precedents and the degenerate state value, on known answers."""
+"""Huber et al.'s numbers beside ours (saliency_study.paper, .sanity, .agreement, .degradation) and chapters 3
+and 4's display of them: loaders, per-game verdicts, the pooled 99 % CI, the paper's precedents and the
+degenerate state value, on known answers."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import pandas as pd
 import pytest
 
 import saliency_book.ch3_figures as f3
-import saliency_book.ch3_sanity as p3
+import saliency_book.ch3_sanity as ch3
+import saliency_book.ch4_degradation as ch4
 import saliency_book.ch4_figures as f4
-import saliency_book.ch4_paper as p4
 from saliency_book.ch4_degradation import DegradationChapter
 from saliency_book.common import ExplainedAgent, Note
 from saliency_lib.results import to_table
-from saliency_study import paper
+from saliency_study import agreement, degradation, paper, sanity
+from saliency_study.evidence import verdict_counts
 
 
 def ar1(n, phi=0.7, *, seed=0, scale=0.05):
@@ -81,7 +83,7 @@ def test_per_game_verdicts_on_known_answers():
     assert "Huber et al." in html and "ESS" in html and "reproduced" in html and "all layers" in html
     assert "Margin" in html and "Difference" in html
     assert "not yet run" in f3.show_comparison(t.reset_index(), "cap", game="Frostbite").to_html()
-    counts = p3.verdict_counts(t.reset_index(), by="game").set_index("game")
+    counts = verdict_counts(t.reset_index(), by="game").set_index("game")
     assert counts.loc["MsPacman", paper.NOT_RUN] == 9 and counts.loc["MsPacman", "states"] == 0
     assert counts.loc["Breakout", ["reproduced", "differs", "inconclusive", "withheld", paper.NOT_RUN]].tolist() == [
         1, 1, 1, 1, 5]
@@ -131,35 +133,44 @@ def test_pooled_ci_covers_a_known_mean_and_pools_the_papers_games_alike():
 def test_precedents_credit_the_paper_with_sarfa_on_breakout():
     who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
     verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa", "integrated_gradients", "occlusion", "ns_chosen"],
-                             "spearman": [0.59, 0.95, 0.02, 0.6], "n": [20, 20, 20, 20]})
-    t = p3.precedents(verdicts, who, "Breakout", threshold=0.5).set_index("method")
+                             "spearman": [0.59, 0.95, 0.02, 0.6], "n": [20, 20, 20, 20], "n_eff": 9.0})
+    t = ch3.precedents(verdicts, who, "Breakout", threshold=0.5).set_index("method")
     assert "occlusion" not in t.index and (t["source"] == "this chapter").all() and (t["n"] == 20).all()
     assert t["paper_shows_it"].to_dict() == {"sarfa": "yes", "integrated_gradients": "not run", "ns_chosen": "no"}
     assert t.loc["sarfa", "paper"] == pytest.approx(0.644, abs=0.002) and t.loc["sarfa", "ours"] == 0.59
-    assert isinstance(p3.precedents(verdicts, who, "Seaquest"), Note)
-    assert isinstance(p3.precedents(verdicts.assign(spearman=0.1), who, "Breakout"), Note)  # no such effect
+    assert isinstance(ch3.precedents(verdicts, who, "Seaquest"), Note)
+    assert isinstance(ch3.precedents(verdicts.assign(spearman=0.1), who, "Breakout"), Note)  # no such effect
+    assert sanity.precedents(verdicts, "dqn-test", "Seaquest").empty
     assert "Paper shows it" in f3.show_table(t.reset_index(), "cap").to_html()
 
 
 def test_precedents_take_the_stored_study_where_it_has_the_game():
-    """With enough stored states for every method, the means come from the paper-scale study, not the chapter's."""
+    """Where the stored study holds at least as many states as the chapter's for every method, the means come from
+    the paper-scale study, not the chapter's, whatever their effective sample sizes."""
     who = ExplainedAgent("dqn", "Breakout", "dqn-test", "study's DQN agent")
-    verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa"], "spearman": [0.59], "n": [20]})
+    verdicts = pd.DataFrame({"agent": "dqn-test", "method": ["sarfa"], "spearman": [0.59], "n": [20], "n_eff": [12.0]})
 
-    def study(n, sarfa=0.62, agent="dqn-test", game="Breakout"):
+    def study(n, sarfa=0.62, agent="dqn-test", game="Breakout", phi=0.0):
         base = {"agent": agent, "game": game, "measure": "spearman", "level": 5}
-        sim = [{**base, "method": "sarfa", "state": s, "value": sarfa} for s in range(n)]
-        sim += [{**base, "method": "ns_chosen", "state": s, "value": 0.1} for s in range(n)]
+        wobble = ar1(n, phi, seed=1, scale=0.01) if n else []
+        sim = [{**base, "method": "sarfa", "state": s, "value": sarfa + w} for s, w in enumerate(wobble)]
+        sim += [{**base, "method": "ns_chosen", "state": s, "value": 0.1 + w} for s, w in enumerate(wobble)]
         other = [{**base, "method": "sarfa", "state": s, "level": 1, "value": 0.99} for s in range(n)]  # another level
         return pd.DataFrame(sim + other)
 
-    t = p3.precedents(verdicts, who, "Breakout", study=study(997))
+    t = ch3.precedents(verdicts, who, "Breakout", study=study(997))
     assert t["method"].tolist() == ["sarfa"] and t["source"].tolist() == ["paper-scale study"]  # NS chosen: 0.1 < τ
-    assert t["ours"].iloc[0] == pytest.approx(0.62) and t["n"].iloc[0] == 997
-    m = p3.study_means(study(997), "dqn-test", "Breakout")
-    assert m.set_index("method")["spearman"].to_dict() == pytest.approx({"ns_chosen": 0.1, "sarfa": 0.62})
-    for stored in (study(30), study(997, game="MsPacman"), study(997, agent="other"), study(0)):
-        t = p3.precedents(verdicts, who, "Breakout", study=stored)  # the chapter's own numbers
+    assert t["ours"].iloc[0] == pytest.approx(0.62, abs=0.002) and t["n"].iloc[0] == 997 and t["n_eff"].iloc[0] > 500
+    m = sanity.study_means(study(997), "dqn-test", "Breakout")
+    assert m.set_index("method")["spearman"].to_dict() == pytest.approx({"ns_chosen": 0.1, "sarfa": 0.62}, abs=0.002)
+    assert sanity.study_means(study(0), "dqn-test", "Breakout") is None
+    # 997 states that drift as one slow trajectory are worth fewer effective states than the chapter's 12, and
+    # still hold the chapter's 20 and more: the study's means stand, with their ESS
+    drift = ch3.precedents(verdicts, who, "Breakout", study=study(997, phi=0.995))
+    assert drift["source"].tolist() == ["paper-scale study"] and (drift["n_eff"] < 12).all()
+    assert ch3.precedents(verdicts, who, "Breakout", study=study(20))["source"].tolist() == ["paper-scale study"]
+    for stored in (study(19), study(997, game="MsPacman"), study(997, agent="other"), study(0)):
+        t = ch3.precedents(verdicts, who, "Breakout", study=stored)  # the chapter's own numbers
         assert t["source"].tolist() == ["this chapter"] and t["ours"].tolist() == [0.59] and t["n"].tolist() == [20]
 
 
@@ -191,12 +202,12 @@ def test_degenerate_value_is_detected_and_a_sound_measure_is_not():
     q = _curves("dqn", "q_ratio", 1.0, 0.2, {"random": -0.2, "occlusion": 0.3, "rise": 0.1})
     rows = pd.concat([v, q])
     cfg = DegradationChapter()
-    curves = p4.mean_curve_table(cfg, rows)
-    assert list(curves.columns) == list(p4.CURVE_COLUMNS) and len(curves) == 2 * 2 * 3 * 11
-    d = p4.measure_degeneracy(rows, curves).set_index("measure")
+    curves = ch4.mean_curve_table(cfg, rows)
+    assert list(curves.columns) == list(degradation.CURVE_COLUMNS) and len(curves) == 2 * 2 * 3 * 11
+    d = degradation.measure_degeneracy(rows, curves).set_index("measure")
     # the same from a store that keeps mean curves only (state NA, one row per step)
     only_aucs = rows[rows["step"].isna()]
-    assert p4.measure_degeneracy(only_aucs, curves).set_index("measure").equals(d)
+    assert degradation.measure_degeneracy(only_aucs, curves).set_index("measure").equals(d)
     assert d.loc["value", "degenerate"] and not d.loc["q_ratio", "degenerate"]
     assert d.loc["value", "random_insertion"] == 1 and d.loc["value", "random_deletion"] == 3
     assert d.loc["value", "clean"] == pytest.approx(3.56) and d.loc["value", "substrate_value"] == pytest.approx(3.56)
@@ -204,8 +215,9 @@ def test_degenerate_value_is_detected_and_a_sound_measure_is_not():
     assert d.loc["q_ratio", "gap_share"] > 0.3 and d.loc["value", "n"] == 6
     html = f4.show_table(d.reset_index(), "cap").to_html()
     assert "Degenerate" in html and "state value V" in html and "color: #cf222e" in html  # flagged in red
-    assert isinstance(p4.measure_degeneracy(v.iloc[:0], curves.iloc[:0]), Note)
-    assert isinstance(p4.measure_degeneracy(rows, Note("no curves")), Note)
+    assert isinstance(ch4.measure_degeneracy(v.iloc[:0], curves.iloc[:0]), Note)
+    assert isinstance(ch4.measure_degeneracy(rows, Note("no curves")), Note)
+    assert degradation.measure_degeneracy(v.iloc[:0], curves.iloc[:0]).empty
 
 
 def _centred(n, seed):
@@ -218,14 +230,14 @@ def test_insertion_per_game_table_reads_the_papers_settings():
     truth = p[(p.game == "Breakout") & (p.substrate == "black") & (p.measure == "q_ratio")].set_index("method")["mean"]
     rows = [{"agent": "dqn", "game": "Breakout", "substrate": "black", "measure": "q_ratio", "method": m, "state": i,
              "value": truth[m] + e} for k, m in enumerate(truth.index) for i, e in enumerate(_centred(400, k))]
-    t = p4.per_game(pd.DataFrame(rows))
+    t = agreement.per_game(pd.DataFrame(rows))
     b = t[(t.game == "Breakout") & (t.substrate == "black") & (t.measure == "q_ratio")]
     p_sd = p[(p.game == "Breakout") & (p.substrate == "black") & (p.measure == "q_ratio")].set_index("method")["std"]
     assert (b.set_index("method")["margin"] == 0.25 * p_sd).all()  # a quarter of the paper's per-state spread
     assert (b["verdict"] == "reproduced").all() and len(b) == 8
     assert (t.loc[t.game != "Breakout", "verdict"] == paper.NOT_RUN).all() and len(t) == 128
     assert list(t["game"].unique()) == list(paper.GAME_ORDER)
-    counts = p4.verdict_counts(t).set_index("game")
+    counts = verdict_counts(t, by="game").set_index("game")
     assert counts.loc["Breakout", ["reproduced", paper.NOT_RUN, "states"]].tolist() == [8, 24, 400]
     assert (counts.loc["Frostbite", paper.NOT_RUN], counts.loc["Frostbite", "states"]) == (32, 0)
     html = f4.show_comparison(t, "cap", game="Breakout").to_html()
@@ -238,11 +250,11 @@ def _as_papers(game: str, **override) -> pd.DataFrame:
     p = p[p.game == game]
     return pd.DataFrame({"agent": "dqn", "experiment": "insertion", "substrate": p["substrate"], "measure": p["measure"],
                          "method": p["method"], "mean": [override.get(m, v) for m, v in zip(p["method"], p["mean"])],
-                         "std": 0.0, "n": 60})
+                         "std": 0.0, "n": 60, "n_eff": 40.0})
 
 
 def _random_first(summary: pd.DataFrame, game: str) -> pd.DataFrame:
-    a = p4.rank_agreement(p4.side_by_side(summary, game))
+    a = agreement.rank_agreement(agreement.side_by_side(summary, game))
     return a.set_index(["substrate", "paper_measure"])[["paper_random_first", "our_random_first"]]
 
 
@@ -253,8 +265,9 @@ def test_rank_agreement_says_where_the_papers_table_already_has_the_random_map_f
     assert _random_first(_as_papers("Breakout"), "Breakout").sum().tolist() == [0, 0]  # the paper never has it first
     flipped = _random_first(_as_papers("Breakout", random=99.0), "Breakout")
     assert flipped["our_random_first"].all() and not flipped["paper_random_first"].any()
-    c = p4.agreement_counts({"x": p4.rank_agreement(p4.side_by_side(_as_papers("Frostbite"), "Frostbite"))}).iloc[0]
-    assert (c["random first"], c["random first, paper too"], c["states"]) == (1, 1, 60)
+    c = agreement.agreement_counts({"x": agreement.rank_agreement(agreement.side_by_side(_as_papers("Frostbite"),
+                                                                                        "Frostbite"))}).iloc[0]
+    assert (c["random first"], c["random first, paper too"], c["states"], c["ess"]) == (1, 1, 60, 40.0)
 
 
 def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_chapter(monkeypatch):
@@ -272,11 +285,11 @@ def test_the_per_game_tables_read_the_stored_study_whatever_profile_builds_the_c
 
     monkeypatch.setattr(paper, "stored_rows", fake)  # the module both chapters read the stored study through
     assert SanityChapter().study_profile == "full" and DegradationChapter().study_profile == "full"
-    assert p3.sanity_rows(SanityChapter(profile="quick")).empty
+    assert sanity.sanity_rows(SanityChapter(profile="quick").study_profile).empty
     assert calls[-1] == ("full", ("sanity",))
-    p3.sanity_rows(SanityChapter(profile="full", study_profile="tiny"))
+    sanity.sanity_rows(SanityChapter(profile="full", study_profile="tiny").study_profile)
     assert calls[-1] == ("tiny", ("sanity",))
-    assert p4.insertion_aucs(DegradationChapter(profile="tiny")).empty
+    assert agreement.insertion_aucs(DegradationChapter(profile="tiny").study_profile).empty
     assert calls[-1] == ("full", ("insertion", "deletion"))
     with pytest.raises(ValueError, match="unknown profile 'paper'"):
         SanityChapter(study_profile="paper")

@@ -1,4 +1,5 @@
-"""Chapter 3's tied blocks: pixels where the trained and the randomised maps are both constant."""
+"""Tied blocks (saliency_study.tied_blocks): pixels where the trained and the randomised maps are both constant,
+and chapter 3's display of the test of the black-screen claim."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import pytest
 import torch
 
 import saliency_book.ch3_figures as fg
-import saliency_book.ch3_sanity as sn
-import saliency_book.ch3_tied_blocks as tb
+import saliency_book.ch3_sanity as ch
+import saliency_study.sanity as sn
+import saliency_study.tied_blocks as tb
 from saliency_book.common import ExplainedAgent, Note
-from saliency_study.evidence import TOO_FEW
 
 
 @pytest.mark.parametrize("share", [0.2, 0.5, 0.63, 0.8])
@@ -56,10 +57,10 @@ def dqn_dir(tmp_path_factory):
 
 
 def test_tied_blocks_agree_with_the_sweep_and_find_the_black_background(dqn_dir, tmp_path):
-    cfg = sn.SanityChapter(agent=dqn_dir, profile="tiny", results_dir=str(tmp_path))
+    cfg = ch.SanityChapter(agent=dqn_dir, profile="tiny", results_dir=str(tmp_path))
     who = ExplainedAgent("dqn", "Breakout", dqn_dir, "test DQN agent")
     methods = ("integrated_gradients", "occlusion", "ns_chosen", "mask_policy")  # no mask method for a DQN agent
-    t = tb.tied_blocks(cfg, who, methods)
+    t = ch.tied_blocks(cfg, who, methods)
     assert set(t["method"]) == {"integrated_gradients", "occlusion", "ns_chosen"} and t["state"].nunique() == 2
     ig = t[t["method"] == "integrated_gradients"]
     # Breakout's screen is largely black: IG's map (x − 0)·∫∇ is zero there in both networks, its minimum
@@ -70,7 +71,8 @@ def test_tied_blocks_agree_with_the_sweep_and_find_the_black_background(dqn_dir,
     assert (t.loc[t["method"] == "occlusion", "shared"] > 0.05).all()
     assert (t.loc[t["method"] == "ns_chosen", "shared"] < 0.05).all()  # a blur leaves no plateau
     # the similarity over all pixels is the sweep's, state by state, at the deepest level
-    sweep = sn.sanity_results(cfg, who, methods=("integrated_gradients", "occlusion", "ns_chosen"))
+    sweep = sn.sanity_table("tiny", "Breakout", dqn_dir, results_dir=str(tmp_path),
+                            methods=("integrated_gradients", "occlusion", "ns_chosen"))
     deepest = sweep[(sweep["measure"] == "spearman") & (sweep["level"] == sweep["level"].max())]
     for r in t.itertuples():
         ref = deepest[(deepest["method"] == r.method) & (deepest["state"] == r.state)]["value"].iloc[0]
@@ -78,10 +80,10 @@ def test_tied_blocks_agree_with_the_sweep_and_find_the_black_background(dqn_dir,
     # stored with the study's results and reused
     stored = list(tmp_path.glob("sanity_tied_blocks-*/table.csv"))
     assert len(stored) == 1
-    again = tb.tied_blocks(cfg, who, methods)
+    again = tb.tied_blocks(dqn_dir, profile="tiny", game="Breakout", methods=methods, results_dir=str(tmp_path))
     assert again.attrs["cached"] and np.allclose(again["shared"], t["shared"])
     with pytest.raises(ValueError, match="n_states must be a positive integer"):
-        tb.tied_blocks(cfg, who, methods, n_states=0)
+        ch.tied_blocks(cfg, who, methods, n_states=0)
 
 
 def _summary(**over) -> pd.DataFrame:
@@ -93,14 +95,15 @@ def _summary(**over) -> pd.DataFrame:
     return tb.tied_block_summary(pd.DataFrame(base).assign(state=0))
 
 
-def _states(n: int, **means) -> pd.DataFrame:
-    """Per-state rows of tied_blocks: ``means[method] = (all pixels, outside)``, a small AR(1)-like wobble."""
+def _states(n: int, *, period: float = 4.0, **means) -> pd.DataFrame:
+    """Per-state rows of tied_blocks: ``means[method] = (all pixels, outside)``, a small wobble with ``period``
+    states (4: every state worth an independent one; 20: slow, correlated neighbours)."""
     rows = []
-    wobble = 0.02 * np.sin(np.arange(n) / 3.0)
+    wobble = 0.02 * np.sin(2 * np.pi * np.arange(n) / period)
     for method, (all_px, outside) in means.items():
         for i in range(n):
             rows.append({"method": method, "state": i, "spearman": all_px + wobble[i],
-                         "spearman_outside": outside + wobble[i] * 0.5 + 0.01 * np.cos(i)})
+                         "spearman_outside": outside + wobble[i] * 0.5 + 0.01 * np.cos(2 * np.pi * i / 3)})
     return pd.DataFrame(rows)
 
 
@@ -111,8 +114,12 @@ def test_the_black_screen_claim_is_a_pre_stated_test_with_its_states():
     assert t.loc["occlusion", "verdict"] == tb.NOT_CARRIED  # passes everywhere: nothing to carry
     assert t.loc["sarfa", "verdict"] == tb.NOT_CARRIED  # fails outside the block too
     assert (t["n"] == 60).all() and (t["game"] == "Breakout").all() and (t["n_eff"] <= 60).all()
+    assert (t["reason"] == "").all()
     few = tb.tied_block_test(_states(5, integrated_gradients=(0.9, 0.2)), n_resamples=100)
-    assert few["verdict"].tolist() == [TOO_FEW] and few["n"].tolist() == [5]
+    assert few["verdict"].tolist() == ["withheld"] and few["n"].tolist() == [5]
+    assert few["reason"].str.match(r"effective sample size [1-5] < 30").all()
+    slow = tb.tied_block_test(_states(60, period=40, integrated_gradients=(0.9, 0.2)))  # 60 states, few effective
+    assert slow["verdict"].tolist() == ["withheld"] and slow["reason"].str.startswith("effective sample size").all()
     html = fg.show_tied_block_test(tb.tied_block_test(_states(60, integrated_gradients=(0.9, 0.2)), n_resamples=50),
                                    "cap").to_html()
     assert "carried by the block" in html and "ESS" in html and "Spearman, outside the block" in html
@@ -121,17 +128,19 @@ def test_the_black_screen_claim_is_a_pre_stated_test_with_its_states():
 def test_summary_orders_the_methods_by_their_shared_block():
     summary = _summary()
     assert summary["method"].tolist() == ["integrated_gradients", "occlusion", "rise"] and (summary["states"] == 1).all()
-    assert tb.zero_share(pd.DataFrame({"input_zero": [0.6, 0.62]})) == "61%" and tb.zero_share(Note("x")) == "–"
+    assert tb.zero_share(pd.DataFrame({"input_zero": [0.6, 0.62]})) == pytest.approx(0.61)
+    assert ch.zero_share(pd.DataFrame({"input_zero": [0.6, 0.62]})) == "61%" and ch.zero_share(Note("x")) == "–"
+    assert np.isnan(tb.zero_share(pd.DataFrame({"input_zero": []})))
     html = fg.show_tied_blocks(summary, "cap").to_html()
     assert "Spearman, outside the block" in html and "Below the tie, random" in html and "50%" in html
 
 
 def test_notes_pass_through():
     note = Note("missing", title="x")
-    assert tb.tied_block_summary(note) is note and fg.show_tied_blocks(note, "c") is note
-    assert fg.show_tied_block_test(note, "c") is note
+    assert ch.tied_block_summary(note) is note and fg.show_tied_blocks(note, "c") is note
+    assert fg.show_tied_block_test(note, "c") is note and ch.tied_block_test(note) is note
     missing = ExplainedAgent("dqn", "Breakout", None, "DQN agent of the study", "none yet")
-    assert isinstance(tb.tied_blocks(sn.SanityChapter(), missing), Note)
+    assert isinstance(ch.tied_blocks(ch.SanityChapter(), missing), Note)
 
 
 def _sweep_rows(game: str, n: int, *, untied: bool = True, **means) -> pd.DataFrame:
@@ -165,11 +174,12 @@ def test_the_study_test_runs_per_game_on_the_sweeps_own_untied_similarity():
     tests = tb.study_tied_block_tests(rows, n_resamples=200).set_index(["game", "method"])
     assert tests.loc[("Breakout", "integrated_gradients"), "verdict"] == tb.CARRIED
     assert tests.loc[("Breakout", "sarfa"), "verdict"] == tb.NOT_CARRIED
-    assert tests.loc[("MsPacman", "integrated_gradients"), "verdict"] == TOO_FEW
+    assert tests.loc[("MsPacman", "integrated_gradients"), "verdict"] == "withheld"
     assert tests.loc[("Breakout", "sarfa"), "n"] == 60
     assert tests.loc[("MsPacman", "integrated_gradients"), "n"] == 12
     html = fg.show_tied_block_test(tests.reset_index(), "cap").to_html()
     assert "Ms. Pac-Man" in html and "Game" in html  # several games: one row group per game
-    none = tb.study_tied_block_tests(_sweep_rows("Breakout", 60, untied=False, occlusion=(0.1, 0.1)))
+    none = ch.study_tied_block_tests(_sweep_rows("Breakout", 60, untied=False, occlusion=(0.1, 0.1)))
     assert isinstance(none, Note) and "not tested" in none.text
+    assert tb.study_tied_block_tests(_sweep_rows("Breakout", 60, untied=False, occlusion=(0.1, 0.1))).empty
     assert tb.study_tied_tables(rows.iloc[:0]) == {}

@@ -144,7 +144,9 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
     packs = sorted(p for p in (repo_path(results_dir) / "sweep" / "packs").glob("*/*.parquet")
                    if not p.name.startswith("."))  # not a pack being written (.tmp-*)
-    return {"library": _sha_files(lib, REPO_ROOT), "book": _sha_files(book, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
+    study = sorted((REPO_ROOT / "saliency_study").rglob("*.py"))  # the chapters' findings are computed there
+    return {"library": _sha_files(lib, REPO_ROOT), "study": _sha_files(study, REPO_ROOT),
+            "book": _sha_files(book, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
             "sweep": sweep,
             "packs": _sha_files(packs, REPO_ROOT),
             "official": [str(off)] + [f"{p.relative_to(off)}:{p.stat().st_size}" for p in official]}

@@ -269,6 +269,7 @@ def paired_block_tests(
     seed: int = 0,
     min_n: int = 2,
     interval: str = DEFAULT_INTERVAL,
+    min_ess: float = 0.0,
 ) -> pd.DataFrame:
     """Paired tests that keep the dependence between states, between every pair of ``between`` groups.
 
@@ -288,6 +289,9 @@ def paired_block_tests(
         See :func:`~saliency_lib.metrics.dependence.paired_block_test` (every pair uses the same seed).
     min_n : int
         Pairs with fewer finite pairs are not tested (``p_value`` NaN).
+    min_ess : float
+        Pairs whose differences have a smaller effective sample size are not tested either
+        (``p_value`` NaN): the bar of a study that judges on effective, not counted, states.
 
     Returns
     -------
@@ -303,7 +307,7 @@ def paired_block_tests(
         y = wide[b].to_numpy(dtype=np.float64)
         ok = np.isfinite(x) & np.isfinite(y)
         r = paired_block_test(x[ok], y[ok], n_resamples=n_resamples, seed=seed, interval=interval)
-        p = r["p"] if r["n"] >= min_n else float("nan")
+        p = r["p"] if r["n"] >= min_n and r["n_eff"] >= min_ess else float("nan")
         rows.append({"a": a, "b": b, "n": r["n"], "n_eff": r["n_eff"], "block": r["block"], "mean_diff": r["mean"],
                      "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": p})
     cols = ["a", "b", "n", "n_eff", "block", "mean_diff", "ci_low", "ci_high", "p_value"]
@@ -326,6 +330,7 @@ def ranking_table(
     test: str = "block",
     min_n: int = 2,
     interval: str = DEFAULT_INTERVAL,
+    min_ess: float = 0.0,
 ) -> pd.DataFrame:
     """Rank methods by their mean on one measure and say which differences are significant.
 
@@ -347,6 +352,9 @@ def ranking_table(
         the moving-block bootstrap.
     min_n : int
         Fewest finite pairs for a test; below it no difference is significant.
+    min_ess : float
+        Smallest effective sample size of a pair's differences for a test (``test="block"``);
+        below it no difference is significant.
 
     Returns
     -------
@@ -365,7 +373,7 @@ def ranking_table(
                      seed=seed, interval=interval)
     if test == "block":
         tests = paired_block_tests(df, between=between, pair_on=pair_on, value=value, n_resamples=n_resamples,
-                                   seed=seed, min_n=min_n, interval=interval)
+                                   seed=seed, min_n=min_n, interval=interval, min_ess=min_ess)
     else:
         tests = paired_wilcoxon(df, between=between, pair_on=pair_on, value=value)
         tests.loc[tests["n"] < min_n, "p_holm"] = np.nan

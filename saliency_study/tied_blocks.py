@@ -1,10 +1,15 @@
-"""Chapter 3: maps that are constant on the black background, and what that does to the Spearman test.
+"""Maps that are constant on the black background, and what that does to the sanity check's Spearman test.
 
 On a black region many maps take one value whatever the weights (Integrated Gradients is zero there;
 SARFA's black disk and Occlusion's black patch change nothing), so the trained and the randomised
 agent's maps share a block of tied pixels. At the bottom of both maps the block alone gives a high rank
-correlation; at the bottom of one and in the middle of the other it gives almost none. The maps use the
-sweep's models, parameters and states, so the similarity over all pixels equals the sweep's.
+correlation; at the bottom of one and in the middle of the other it gives almost none.
+
+* :func:`tie_floor`: what the shared block alone gives two maps;
+* :func:`tied_blocks`: the blocks of the sweep's own maps, per method and state (cached);
+* :func:`tied_block_test`: the pre-stated test of "this failure comes from the block";
+* :func:`study_tied_tables`, :func:`study_tied_block_tests`: the same test on every state of the
+  stored study, from the sweep's ``spearman_untied`` similarity.
 """
 
 from __future__ import annotations
@@ -15,21 +20,22 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from saliency_book.ch3_sanity import SanityChapter, model_at, sweep_specs
-from saliency_book.common import ExplainedAgent, Note, load
 from saliency_lib.metrics.similarity import largest_tie, spearman_untied
 from saliency_lib.results import config_hash
 from saliency_study.cache import cached_table
-from saliency_study.evidence import TOO_FEW, enough_states
+from saliency_study.catalog import load
+from saliency_study.evidence import MIN_ESS, WITHHELD, enough_ess, withheld_reason
 from saliency_study.paper import GAME_ORDER
+from saliency_study.paths import RESULTS_DIR
+from saliency_study.sanity import THRESHOLD, model_at, sweep_specs
 
 __all__ = ["N_STATES", "CARRIED", "NOT_CARRIED", "tie_floor", "tied_blocks", "tied_block_test", "tied_block_summary",
            "zero_share", "study_tied_tables", "study_tied_block_tests"]
 
 N_STATES = 5
-"""States per method: the first of the sweep's states. Below :data:`~saliency_study.evidence.MIN_STATES`,
-so the test of the black-screen claim says "too few states" until a run asks for more
-(``tied_blocks(..., n_states=...)``, e.g. every state of the full profile's sweep)."""
+"""States per method: the first of the sweep's states, far below :data:`~saliency_study.evidence.MIN_ESS`
+effective ones, so the test of the black-screen claim is withheld until a run asks for more
+(``tied_blocks(..., n_states=...)``); the stored study tests every state (:func:`study_tied_block_tests`)."""
 CARRIED = "carried by the block"
 NOT_CARRIED = "not carried by the block"
 DRAWS = 20
@@ -61,16 +67,17 @@ def tie_floor(block: np.ndarray, below_a: float = 0.0, below_b: float = 0.0, *, 
     return float(np.mean([spearman(draw(below_a), draw(below_b), sign_invariant=True) for _ in range(draws)]))
 
 
-def tied_blocks(cfg: SanityChapter, who: ExplainedAgent, methods: Sequence[str] | None = None, *,
-                n_states: int = N_STATES) -> pd.DataFrame | Note:
+def tied_blocks(spec: str, *, profile: str, game: str, methods: Sequence[str] | None = None, n_states: int = N_STATES,
+                seed: int = 0, device: str = "cpu", results_dir=RESULTS_DIR) -> pd.DataFrame:
     """Tied blocks of the trained and the fully randomised agent's maps, per method and state.
 
-    The first ``n_states`` sweep states, ``methods`` (default: the agent's sanity sweep). Stored under
-    ``<results_dir>/sanity_tied_blocks-<hash>/``, keyed by the weights, states, methods, parameters and
-    seed. Columns ``method, state, input_zero`` (share of the pixel locations zero in every frame),
-    ``tied_trained, tied_random`` (share of each map at its most frequent value), ``shared`` (both),
-    ``below_trained, below_random`` (share of each map's other pixels below its tied value),
-    ``spearman`` (the sweep's), ``spearman_outside`` (outside the shared block) and ``tie_floor``.
+    The first ``n_states`` states of the agent's sanity sweep in ``profile``, ``methods`` (default:
+    the sweep's). Stored under ``<results_dir>/sanity_tied_blocks-<hash>/``, keyed by the weights,
+    states, methods, parameters and seed. Columns ``method, state, input_zero`` (share of the pixel
+    locations zero in every frame), ``tied_trained, tied_random`` (share of each map at its most
+    frequent value), ``shared`` (both), ``below_trained, below_random`` (share of each map's other
+    pixels below its tied value), ``spearman`` (the sweep's), ``spearman_outside`` (outside the
+    shared block) and ``tie_floor``.
     """
     import torch
 
@@ -79,31 +86,29 @@ def tied_blocks(cfg: SanityChapter, who: ExplainedAgent, methods: Sequence[str] 
     from saliency_lib.metrics.similarity import spearman
     from saliency_lib.sweep import applicable, spec_states
 
-    if not who:
-        return who.note()
     if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 1:
         raise ValueError(f"n_states must be a positive integer, got {n_states!r}")
-    agent = load(who.spec, cfg.device)
-    spec = sweep_specs(cfg, who.spec)[0]
-    methods = [m for m in (spec.methods if methods is None else methods) if m in spec.methods and applicable(m, agent)]
-    states, scfg = spec_states(spec, who.spec, results_dir=cfg.results_dir)  # the sweep's own states and selection
+    agent = load(spec, device)
+    sweep = sweep_specs(profile, game, spec, seed=seed, results_dir=results_dir)[0]
+    methods = [m for m in (sweep.methods if methods is None else methods) if m in sweep.methods and applicable(m, agent)]
+    states, scfg = spec_states(sweep, spec, results_dir=results_dir)  # the sweep's own states and selection
     n = min(n_states, len(states))
     full = len(agent.layer_groups())
-    config = {"what": "sanity_tied_blocks", "agent": who.spec, "sha256": agent.meta.get("sha256"),
+    config = {"what": "sanity_tied_blocks", "agent": spec, "sha256": agent.meta.get("sha256"),
               "states": config_hash(scfg), "n": n, "methods": methods,
-              "params": {m: spec.params.get(m, {}) for m in methods}, "level": full, "order": "cascading",
-              "init": "glorot", "seed": cfg.seed, "draws": DRAWS}
+              "params": {m: sweep.params.get(m, {}) for m in methods}, "level": full, "order": "cascading",
+              "init": "glorot", "seed": seed, "draws": DRAWS}
 
     def compute() -> pd.DataFrame:
         torch.set_num_threads(1)
         x = states.states[:n].to(agent.device)
         target = states.actions[:n].to(agent.device)
         hidden = None if states.hidden is None else tuple(h[:n].to(agent.device) for h in states.hidden)
-        random_model = model_at(agent, full, cfg.seed)
+        random_model = model_at(agent, full, seed)
         zero_input = (x == 0).all(dim=1).float().mean(dim=(1, 2)).cpu().numpy()
         rows = []
         for method in methods:
-            params = dict(spec.params.get(method, {}))
+            params = dict(sweep.params.get(method, {}))
             a = get_explainer(method, agent, **params).attribute(x, target=target, hidden=hidden).maps
             b = get_explainer(method, random_model, **params).attribute(x, target=target, hidden=hidden).maps
             a, b = (np.asarray(m.detach().cpu().numpy(), dtype=np.float64) for m in (a, b))
@@ -117,64 +122,65 @@ def tied_blocks(cfg: SanityChapter, who: ExplainedAgent, methods: Sequence[str] 
                                  "shared": float(block.mean()), "below_trained": below_a, "below_random": below_b,
                                  "spearman": spearman(a[i], b[i], sign_invariant=True),
                                  "spearman_outside": spearman_untied(a[i], b[i]),
-                                 "tie_floor": tie_floor(block, below_a, below_b, seed=cfg.seed + i)})
+                                 "tie_floor": tie_floor(block, below_a, below_b, seed=seed + i)})
         return pd.DataFrame(rows)
 
-    return cached_table("sanity_tied_blocks", config, compute, results_dir=cfg.results_dir)
+    return cached_table("sanity_tied_blocks", config, compute, results_dir=results_dir)
 
 
-def tied_block_test(table: pd.DataFrame | Note, *, threshold: float = 0.5, confidence: float = 0.95,
-                    n_resamples: int = 2000, seed: int = 0, game: str | None = None) -> pd.DataFrame | Note:
+def tied_block_test(table: pd.DataFrame, *, threshold: float = THRESHOLD, confidence: float = 0.95,
+                    n_resamples: int = 2000, seed: int = 0, game: str | None = None,
+                    min_ess: float = MIN_ESS) -> pd.DataFrame:
     """The pre-stated test of "this method's failure comes from the shared block, not from the weights".
 
-    Per method, over the states of :func:`tied_blocks` in trajectory order, with moving-block
-    bootstrap CIs (:mod:`saliency_lib.metrics.dependence`). The claim holds for a method
-    (``"carried by the block"``) when all three hold, and not otherwise:
+    Per method, over the states of :func:`tied_blocks` in trajectory order, with the study's intervals
+    (:func:`~saliency_lib.metrics.dependence.mean_ci`: t on the effective sample size, which covers on
+    dependent series as :data:`~saliency_study.evidence.MIN_ESS` assumes). The claim holds for a
+    method (``"carried by the block"``) when all three hold, and not otherwise:
 
     1. it fails over all pixels: the CI of the mean Spearman similarity lies at or above ``threshold``;
     2. it passes outside the shared block: that CI lies below ``threshold``;
     3. the paired difference (all pixels − outside) is positive: its CI lies above 0
        (:func:`~saliency_lib.metrics.dependence.paired_block_test`).
 
-    Below :data:`~saliency_study.evidence.MIN_STATES` states the verdict is "too few states".
+    The verdict is ``"withheld"`` when the smallest effective sample size of the three series
+    (``n_eff``) is below ``min_ess``; ``reason`` says so. A series that drifts along the game (its
+    halves differ) is worth few effective states however many it has.
 
     Returns
     -------
-    DataFrame or Note
-        One row per method: ``game, method, n, n_eff`` (of the differences), ``spearman``,
+    DataFrame
+        One row per method: ``game, method, n, n_eff`` (the smallest of the three series'), ``spearman``,
         ``spearman_low``, ``spearman_high``, ``outside``, ``outside_low``, ``outside_high``,
-        ``diff``, ``diff_low``, ``diff_high``, ``p`` and ``verdict``.
+        ``diff``, ``diff_low``, ``diff_high``, ``p``, ``verdict`` and ``reason``.
     """
-    from saliency_lib.metrics.dependence import block_bootstrap_ci, paired_block_test
+    from saliency_lib.metrics.dependence import effective_sample_size, mean_ci, paired_block_test
 
-    if isinstance(table, Note):
-        return table
     rows = []
     for method, g in table.groupby("method", sort=False):
         g = g.sort_values("state", kind="stable")
         ok = np.isfinite(g["spearman"].to_numpy(dtype=float)) & np.isfinite(g["spearman_outside"].to_numpy(dtype=float))
         a, b = g["spearman"].to_numpy(dtype=float)[ok], g["spearman_outside"].to_numpy(dtype=float)[ok]
         kw = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed}
-        (al, ah), (bl, bh) = block_bootstrap_ci(a, **kw), block_bootstrap_ci(b, **kw)
+        (al, ah), (bl, bh) = mean_ci(a, **kw), mean_ci(b, **kw)
         d = paired_block_test(a, b, **kw)
-        if not enough_states(a.size):
-            verdict = TOO_FEW
+        ess = min(d["n_eff"], effective_sample_size(a), effective_sample_size(b))
+        if not enough_ess(ess, min_ess):
+            verdict = WITHHELD
         elif al >= threshold and bh < threshold and d["ci_low"] > 0:
             verdict = CARRIED
         else:
             verdict = NOT_CARRIED
-        rows.append({"game": game, "method": method, "n": int(a.size), "n_eff": d["n_eff"],
+        rows.append({"game": game, "method": method, "n": int(a.size), "n_eff": ess,
                      "spearman": float(a.mean()) if a.size else np.nan, "spearman_low": al, "spearman_high": ah,
                      "outside": float(b.mean()) if b.size else np.nan, "outside_low": bl, "outside_high": bh,
                      "diff": d["mean"], "diff_low": d["ci_low"], "diff_high": d["ci_high"], "p": d["p"],
-                     "verdict": verdict})
+                     "verdict": verdict, "reason": withheld_reason(ess, min_ess) if verdict == WITHHELD else ""})
     return pd.DataFrame(rows)
 
 
-def tied_block_summary(table: pd.DataFrame | Note) -> pd.DataFrame | Note:
+def tied_block_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Mean over the states per method, methods with the largest shared block first."""
-    if isinstance(table, Note):
-        return table
     cols = ["input_zero", "tied_trained", "tied_random", "shared", "below_trained", "below_random", "spearman",
             "spearman_outside", "tie_floor"]
     s = table.groupby("method", sort=False)[cols].mean()
@@ -182,15 +188,15 @@ def tied_block_summary(table: pd.DataFrame | Note) -> pd.DataFrame | Note:
     return s.sort_values(["shared", "spearman"], ascending=False).reset_index()
 
 
-def zero_share(table: pd.DataFrame | Note) -> str:
-    """The mean share of the pixel locations zero in every stacked frame of :func:`tied_blocks`' states ("–": none)."""
-    return "–" if isinstance(table, Note) or table.empty else f"{table['input_zero'].mean():.0%}"
+def zero_share(table: pd.DataFrame) -> float:
+    """The mean share of the pixel locations zero in every stacked frame of :func:`tied_blocks`' states (NaN: none)."""
+    return float(table["input_zero"].mean()) if len(table) else float("nan")
 
 
 def study_tied_tables(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Per game, the input of :func:`tied_block_test` from the study's stored sanity rows.
 
-    ``rows``: the sweep's sanity rows (:func:`~saliency_book.ch3_sanity.sanity_rows` with the
+    ``rows``: the sweep's sanity rows (:func:`~saliency_study.sanity.sanity_rows` with the
     measures ``spearman`` and ``spearman_untied``). At each game's deepest level (every layer
     randomised), per method and state: ``spearman`` and ``spearman_outside`` (the sweep's
     ``spearman_untied``). States whose units were stored before the sweep measured
@@ -211,16 +217,15 @@ def study_tied_tables(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def study_tied_block_tests(rows: pd.DataFrame, *, threshold: float = 0.5, confidence: float = 0.95,
-                           n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame | Note:
+def study_tied_block_tests(rows: pd.DataFrame, *, threshold: float = THRESHOLD, confidence: float = 0.95,
+                           n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """:func:`tied_block_test` on every game of the stored study (:func:`study_tied_tables`), stacked.
 
-    A Note when the store holds no ``spearman_untied`` rows (the study has not run, or ran
-    before the sweep measured it).
+    Empty when the store holds no ``spearman_untied`` rows (the study has not run, or ran before
+    the sweep measured it).
     """
     tables = study_tied_tables(rows)
     if not tables:
-        return Note("The stored study holds no Spearman similarity outside the tied block yet, so the black-screen "
-                    "claim is not tested on it.", title="Not yet run")
+        return pd.DataFrame()
     return pd.concat([tied_block_test(t, threshold=threshold, confidence=confidence, n_resamples=n_resamples,
                                       seed=seed, game=game) for game, t in tables.items()], ignore_index=True)
