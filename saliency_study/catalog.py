@@ -28,7 +28,7 @@ from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, repo_path
 
 __all__ = [
     "STUDY_METHODS", "ABLATION_METHODS", "SEED_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
-    "train_study_agent", "recorded_study_agent", "study_agents", "official_available",
+    "train_study_agent", "recorded_study_agent", "study_agents", "official_available", "load_spec",
 ]
 
 
@@ -150,6 +150,14 @@ def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str
         train_dqn(args, out, progress=progress)
     record_study_agent(game, agent_dir, results_dir=results_dir, source="trained in chapter 1", frames=frames, seed=seed)
     return rel_path(agent_dir)
+
+
+def load_spec(spec: str | os.PathLike, device: str = "cpu"):
+    """:func:`saliency_lib.agents.load_agent` on a checkpoint directory (relative to the repository) or a spec."""
+    from saliency_lib.agents import load_agent
+
+    path = repo_path(spec)
+    return load_agent(path if (path / "meta.json").is_file() else spec, device=device)
 
 
 def official_available(game: str | None = None, *, logs: bool = False) -> bool:
