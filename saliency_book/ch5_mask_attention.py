@@ -33,12 +33,11 @@ from saliency_study.masks import (
     mask_agents,
     mask_series,
     play_masks,
-    variant,
 )
 from saliency_study.paths import AGENTS_DIR, RUNS_DIR, repo_path
 from saliency_study.profiles import get_profile
 
-__all__ = ["AC_ALGOS", "VARIANT_ORDER", "VARIANT_LABELS", "COLORS", "SUMMARY_COLUMNS", "MaskAttentionChapter", "variant",
+__all__ = ["AC_ALGOS", "VARIANT_ORDER", "VARIANT_LABELS", "COLORS", "SUMMARY_COLUMNS", "MaskAttentionChapter",
            "not_trained_note", "official_missing", "shown_path", "agent_label", "official_play", "our_mask_plays",
            "show_filmstrip", "show_series", "show_our_plays", "show_mask_summary"]
 
