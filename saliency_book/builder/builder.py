@@ -99,9 +99,10 @@ def resolve_kernel(name: str = "python3") -> str:
     return name
 
 
-def book_files() -> list[Path]:
-    """The book's code and data files (``saliency_book/**/*.py`` and ``*.yaml``): they shape every chapter."""
-    return sorted(p for p in (REPO_ROOT / "saliency_book").rglob("*") if p.suffix in (".py", ".yaml"))
+def book_files(package: str = "saliency_book") -> list[Path]:
+    """A package's code and data files (``<package>/**/*.py`` and ``*.yaml``): the book's and the study's shape
+    every chapter (the study computes what the chapters show)."""
+    return sorted(p for p in (REPO_ROOT / package).rglob("*") if p.suffix in (".py", ".yaml"))
 
 
 def _sha_files(paths: Sequence[Path], root: Path) -> str:
@@ -134,7 +135,7 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     """
     from saliency_lib.agents.official import official_dir
 
-    lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py"))
+    lib = sorted((REPO_ROOT / "saliency_lib").rglob("*.py")) + book_files("saliency_study")
     book = book_files()
     agents = repo_path(AGENTS_DIR)
     data = sorted(agents.glob("*/meta.json")) + [repo_path(AGENT_SCORES_CSV), repo_path(OFFICIAL_SCORES_CSV),
