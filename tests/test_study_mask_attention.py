@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_study_masks import save_ac, toy_play
+from test_study_masks import save_ac, save_acs, toy_play
 from test_study_rankings import toy_rank_table
 from test_study_variants import ship_fake_run
 
@@ -24,10 +24,7 @@ from saliency_study.profiles import PROFILES
 
 @pytest.fixture(scope="module")
 def agents_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("agents")
-    for v in ("double", "policy", "none"):
-        save_ac(d, v)
-    return d
+    return save_acs(tmp_path_factory.mktemp("agents"))
 
 
 @pytest.fixture(scope="module")

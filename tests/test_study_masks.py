@@ -32,12 +32,16 @@ def toy_play(masks: dict, n: int = 5, label: str = "toy agent") -> mk.MaskPlay:
                        n_actions=4)
 
 
+def save_acs(agents_dir, variants=("double", "policy", "none")):
+    """:func:`save_ac` of seed 0 of each of ``variants``; returns ``agents_dir``."""
+    for v in variants:
+        save_ac(agents_dir, v)
+    return agents_dir
+
+
 @pytest.fixture(scope="module")
 def agents_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("agents")
-    for v in ("double", "policy", "none"):
-        save_ac(d, v)
-    return d
+    return save_acs(tmp_path_factory.mktemp("agents"))
 
 
 def test_mask_statistics_on_hand_computable_masks():
