@@ -55,7 +55,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check saliency_lib saliency_book tests benchmarks
+	$(VENV)/bin/ruff check saliency_lib saliency_study saliency_book tests benchmarks scripts
 
 ## demo: load an agent, play, write a GIF with its attention masks
 demo: fetch-official

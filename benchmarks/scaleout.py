@@ -25,7 +25,7 @@ Measured:
 * ``shipped``: pickle sizes of the task arguments, the returned frames and the per-worker
   context (agent and states), per state and scaled to the full study's units.
 * ``driver``: the driver's time per stored row (unpickle the frame, write the unit's file).
-* ``projection``: :func:`saliency_book.ch6_scaleout.projection` of these measurements and of
+* ``projection``: :func:`saliency_study.scaleout.projection` of these measurements and of
   ``--study-cost`` (its ``projection.core_hours_after``, read now; the chapter recomputes it from
   the committed files, so a re-run of ``study_cost.py`` updates it), with ``assumptions``.
   ``--reproject`` recomputes only this block from the file's measurements and ``--study-cost``.
@@ -48,9 +48,9 @@ from pathlib import Path
 import pandas as pd
 from study_cost import machine  # the environment record of the cost benchmark (benchmarks/ is the script's path)
 
-from saliency_book.ch6_scaleout import projection
 from saliency_lib.sweep import SweepSpec, compute_unit, plan_units, run_sweep, states_dir, store_unit
 from saliency_study.profiles import get_profile
+from saliency_study.scaleout import projection
 
 AGENT = "data/agents/dqn-Breakout-s0"
 METHODS = ("occlusion", "ns_black", "sarfa", "rise", "lime_slic", "gradient", "gradcam", "integrated_gradients")

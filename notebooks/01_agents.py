@@ -58,7 +58,6 @@ from saliency_book.ch1_agents import (
     AgentsChapter,
     agent_gif,
     all_scores,
-    beats_random,
     chapter_scores,
     choose_agent,
     learning_curves,
@@ -69,6 +68,7 @@ from saliency_book.ch1_agents import (
     show_scores,
 )
 from saliency_book.ch1_deviations import methods_table, show_methods, show_training, training_table
+from saliency_study.scores import beats_random
 
 cfg = AgentsChapter(game=game, agent=agent, train=train, frames=frames,
                     profile=profile, seed=seed, device=device,
@@ -250,7 +250,7 @@ show_training(training, "Settings of our shipped agents that are the papers' (sa
 # The explainers and metrics follow Huber et al.'s code, parameter for parameter, with the
 # deviations and additions below. Each row names the docstring that documents it, and the
 # rows that depend on the execution profile are generated from it. Both tables come from one
-# data file, `saliency_book/data/deviations.yaml`.
+# data file, `saliency_study/data/deviations.yaml`.
 
 # %% tags=["all-games"]
 caption = (f"Deliberate deviations (changed) and additions (added) of the explainers and metrics, profile "

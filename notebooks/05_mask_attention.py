@@ -66,8 +66,6 @@ from saliency_book.ch5_mask_attention import (
     MaskAttentionChapter,
     official_play,
     our_mask_plays,
-    series_numbers,
-    series_summary,
     show_filmstrip,
     show_mask_summary,
     show_our_plays,
@@ -78,9 +76,6 @@ from saliency_book.ch5_rankings import (
     coarse_numbers,
     official_studies,
     our_rankings,
-    rank_agreement,
-    ranking_numbers,
-    seed_numbers,
     seed_study,
     show_agreement,
     show_mask_ranks,
@@ -89,8 +84,6 @@ from saliency_book.ch5_rankings import (
     show_seed_ranks,
 )
 from saliency_book.ch5_scores import (
-    a3c_score_table,
-    actor_critic_runs,
     comparison_verdicts,
     seed_comparisons,
     show_comparison,
@@ -98,6 +91,9 @@ from saliency_book.ch5_scores import (
     show_scores,
     show_verdicts,
 )
+from saliency_study.masks import series_numbers, series_summary
+from saliency_study.rankings import rank_agreement, ranking_numbers, seed_numbers
+from saliency_study.variants import actor_critic_runs, final_scores
 
 
 def glue_all(values: dict) -> None:
@@ -389,7 +385,7 @@ show_curves(runs, cfg.game, comparisons=comparisons)
 # %%
 caption = (f"Final scores on {cfg.game} of our actor-critic agents (greedy games, raw score, all lives), "
            "and the official Mask-A3C run at the same number of frames.")
-show_scores(a3c_score_table(runs, cfg.game), caption)
+show_scores(final_scores(runs, cfg.game), caption)
 
 # %% [markdown]
 # Whether attention makes the agent score higher is a question about training runs, so the
@@ -398,21 +394,33 @@ show_scores(a3c_score_table(runs, cfg.game), caption)
 # under the papers' greedy protocol many of them replay each other, which the table shows
 # as the number of distinct games. A second protocol, sticky actions
 # (`repeat_action_probability` = 0.25, {cite:t}`machado2018revisiting`), makes every game
-# differ.
+# differ; it is the headline. The single-mask variants have one seed each, so they are
+# shown but not compared.
+#
+# A final score uses the end of each run only. The learning-curve aggregates use all of it:
+# for each seed, the mean or the interquartile mean (IQM, {cite:t}`agarwal2021deep`: the mean
+# of the middle half) of the greedy evaluations at the training checkpoints, every 0.5 M
+# frames.
 
 # %%
-show_comparison(comparisons, f"Our actor-critic agents on {cfg.game}, per mask variant, under both evaluation "
-                "protocols: the mean of each seed's evaluation, the mean over seeds and its t-interval over seeds.")
+show_comparison(comparisons, f"Our actor-critic agents on {cfg.game}, per mask variant: the final score under both "
+                "evaluation protocols and the learning-curve aggregates of the evaluation checkpoints, per seed, the "
+                "mean over seeds and its t-interval over seeds.")
 
 # %% [markdown]
-# The verdict compares Mask-A3C (both masks) with A3C (no mask): their difference, the
-# Welch t-interval of the difference over seeds, and a direction only where that interval
-# excludes zero.
+# The verdict compares Mask-A3C (both masks) with A3C (no mask): their difference and the
+# Welch t-interval of the difference over seeds. Beside it stands the minimum detectable
+# effect: the difference that a two-sample t-test with these seeds and their pooled spread
+# would detect with 80 % power at the two-sided 5 % level. The verdict gives a direction
+# where the interval excludes zero; "equivalent within 20 %" where the interval lies inside
+# ± 20 % of A3C's mean; and otherwise "no detectable difference", which rules out only
+# effects larger than the detectable one.
 
 # %%
 verdicts = comparison_verdicts(comparisons)
-glue_all({f"{r['protocol']}_{k}": v for r in verdicts.to_dict("records") for k, v in r.items() if k != "protocol"})
-show_verdicts(verdicts, f"Mask-A3C against A3C on {cfg.game}, over training seeds, under each evaluation protocol.")
+glue_all({f"{r['key']}_{k}": v for r in verdicts.to_dict("records") for k, v in r.items() if k != "key"})
+show_verdicts(verdicts, f"Mask-A3C against A3C on {cfg.game}, over training seeds: the final score under each "
+              "evaluation protocol and the learning-curve aggregates.")
 
 # %% [markdown]
 # Under sticky actions, where every game differs, Mask-A3C scored
@@ -421,12 +429,20 @@ show_verdicts(verdicts, f"Mask-A3C against A3C on {cfg.game}, over training seed
 # {glue:text}`sticky_n_baseline` seeds: a difference of {glue:text}`sticky_diff:+,.1f`
 # points, with a {glue:text}`sticky_level:.0%` interval over seeds from
 # {glue:text}`sticky_ci_low:+,.1f` to {glue:text}`sticky_ci_high:+,.1f`. Verdict:
-# **{glue:text}`sticky_verdict`**. Under the papers' greedy protocol the difference is
+# **{glue:text}`sticky_verdict`**. This design detects differences above
+# {glue:text}`sticky_mde:,.0f` points; 20 % of A3C's mean is {glue:text}`sticky_margin:,.0f`
+# points. Under the papers' greedy protocol the difference is
 # {glue:text}`greedy_diff:+,.1f` points ({glue:text}`greedy_mean_treatment:,.1f` against
 # {glue:text}`greedy_mean_baseline:,.1f`; interval {glue:text}`greedy_ci_low:+,.1f` to
 # {glue:text}`greedy_ci_high:+,.1f`, {glue:text}`greedy_n_treatment` and
-# {glue:text}`greedy_n_baseline` seeds). Verdict: **{glue:text}`greedy_verdict`**. With fewer
-# than two seeds of either variant there is no verdict, and the table says why.
+# {glue:text}`greedy_n_baseline` seeds; detectable above {glue:text}`greedy_mde:,.0f`). Verdict:
+# **{glue:text}`greedy_verdict`**. Over the whole learning curve, the mean of the checkpoints
+# differs by {glue:text}`curve_mean_diff:+,.1f` points (interval
+# {glue:text}`curve_mean_ci_low:+,.1f` to {glue:text}`curve_mean_ci_high:+,.1f`, detectable
+# above {glue:text}`curve_mean_mde:,.0f`; verdict: **{glue:text}`curve_mean_verdict`**), and
+# their IQM by {glue:text}`curve_iqm_diff:+,.1f` (verdict:
+# **{glue:text}`curve_iqm_verdict`**). With fewer than two seeds of either variant there is
+# no verdict, and the table says why.
 #
 # ## Summary
 #

@@ -51,7 +51,6 @@ seed = 0  # seed of the game whose states the spot check times
 # methods and states the spot check times.
 
 # %%
-from IPython.display import Markdown
 from myst_nb import glue
 
 from saliency_book.ch6_figures import (
@@ -75,9 +74,10 @@ from saliency_book.ch6_figures import (
     show_training,
     show_video,
 )
-from saliency_book.ch6_runtime import (
-    RuntimeChapter,
-    bf16_numbers,
+from saliency_book.ch6_runtime import RuntimeChapter, bf16_numbers, regenerate_commands, spot_check, tabulate
+from saliency_book.ch6_scaleout import projection_inputs, provenance
+from saliency_book.common import join_words
+from saliency_study.runtime import (
     bf16_table,
     comparison_table,
     cost_numbers,
@@ -85,22 +85,19 @@ from saliency_book.ch6_runtime import (
     explainer_table,
     load_benchmarks,
     machine_table,
-    regenerate_commands,
-    spot_check,
     spot_numbers,
     table_numbers,
     training_table,
     video_table,
 )
-from saliency_book.ch6_scaleout import (
+from saliency_study.scaleout import (
     before_after_numbers,
     before_after_table,
     executor_table,
     mask_a3c_local_table,
     overhead_table,
-    projection_inputs,
     projection_table,
-    provenance,
+    row_costs,
     scaleout_numbers,
     shipped_table,
     study_before_after_table,
@@ -108,8 +105,9 @@ from saliency_book.ch6_scaleout import (
 
 
 def glue_all(values: dict) -> None:
-    """Glue each named value, as a plain Python value, for the text."""
+    """Glue each named value, as a plain Python value, for the text (a list of names as "a, b and c")."""
     for name, value in values.items():
+        value = join_words(value) if isinstance(value, list) else value
         glue(name, value.item() if hasattr(value, "item") else value, display=False)
 
 
@@ -124,14 +122,14 @@ cfg
 # %%
 bench = load_benchmarks(cfg.benchmarks_dir)
 caption = "Where the committed benchmarks ran, as recorded in their JSON files (NA: not recorded)."
-show_machine(machine_table(bench), caption)
+show_machine(tabulate(machine_table, bench), caption)
 
 # %% [markdown]
 # These commands rewrite the files with the settings recorded in them. Run them
 # on an idle machine for less noisy numbers; the chapter picks up the new files.
 
 # %%
-Markdown(regenerate_commands(bench))
+regenerate_commands(bench)
 
 # %% [markdown]
 # ## The cost of one map
@@ -146,7 +144,7 @@ Markdown(regenerate_commands(bench))
 # building perturbations, segmenting, fitting the surrogate model.
 
 # %%
-table = explainer_table(bench)
+table = tabulate(explainer_table, bench)
 glue_all(cost_numbers(table))
 caption = ("Cost of one saliency map (benchmark: random-weight DQN, one Ms. Pac-Man state, 1 CPU thread). "
            "Huber et al.: seconds per map recorded by their parameter search on their own hardware; "
@@ -213,7 +211,7 @@ show_cost(table, bench)
 # code used with the `lime` package.
 
 # %%
-comparisons = comparison_table(bench)
+comparisons = tabulate(comparison_table, bench)
 glue_all(table_numbers(comparisons, "cmp", "name", ["ratio", "floor_bound"],
                        keys=["captum_occlusion", "captum_lime", "captum_kernelshap", "lime_package"]))
 caption = ("Captum and the lime package against our implementation, same benchmark run. "
@@ -245,7 +243,7 @@ show_comparisons(comparisons, caption)
 # local methods that default is the exact incremental engine, which runs in float32 only).
 
 # %%
-precision = bf16_table(bench)
+precision = tabulate(bf16_table, bench)
 glue_all(bf16_numbers(precision))
 caption = ("The bf16 decision table (benchmarks/bf16_decision.py). min ρ: the lowest Spearman correlation of a bf16 "
            "map with its float32 map over every state of every agent of the kind; bf16 speed-up: the smallest over "
@@ -288,7 +286,7 @@ show_bf16(precision, caption)
 # records per method under its own name.
 
 # %%
-before_after = before_after_table(bench)
+before_after = tabulate(before_after_table, bench)
 caption = ("Per perturbation method: the naive floor (before) and the fast path (after), ms per map; floor ÷ fast is "
            "the speed-up; max map diff: the largest difference between fast and naive maps after min-max "
            "normalisation. Captum and lime: ms per map in the run that timed them, and ÷ our method's naive floor in "
@@ -304,7 +302,7 @@ show_before_after_figure(before_after, bench)
 # deletion curves, and projects the core hours of the paper-scale study from them.
 
 # %%
-study_cost = study_before_after_table(bench)
+study_cost = tabulate(study_before_after_table, bench)
 glue_all(before_after_numbers(before_after, study_cost))
 glue_all(table_numbers(before_after, "ba", "method", ["captum_x_floor", "captum_x_ours", "lime_x_floor", "lime_x_ours"],
                        keys=["occlusion", "lime_slic"]))
@@ -339,12 +337,8 @@ show_study_before_after(study_cost, caption)
 # pass costs many DQN passes, so these factors decide most of the study's hours.
 
 # %%
-a3c_local = mask_a3c_local_table(bench)
-a3c = (bench.study_cost or {}).get("projection", {}).get("mask_a3c", {})
-occlusion = (bench.study_cost or {}).get("methods", {}).get("occlusion", {})
-dqn_row_ms = occlusion["naive_floor_ms"] / occlusion["forward_passes"] if occlusion else float("nan")
-glue_all({"a3c_row_ms": a3c.get("row_ms_inference_batch", float("nan")), "dqn_row_ms": dqn_row_ms,
-          "a3c_over_dqn": a3c.get("row_ms_inference_batch", float("nan")) / dqn_row_ms})
+a3c_local = tabulate(mask_a3c_local_table, bench)
+glue_all(row_costs(bench))
 caption = ("The local methods on a Mask-A3C network (official layout), at the paper's parameters, one state "
            "(study_cost.json, projection part): ms per forward pass of the naive path and of incremental inference, "
            "alone and per network when the cascade's six networks run at once (against the naive cascade's full "
@@ -367,7 +361,7 @@ show_mask_a3c_local(a3c_local, caption)
 # time in a fresh results directory, and records what the machine was doing meanwhile.
 
 # %%
-executors = executor_table(bench)
+executors = tabulate(executor_table, bench)
 caption = ("Units of a small real sweep per minute, per executor and number of workers. Whole sweep: start-up "
            "included; steady: between the first and the last finished unit; efficiency: the steady rate ÷ (workers × "
            "the local rate); same table: the executor's result table equals the local one.")
@@ -391,14 +385,14 @@ glue_all({"shared_machine": (bench.scaleout or {}).get("shared_machine", "Not re
 # with its states.
 
 # %%
-overhead = overhead_table(bench)
+overhead = tabulate(overhead_table, bench)
 caption = "Ray's overhead per task, measured on this machine with 2 workers (empty tasks and tasks shaped like the sweep's)."
 show_overhead(overhead, caption)
 
 # %%
 caption = ("What the sweep's tasks ship, pickled: the measured units, and scaled to the full study's units "
            "(25 states per DQN unit, 997 states per agent).")
-show_shipped(shipped_table(bench), caption)
+show_shipped(tabulate(shipped_table, bench), caption)
 
 # %% [markdown]
 # **The full study.** The projection takes the core hours of the paper-scale study after
@@ -409,7 +403,7 @@ show_shipped(shipped_table(bench), caption)
 # Its inputs and assumptions follow the figure.
 
 # %%
-proj = projection_table(bench)
+proj = tabulate(projection_table, bench)
 glue_all(scaleout_numbers(executors, overhead, proj))
 caption = ("Projected wall-clock hours of the paper-scale study. Compute: core hours ÷ (cores × efficiency); "
            "driver: the driver's time to store every row (a lower bound on its own); start-ups: one per agent's "
@@ -420,7 +414,7 @@ show_projection(proj, caption)
 show_scaleout(executors, proj)
 
 # %%
-show_projection_inputs(projection_inputs(bench), "The projection's inputs, read from the committed files, and the "
+show_projection_inputs(tabulate(projection_inputs, bench), "The projection's inputs, read from the committed files, and the "
                        "assumptions benchmarks/scaleout.py recorded.")
 
 # %% [markdown]
@@ -477,7 +471,7 @@ show_spot_check(spot, caption)
 # (`benchmarks/cleanrl_style_dqn.py`).
 
 # %%
-training = training_table(bench)
+training = tabulate(training_table, bench)
 glue_all(table_numbers(training, "train", "key", ["vs_cleanrl", "steps_per_s"],
                        keys=["ours_dqn_default", "ours_dqn_matched", "ours_dqn_fp32", "ours_a2c_double",
                              "ours_a2c_double_fp32"]))
@@ -507,7 +501,7 @@ show_training(training, caption)
 # through each backend.
 
 # %%
-envs = envs_table(bench)
+envs = tabulate(envs_table, bench)
 glue_all(table_numbers(envs, "env", "key", ["vs_sync", "steps_per_s"],
                        keys=["ale_vector_gray84", "ale_vector_rgb", "envpool_gray84"]))
 caption = ("Vectorised Atari environments: agent steps per second with random actions (Breakout), "
@@ -534,7 +528,7 @@ show_envs(envs, caption)
 # and encoding.
 
 # %%
-video = video_table(bench)
+video = tabulate(video_table, bench)
 glue_all(table_numbers(video, "video", "method", ["maps_per_second", "wall_seconds"],
                        keys=["occlusion", "gradient", "mask_policy"]))
 caption = ("Speed of the saliency video (video_speed.json): maps per second in the explainer, and the seconds of "

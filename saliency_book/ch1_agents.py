@@ -1,6 +1,6 @@
 """Chapter 1 (Agents): which agents the study explains, how well they play, how they learned.
 
-A function that needs a missing input (no trained agent yet, official checkpoints not fetched) returns a
+The score tables and the evaluations are :mod:`saliency_study.scores`'. A function that needs a missing input (no trained agent yet, official checkpoints not fetched) returns a
 :class:`~saliency_book.common.Note` that says what is missing and how to get it.
 """
 
@@ -14,17 +14,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from saliency_book.common import Note, figure_image, load, png_tabs, score_table
+from saliency_book.common import Note, figure_image, png_tabs
 from saliency_book.config import ChapterConfig, as_bool, as_int, as_optional
 from saliency_lib.games import EPISODE_STEP_CAP, published_scores
-from saliency_study.cache import cached_file, cached_json
-from saliency_study.catalog import official_available, recorded_study_agent, rel_path, study_agent, train_study_agent
+from saliency_study.cache import cached_file
+from saliency_study.catalog import (
+    load_spec,
+    official_available,
+    recorded_study_agent,
+    rel_path,
+    study_agent,
+    train_study_agent,
+)
 from saliency_study.paths import AGENTS_DIR, OFFICIAL_SCORES_CSV, RUNS_DIR, repo_path
 from saliency_study.profiles import profile_settings
+from saliency_study.scores import evaluate_agent, score_table, times_random
 
-__all__ = ["AgentsChapter", "AgentChoice", "choose_agent", "evaluate_agent", "chapter_scores", "all_scores",
-           "beats_random", "show_scores", "find_logs", "learning_curves", "agent_gif", "official_scores",
-           "show_official", "official_curve", "official_curves_tabs"]
+__all__ = ["AgentsChapter", "AgentChoice", "choose_agent", "evaluated", "chapter_scores", "all_scores", "show_scores",
+           "find_logs", "learning_curves", "agent_gif", "official_scores", "show_official", "official_curve",
+           "official_curves_tabs"]
 
 _MISSING_OFFICIAL = ("The official Mask-A3C checkpoints and logs are not available (looked in `$MASK_A3C_OFFICIAL_DIR`, "
                      "default `data/external/mask_a3c_official`). Run `make fetch-official`, with "
@@ -113,29 +121,17 @@ def choose_agent(cfg: AgentsChapter) -> AgentChoice:
 
 # -- scores -----------------------------------------------------------------------------------
 
-def evaluate_agent(spec: str, *, episodes: int, seed: int, max_steps: int | None, results_dir, device: str = "cpu") -> dict:
-    """Greedy scores of ``spec`` (:func:`saliency_lib.play.evaluate`), cached by weights hash and protocol;
-    ``source`` says where they come from, for a table cell."""
-    import torch
-
-    from saliency_lib.play import evaluate
-
-    agent = load(spec, device)
-    config = {"what": "evaluate", "agent": spec, "sha256": agent.meta.get("sha256"), "game": agent.game,
-              "preset": agent.preset, "episodes": episodes, "seed": seed, "max_steps": max_steps}
-
-    def compute():
-        torch.set_num_threads(1)
-        r = evaluate(agent, episodes, seed, max_steps=max_steps, progress=False)
-        return {"scores": r["scores"], "mean": r["mean"], "std": r["std"], "steps": r["steps"]}
-
+def evaluated(spec: str, cfg: AgentsChapter, *, episodes: int, max_steps: int | None) -> dict:
+    """:func:`saliency_study.scores.evaluate_agent` (cached), with ``source``: where its scores come from, for a
+    table cell."""
+    r = evaluate_agent(spec, episodes=episodes, seed=cfg.seed, max_steps=max_steps, results_dir=cfg.results_dir,
+                       device=cfg.device)
     cap = f", ≤ {max_steps:,} steps" if max_steps else ""
-    return {"episodes": episodes, "seed": seed, "max_steps": max_steps, **cached_json(
-        "evaluate", config, compute, results_dir=results_dir), "source": f"here ({episodes} game{'s' * (episodes != 1)}{cap})"}
+    return {**r, "source": f"here ({episodes} game{'s' * (episodes != 1)}{cap})"}
 
 
 def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFrame | Note | None = None) -> pd.DataFrame | Note:
-    """:func:`~saliency_book.common.score_table` for the chapter's game: shipped agents, the chapter's agent
+    """:func:`~saliency_study.scores.score_table` for the chapter's game: shipped agents, the chapter's agent
     (evaluated here when no score is shipped) and the official Mask-A3C agent."""
     extra = []
     if choice:
@@ -143,9 +139,7 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
         name = (p.parent.name if p.name == "agent" else p.name) if meta else choice.spec
         base = score_table(cfg.agents_dir, games=[cfg.game])
         if base.loc[base["agent"] == name, "mean"].isna().all():
-            s = cfg.settings
-            r = evaluate_agent(choice.spec, episodes=s["episodes"], seed=cfg.seed, max_steps=s["eval_max_steps"],
-                               results_dir=cfg.results_dir, device=cfg.device)
+            r = evaluated(choice.spec, cfg, episodes=cfg.settings["episodes"], max_steps=cfg.settings["eval_max_steps"])
             extra.append({"agent": name, "algo": meta.get("algo", "?"), "game": cfg.game, "frames": meta.get("frames"),
                           "episodes": r["episodes"], "mean": r["mean"], "std": r["std"], "score_source": r["source"],
                           "path": choice.spec})
@@ -164,27 +158,12 @@ def chapter_scores(cfg: AgentsChapter, choice: AgentChoice, official: pd.DataFra
 
 
 def all_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
-    """:func:`~saliency_book.common.score_table` of every shipped agent, all games (``<agents_dir>/scores.csv``)."""
+    """:func:`~saliency_study.scores.score_table` of every shipped agent, all games (``<agents_dir>/scores.csv``)."""
     table = score_table(cfg.agents_dir)
     if table.empty:
         return Note(f"No agent is shipped in `{cfg.agents_dir}` yet; `bash scripts/train_agents.sh` trains and ships "
                     "them.", kind="warning", title="No shipped agents")
     return table
-
-
-def _times_random(table: pd.DataFrame) -> pd.Series:
-    """Score ÷ random play's score where random play scores above zero (NaN elsewhere: a ratio to a
-    negative score, as in Pong, has no meaning)."""
-    return table["mean"] / table["random"].where(table["random"] > 0)
-
-
-def beats_random(table: pd.DataFrame | Note, factor: float = 3.0) -> dict[str, int]:
-    """Counts of the DQN agents with a score: ``scored``, ``judged`` (random play scores above zero)
-    and ``beat`` (at least ``factor`` × random play)."""
-    if isinstance(table, Note):
-        return {"scored": 0, "judged": 0, "beat": 0}
-    ratio = _times_random(table[(table["algo"] == "dqn") & table["mean"].notna()])
-    return {"scored": len(ratio), "judged": int(ratio.notna().sum()), "beat": int((ratio >= factor).sum())}
 
 
 def show_scores(table: pd.DataFrame | Note, caption: str):
@@ -195,7 +174,7 @@ def show_scores(table: pd.DataFrame | Note, caption: str):
           for m, s in zip(table["mean"], table["std"])]
     t = pd.DataFrame({
         "Agent": table["agent"], "Game": table["game"], "Frames (M)": table["frames"].astype(float) / 1e6,
-        "Score (mean ± sd)": pm, "Games": table["episodes"], "× random": _times_random(table),
+        "Score (mean ± sd)": pm, "Games": table["episodes"], "× random": times_random(table),
         "Human-normalised (%)": table["normalised"], "Random": table["random"], "Human": table["human"],
         "Nature DQN (200M)": table["dqn_nature"], "DQN 10M (NEC)": table["dqn_10m"],
         "DQN 10M (Dopamine)": table["dqn_10m_dopamine"], "Score from": table["score_source"]})
@@ -250,7 +229,7 @@ def agent_gif(spec: str | None, cfg: AgentsChapter, *, every: int = 3):
 
     from saliency_lib.game_video import write_gif
 
-    agent = load(spec, cfg.device)
+    agent = load_spec(spec, cfg.device)
     steps = cfg.settings["gif_steps"]
     config = {"what": "gif", "agent": spec, "sha256": agent.meta.get("sha256"), "seed": cfg.seed, "max_steps": steps,
               "every": every}
@@ -281,8 +260,7 @@ def official_scores(cfg: AgentsChapter) -> pd.DataFrame | Note:
         games = [g for g in games if g not in set(parts[0]["game"])]
     s = cfg.settings
     for g in (g for g in games if official_available(g)):
-        r = evaluate_agent(f"official:{g}", episodes=s["official_episodes"], seed=cfg.seed,
-                           max_steps=s["official_max_steps"], results_dir=cfg.results_dir, device=cfg.device)
+        r = evaluated(f"official:{g}", cfg, episodes=s["official_episodes"], max_steps=s["official_max_steps"])
         parts.append(official_scores_table({g: r}).assign(max_steps=r["max_steps"], source=r["source"]))
     if not parts:
         return Note(_MISSING_OFFICIAL, title="Official agents not available")

@@ -14,10 +14,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from saliency_book.common import ExplainedAgent, Note, action_names, chapter_agents, figure_image, load, png_tabs
+from saliency_book.common import ExplainedAgent, Note, action_names, chapter_agents, figure_image, png_tabs
 from saliency_book.maps import ExampleMapsConfig, applicable_methods, highlight_states, overlay_map, saliency_map
 from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import HUBER_GAMES
+from saliency_study.catalog import load_spec
 
 __all__ = ["GalleryChapter", "Gallery", "compute_gallery", "state_figure", "show_states", "show_gallery",
            "show_gallery_tabs", "games_gallery", "show_games", "agreement", "show_agreement", "agreement_extremes",
@@ -58,7 +59,7 @@ def compute_gallery(cfg: GalleryChapter, who: ExplainedAgent) -> Gallery | Note:
     if not who:
         return who.note()
     torch.set_num_threads(1)
-    agent = load(who.spec, cfg.device)
+    agent = load_spec(who.spec, cfg.device)
     states = highlight_states(agent, who.spec, cfg.selection, results_dir=cfg.results_dir)
     methods = applicable_methods(agent, cfg.methods)
     maps = {m: [saliency_map(agent, who.spec, states, i, m, "action", params=cfg.explainer_params,

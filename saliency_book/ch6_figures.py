@@ -1,6 +1,7 @@
 """Chapter 6 (Run-time): what the chapter shows, one ``show_*`` per table or figure.
 
-The tables come from :mod:`saliency_book.ch6_runtime` and :mod:`saliency_book.ch6_scaleout`. Each table shows its
+The tables come from :mod:`saliency_study.runtime` and :mod:`saliency_study.scaleout` (through
+:func:`saliency_book.ch6_runtime.tabulate`). Each table shows its
 named columns; the tables of per-method records (the study's cost, the Mask-A3C local methods, the video) also show
 every further field the benchmark records, under its own name. A Note passes through.
 """
@@ -12,8 +13,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from saliency_book.ch6_runtime import FAMILY_COLOURS, Benchmarks
+from saliency_book.ch6_runtime import FAMILY_COLOURS
 from saliency_book.common import Note, figure_image, join_words
+from saliency_study.runtime import Benchmarks
 
 __all__ = ["show_machine", "show_explainers", "show_comparisons", "show_bf16", "show_training", "show_envs",
            "show_video", "show_spot_check", "show_before_after", "show_study_before_after", "show_mask_a3c_local",
@@ -34,14 +36,14 @@ def _show(table: pd.DataFrame | Note, caption: str, spec: dict, *, hide=None):
 
 
 def show_machine(table, caption: str):
-    """:func:`~saliency_book.ch6_runtime.machine_table`."""
+    """:func:`~saliency_study.runtime.machine_table`."""
     return _show(table, caption, {"benchmark": ("File", None), "date": ("Date", None), "cpu": ("CPU", None),
                                   "cpus": ("Logical CPUs", "{:.0f}"), "threads": ("Torch threads", "{:.0f}"),
                                   "load": ("Load average", None), "versions": ("Versions / setting", None)})
 
 
 def show_explainers(table, caption: str):
-    """:func:`~saliency_book.ch6_runtime.explainer_table`; the caption gains the names of the Captum equivalents."""
+    """:func:`~saliency_study.runtime.explainer_table`; the caption gains the names of the Captum equivalents."""
     if not isinstance(table, Note) and table["captum"].notna().any():
         caption += " Captum equivalents: " + join_words([f"{r.captum} for {r.label}" for r in table.dropna(
             subset=["captum"]).itertuples()]) + "."
@@ -53,7 +55,7 @@ def show_explainers(table, caption: str):
 
 
 def show_comparisons(table, caption: str):
-    """:func:`~saliency_book.ch6_runtime.comparison_table`."""
+    """:func:`~saliency_study.runtime.comparison_table`."""
     return _show(table, caption, {
         "theirs": ("Their implementation", None), "setting": ("Their best setting (others)", None),
         "their_ms": ("Their ms/map", "{:,.0f}"), "ours": ("Our method", None), "our_ms": ("Our ms/map", "{:,.0f}"),
@@ -61,7 +63,7 @@ def show_comparisons(table, caption: str):
 
 
 def show_bf16(table, caption: str):
-    """:func:`~saliency_book.ch6_runtime.bf16_table`."""
+    """:func:`~saliency_study.runtime.bf16_table`."""
     return _show(table, caption, {
         "kind": ("Agents", None), "label": ("Method", None), "agents": ("n agents", None), "states": ("States each", None),
         "min_spearman": ("min ρ", "{:.4f}"), "bf16_speedup": ("bf16 speed-up", "{:.2f}×"), "precision": ("Decision", None),
@@ -69,20 +71,20 @@ def show_bf16(table, caption: str):
 
 
 def show_training(table, caption: str):
-    """:func:`~saliency_book.ch6_runtime.training_table`."""
+    """:func:`~saliency_study.runtime.training_table`."""
     return _show(table, caption, {"run": ("Run", None), "setting": ("Setting", None),
                                   "steps_per_s": ("Agent steps/s", "{:,.0f}"), "frames_per_s": ("Frames/s", "{:,.0f}"),
                                   "vs_cleanrl": ("× CleanRL-style", "{:.2f}×")})
 
 
 def show_envs(table, caption: str):
-    """:func:`~saliency_book.ch6_runtime.envs_table`."""
+    """:func:`~saliency_study.runtime.envs_table`."""
     return _show(table, caption, {"backend": ("Backend", None), "used_by": ("Used by", None),
                                   "steps_per_s": ("Agent steps/s", "{:,.0f}"), "vs_sync": ("× SyncVectorEnv", "{:.2f}×")})
 
 
 def show_video(table, caption: str):
-    """:func:`~saliency_book.ch6_runtime.video_table`, with every further field the benchmark records."""
+    """:func:`~saliency_study.runtime.video_table`, with every further field the benchmark records."""
     return _show(table, caption, {
         "agent": ("Agent", None), "label": ("Method", None), "forward_passes_per_map": ("Passes per map", "{:,.0f}"),
         "maps_per_second": ("Maps/s", "{:,.1f}"), "frames": ("Frames", "{:,.0f}"), "explain_seconds": ("Explaining (s)", "{:,.1f}"),
@@ -114,7 +116,7 @@ number, the benchmark's own checks); any other field it records shows as a colum
 
 
 def show_before_after(table, caption: str, provenance: dict[str, str] | None = None):
-    """:func:`~saliency_book.ch6_scaleout.before_after_table`; the caption gains the runs the numbers come from."""
+    """:func:`~saliency_study.scaleout.before_after_table`; the caption gains the runs the numbers come from."""
     if not isinstance(table, Note) and provenance:
         names, by_source = {"ours": "naive and fast", "captum": "Captum", "lime": "the lime package"}, {}
         for k, v in provenance.items():
@@ -130,14 +132,14 @@ def show_before_after(table, caption: str, provenance: dict[str, str] | None = N
 
 
 def show_study_before_after(table, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.study_before_after_table`."""
+    """:func:`~saliency_study.scaleout.study_before_after_table`."""
     return _show(table, caption, {"what": ("What", None), "unit": ("Unit", None), "before": ("Before", "{:,.1f}"),
                                   "after": ("After", "{:,.1f}"), "speedup": ("Speed-up", "{:.2f}×"),
                                   "run": ("Run (date, commit)", None)})
 
 
 def show_mask_a3c_local(table, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.mask_a3c_local_table`, with every further field the benchmark records."""
+    """:func:`~saliency_study.scaleout.mask_a3c_local_table`, with every further field the benchmark records."""
     return _show(table, caption, {
         "label": ("Method", None), "forward_passes": ("Passes", "{:,.0f}"), "naive_ms_per_pass": ("Naive (ms/pass)", "{:.2f}"),
         "ms_per_pass": ("Incremental (ms/pass)", "{:.2f}"), "speedup": ("Speed-up", "{:.1f}×"),
@@ -146,7 +148,7 @@ def show_mask_a3c_local(table, caption: str):
 
 
 def show_executors(table, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.executor_table`."""
+    """:func:`~saliency_study.scaleout.executor_table`."""
     return _show(table, caption, {
         "executor": ("Executor", None), "workers": ("Workers", "{:.0f}"), "units": ("Units", "{:.0f}"),
         "wall_s": ("Wall (s)", "{:.1f}"), "units_per_min": ("Units/min (whole sweep)", "{:.1f}"),
@@ -155,7 +157,7 @@ def show_executors(table, caption: str):
 
 
 def show_overhead(table, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.overhead_table`."""
+    """:func:`~saliency_study.scaleout.overhead_table`."""
     return _show(table, caption, {"what": ("What", None), "value": ("Cost", "{:,.3g}"), "unit": ("Unit", None)})
 
 
@@ -167,13 +169,13 @@ def _bytes(n: float) -> str:
 
 
 def show_shipped(table, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.shipped_table` in readable units."""
+    """:func:`~saliency_study.scaleout.shipped_table` in readable units."""
     t = table if isinstance(table, Note) else table.assign(size=[_bytes(v) for v in table["bytes"]])
     return _show(t, caption, {"what": ("What", None), "size": ("Pickled size", None)})
 
 
 def show_projection(table, caption: str):
-    """:func:`~saliency_book.ch6_scaleout.projection_table`."""
+    """:func:`~saliency_study.scaleout.projection_table`."""
     return _show(table, caption, {
         "target": ("Target", None), "cores": ("Cores", "{:.0f}"), "efficiency": ("Efficiency", "{:.0%}"),
         "compute_hours": ("Compute (h)", "{:,.2f}"), "driver_hours": ("Driver (h)", "{:,.2f}"),

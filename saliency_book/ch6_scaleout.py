@@ -1,60 +1,19 @@
-"""Chapter 6 (Run-time), the study's cost: below the naive floor, and spread over workers.
+"""Chapter 6 (Run-time), the study's cost: where the before/after numbers come from, and what the projection rests on.
 
-Reads two committed benchmark results (loaded with the others by :func:`~saliency_book.ch6_runtime.load_benchmarks`):
-
-* ``study_cost.json`` (``benchmarks/study_cost.py``): per method the naive floor against the library's fast path,
-  the sanity cascade and the insertion/deletion curves per state, the core hours of the paper-scale study;
-* ``scaleout.json`` (``benchmarks/scaleout.py``): units per minute per executor and workers, Ray's overhead per
-  task, what each task ships.
-
-:func:`projection` turns both into wall-clock hours of the full study on 2 cores and on a 64-core Ray cluster
-(``benchmarks/scaleout.py`` records the same function's result when it measures). The tables keep every scalar
-field of the files' per-method records, so a field the benchmark adds shows as a column.
+The tables of ``study_cost.json`` and ``scaleout.json`` and the projection are :mod:`saliency_study.scaleout`'s;
+:func:`provenance` and :func:`projection_inputs` describe them for the reader.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
-from saliency_book.ch6_runtime import CAPTUM_EQUIVALENT, LIME_PACKAGE_EQUIVALENT, Benchmarks, missing_benchmark
-from saliency_book.common import Note
-from saliency_lib.explainers import METHOD_LABELS
-from saliency_study.catalog import ABLATION_METHODS, STUDY_METHODS
-from saliency_study.profiles import get_profile
+from saliency_study.runtime import Benchmarks
+from saliency_study.scaleout import check_projection, projection, run_of
 
-__all__ = ["CLUSTER_CORES", "MACHINE_CORES", "MASK_A3C_AGENTS", "TARGETS", "provenance", "before_after_table",
-           "study_before_after_table", "mask_a3c_local_table", "executor_table", "overhead_table", "shipped_table",
-           "study_tasks", "projection", "projection_table", "projection_inputs", "before_after_numbers",
-           "scaleout_numbers"]
-
-MACHINE_CORES = 2
-"""Cores of the study's machine."""
-CLUSTER_CORES = 64
-"""Cores of the projected Ray cluster."""
-MASK_A3C_AGENTS = 5
-"""Mask-A3C agents of the paper-scale study (3 official, 2 ours): one sweep each."""
-TARGETS = (("2 cores with processes", "processes", MACHINE_CORES), ("2 cores with Ray", "ray", MACHINE_CORES),
-           (f"a {CLUSTER_CORES}-core Ray cluster", "ray", CLUSTER_CORES))
-"""Projection targets: (label, executor, cores). Each takes the efficiency measured with 2 workers here."""
-
-
-def _run_of(doc: dict, part: str) -> dict:
-    """The machine record of one part of a benchmark file (``runs.<part>``, else its ``machine``)."""
-    return doc.get("runs", {}).get(part) or doc.get("machine", {})
-
-
-def _flat(record: dict, prefix: str = "") -> dict:
-    """The scalar fields of a record, nested mappings flattened to ``a.b`` (lists are left out)."""
-    out = {}
-    for k, v in record.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        elif not isinstance(v, list):
-            out[f"{prefix}{k}"] = v
-    return out
+__all__ = ["provenance", "projection_inputs"]
 
 
 def provenance(b: Benchmarks) -> dict[str, str]:
@@ -64,7 +23,7 @@ def provenance(b: Benchmarks) -> dict[str, str]:
     same run as the naive and fast times), else from ``explainers.json``, whose run is described."""
     out = {}
     if b.study_cost is not None:
-        r, s = _run_of(b.study_cost, "methods"), b.study_cost.get("setting", {})
+        r, s = run_of(b.study_cost, "methods"), b.study_cost.get("setting", {})
         cpu = f" on {r['cpu']}" if r.get("cpu") else ""
         out["ours"] = (f"study_cost.json, methods run of {r.get('date', '?')[:10]} at commit {r.get('commit') or '?'}{cpu}: "
                        f"{s.get('agent', '?')}, {s.get('states_per_call', '?')} real states per call, CPU time of one thread")
@@ -77,245 +36,11 @@ def provenance(b: Benchmarks) -> dict[str, str]:
     return out
 
 
-def before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """Per perturbation method of ``study_cost.json``: every scalar field of its record, and
-
-    ``method, label``, ``speedup`` (naive floor ÷ fast ms), ``naive_ms`` (the naive path; ``ms`` without one),
-    ``target`` (the issue's target speed-up), ``captum_ms``, ``lime_ms`` (their time in the run that timed them,
-    :func:`provenance`), ``*_x_floor`` (that time ÷ our method's naive floor in the same run, the ratio that can
-    be set beside ``ms / naive_floor_ms`` across runs) and ``*_x_ours`` (the benchmark's paired ratio to our
-    fast path, only where they were timed in the cost benchmark's own run); NaN where there is no equivalent.
-    """
-    if b.study_cost is None or not b.study_cost.get("methods"):
-        return missing_benchmark("study_cost.json", b, "study_cost.py")
-    same_run = bool(b.study_cost.get("comparisons"))
-    src = b.study_cost if same_run else (b.explainers or {})
-    comps, their_methods = src.get("comparisons", {}), src.get("methods", {})
-    rows = []
-    for name, r in b.study_cost["methods"].items():
-        there = their_methods.get(name, {})
-        floor = there.get("floor_ms", there.get("naive_floor_ms"))
-        row = {"method": name, "label": METHOD_LABELS.get(name, name), **_flat(r), "naive_ms": float(r.get("naive_ms", r["ms"])),
-               "incremental": bool(r.get("incremental", False)), "speedup": float(r["naive_floor_ms"]) / float(r["ms"]),
-               "target": r.get("target_speedup_vs_naive_floor", np.nan)}
-        for who, key in (("captum", CAPTUM_EQUIVALENT.get(name)), ("lime", LIME_PACKAGE_EQUIVALENT.get(name))):
-            c = comps.get(key or "")
-            row.update({f"{who}_ms": float(c["ms"]) if c else np.nan,
-                        f"{who}_x_floor": float(c["ms"]) / floor if c and floor else np.nan,
-                        f"{who}_x_ours": float(c["ratio_vs_ours"]) if c and same_run and "ratio_vs_ours" in c else np.nan})
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def study_before_after_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """The study-level numbers of ``study_cost.json`` before and after: the cascade, the curves, the projected core
-    hours, and every further ``projection.*core_hours*`` number (after only). Columns ``what, unit, before, after,
-    speedup, run`` (``run``: date and commit of the part)."""
-    if b.study_cost is None:
-        return missing_benchmark("study_cost.json", b, "study_cost.py")
-    sc, rows = b.study_cost, []
-
-    def run(part):
-        r = _run_of(sc, part)
-        return f"{r.get('date', '?')[:10]}, {r.get('commit') or '?'}"
-
-    if "cascade" in sc:
-        c = sc["cascade"]
-        rows.append({"what": f"sanity cascade: original + {c.get('levels', 5)} randomised levels, {len(c.get('methods', []))} "
-                             "methods (maps only)", "unit": "ms per state", "before": c["naive_ms_per_state"],
-                     "after": c["ms_per_state"], "run": run("cascade")})
-    if "degradation" in sc:
-        d = sc["degradation"]
-        rows.append({"what": f"insertion and deletion on {len(d.get('substrates', []))} substrates, "
-                             f"{len(d.get('methods', []))} maps", "unit": "ms per state",
-                     "before": d["naive_ms_per_state"], "after": d["ms_per_state"], "run": run("degradation")})
-    if "projection" in sc:
-        p = sc["projection"]
-        rows.append({"what": "paper-scale study (DQN and Mask-A3C)", "unit": "core hours",
-                     "before": p["core_hours_before"], "after": p["core_hours_after"], "run": run("projection")})
-        rows += [{"what": k.replace("_core_hours", "").replace("_", " "), "unit": "core hours", "before": np.nan,
-                  "after": float(v), "run": run("projection")} for k, v in p.items()
-                 if "core_hours" in k and k not in ("core_hours_before", "core_hours_after") and isinstance(v, (int, float))]
-    if not rows:
-        return Note("study_cost.json has no cascade, degradation or projection part.", title="No study-level numbers")
-    t = pd.DataFrame(rows)
-    return t.assign(speedup=t["before"] / t["after"])[["what", "unit", "before", "after", "speedup", "run"]]
-
-
-def mask_a3c_local_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """The local methods on a Mask-A3C network (``projection.mask_a3c.local`` of ``study_cost.json``): every field
-    of each method's record, ``speedup`` (naive ÷ incremental ms per pass) and ``cascade_speedup`` (the naive
-    cascade's full pass per network ÷ the incremental one over the cascade's six networks at once)."""
-    if b.study_cost is None:
-        return missing_benchmark("study_cost.json", b, "study_cost.py")
-    a3c = b.study_cost.get("projection", {}).get("mask_a3c", {})
-    if not a3c.get("local"):
-        return Note("study_cost.json has no Mask-A3C local-method costs: run benchmarks/study_cost.py --only projection.",
-                    title="No Mask-A3C incremental numbers")
-    t = pd.DataFrame([{"method": k, "label": METHOD_LABELS.get(k, k), **_flat(v)} for k, v in a3c["local"].items()])
-    return t.assign(speedup=t["naive_ms_per_pass"] / t["ms_per_pass"],
-                    cascade_speedup=a3c.get("cascade_naive_ms_per_pass", np.nan) / t["cascade_ms_per_pass"])
-
-
-# -- scale-out ---------------------------------------------------------------------------------------
-
-def executor_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """Units per minute per executor and number of workers (``scaleout.json``'s ``executors``, every field):
-    ``units_per_min`` over the whole sweep (start-up included), ``steady_units_per_min`` between the first and the
-    last finished unit, ``efficiency`` the steady rate ÷ (workers × the local rate), ``same_table``."""
-    if b.scaleout is None:
-        return missing_benchmark("scaleout.json", b, "scaleout.py")
-    t = pd.DataFrame(b.scaleout.get("executors", []))
-    return t.rename(columns={"same_table_as_local": "same_table"}) if len(t) else Note("scaleout.json recorded no executor.",
-                                                                                       title="No executors")
-
-
-_OVERHEAD = (("direct_call_us", "a direct Python call of the empty function", "µs"),
-             ("noop_ms_per_task", "an empty Ray task, many in flight (throughput)", "ms per task"),
-             ("noop_round_trip_ms", "an empty Ray task, submitted and awaited one at a time (latency)", "ms per task"),
-             ("unit_args_ms_per_task", "an empty Ray task given a unit and the context reference, as the sweep submits it",
-              "ms per task"),
-             ("frame_return_ms_per_task", "a Ray task returning the largest measured result frame", "ms per task"),
-             ("init_s", "starting a local Ray (ray.init) and its first tasks", "s"),
-             ("per_unit_difference_s", "ray − local, per unit of the measured sweep (1 worker, steady rate)", "s per unit"))
-_SHIPPED = (("unit_args_bytes", "task arguments: the unit and the context reference (largest)"),
-            ("sanity_frame_bytes", "returned frame of a sanity unit (largest measured)"),
-            ("degradation_frame_bytes", "returned frame of a degradation unit (largest measured)"),
-            ("context_bytes", "agent and states, once per worker (measured sweep)"),
-            ("full_study_frame_bytes", "returned frame of a full-study degradation unit (per-state size × chunk)"),
-            ("full_study_context_bytes", "agent and 997 states, once per worker (full study, per-state size)"))
-
-
-def overhead_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """Ray's overhead per task (``scaleout.json``'s ``ray_overhead``): columns ``key, what, value, unit``."""
-    if b.scaleout is None:
-        return missing_benchmark("scaleout.json", b, "scaleout.py")
-    o = b.scaleout.get("ray_overhead")
-    if not o:
-        return Note("scaleout.json has no Ray overhead measurement (run without --skip-ray?).", title="No Ray overhead")
-    return pd.DataFrame([{"key": k, "what": w, "value": float(o[k]), "unit": u} for k, w, u in _OVERHEAD if o.get(k) is not None])
-
-
-def shipped_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """What each task ships (pickle sizes, ``scaleout.json``'s ``shipped``): columns ``what, bytes``."""
-    if b.scaleout is None:
-        return missing_benchmark("scaleout.json", b, "scaleout.py")
-    s = b.scaleout.get("shipped", {})
-    rows = [{"what": w, "bytes": int(s[k])} for k, w in _SHIPPED if s.get(k) is not None]
-    return pd.DataFrame(rows) if rows else Note("scaleout.json recorded no sizes.", title="No sizes")
-
-
-def study_tasks(study_cost: dict) -> dict:
-    """Units (Ray tasks) and sweeps of the paper-scale study that ``study_cost.json`` projects.
-
-    DQN: ``dqn.agents`` agents × ⌈``dqn.states`` ÷ the full profile's chunk⌉ chunks; Mask-A3C:
-    ⌈``mask_a3c.states`` ÷ its chunk⌉ chunks. Per chunk, one sanity unit per method and one degradation unit
-    per method and the random map, and for the DQN agents one degradation unit per method of the §6.2
-    ablation; every Mask-A3C agent is counted with both attention masks (an upper bound).
-    """
-    p, prof = study_cost["projection"], get_profile("full")
-    dqn_methods = [m for m in STUDY_METHODS if not m.startswith("mask_")]
-    dqn_chunk, a3c_chunk = prof.sweep_size("dqn").chunk, prof.sweep_size("mask_a3c").chunk
-    dqn_chunks = p["dqn"]["agents"] * math.ceil(p["dqn"]["states"] / dqn_chunk)
-    a3c_states = p.get("mask_a3c", {}).get("states", 0)
-    a3c_chunks = math.ceil(a3c_states / a3c_chunk)
-    return {"dqn_tasks": dqn_chunks * (2 * len(dqn_methods) + len(ABLATION_METHODS) + 1),
-            "mask_a3c_tasks": a3c_chunks * (2 * len(STUDY_METHODS) + 1),
-            "dqn_chunk": dqn_chunk, "mask_a3c_chunk": a3c_chunk, "dqn_methods": len(dqn_methods),
-            "dqn_degradation_methods": len(dqn_methods) + len(ABLATION_METHODS),
-            "mask_a3c_methods": len(STUDY_METHODS), "dqn_states": p["dqn"]["agents"] * p["dqn"]["states"],
-            "mask_a3c_states": a3c_states, "sweeps": p["dqn"]["agents"] + (MASK_A3C_AGENTS if a3c_states else 0)}
-
-
-def _largest_dqn_unit_s(study_cost: dict, chunk: int) -> float | None:
-    """The costliest DQN unit after the speed-ups: per-method per-state cost × states per unit (s)."""
-    c, d = study_cost.get("cascade"), study_cost.get("degradation")
-    if not c or not d:
-        return None
-    sim = c.get("similarity_ms_per_state", 0.0) / max(1, len(c.get("per_method_ms_per_state", {})))
-    sanity = [v["fast"] + sim for v in c.get("per_method_ms_per_state", {}).values()]
-    curves = [v["fast"] for v in d.get("per_method_ms_per_state", {}).values()]
-    return max(sanity + curves) * chunk / 1e3 if sanity or curves else None
-
-
-def projection(scaleout: dict, study_cost: dict) -> dict:
-    """Wall-clock hours of the paper-scale study per target of :data:`TARGETS`.
-
-    Model, per target (``executor`` on ``cores`` cores, ``e`` the efficiency that executor reached with 2 workers
-    here, ``C`` = ``study_cost.json``'s ``projection.core_hours_after``)::
-
-        compute = C / (cores × e)
-        driver  = rows of the study × the driver's measured time per stored row
-        lower   = max(compute, driver) + sweeps × start-up (measured, per sweep)
-        upper   = lower + sweeps × the largest unit   (each sweep's last unit may run alone)
-
-    Returns ``{"core_hours_after", "tasks", "largest_unit_s", "rows", "bytes_to_driver", "targets": [{"target",
-    "executor", "cores", "efficiency", "compute_hours", "driver_hours", "startup_hours", "wall_hours",
-    "wall_hours_upper", "dispatch_hours"} | {"target", "missing"}]}``. ``dispatch_hours`` is Ray's measured
-    per-task overhead × tasks ÷ cores, for scale: it is part of ``e`` (the measured units paid it too).
-    """
-    core_h = float(study_cost["projection"]["core_hours_after"])
-    tasks = study_tasks(study_cost)
-    n_tasks = tasks["dqn_tasks"] + tasks["mask_a3c_tasks"]
-    dqn_h = study_cost["projection"]["dqn"]["core_hours_after"]
-    largest = _largest_dqn_unit_s(study_cost, tasks["dqn_chunk"])
-    if largest is not None and tasks["mask_a3c_tasks"]:
-        # Mask-A3C units are assumed as unequal as the DQN units: largest ÷ mean the same
-        a3c_h = study_cost["projection"]["mask_a3c"]["core_hours_after"]
-        dqn_mean, a3c_mean = 3600 * dqn_h / tasks["dqn_tasks"], 3600 * a3c_h / tasks["mask_a3c_tasks"]
-        largest = max(largest, largest / dqn_mean * a3c_mean)
-    s = scaleout.get("shipped") or {}
-    per_state_rows = s.get("sanity_rows_per_state", 0) * tasks["dqn_methods"] + s.get("degradation_rows_per_state", 0) * (
-        tasks["dqn_degradation_methods"] + 1)
-    a3c_rows = s.get("sanity_rows_per_state", 0) * tasks["mask_a3c_methods"] + s.get("degradation_rows_per_state", 0) * (
-        tasks["mask_a3c_methods"] + 1)
-    rows = tasks["dqn_states"] * per_state_rows + tasks["mask_a3c_states"] * a3c_rows
-    bytes_per_row = s.get("degradation_frame_bytes_per_state", 0) / max(1, s.get("degradation_rows_per_state", 1))
-    driver_h = rows * (scaleout.get("driver") or {}).get("store_ms_per_row", 0.0) / 3.6e6
-    noop = (scaleout.get("ray_overhead") or {}).get("noop_ms_per_task")
-    out = []
-    for label, executor, cores in TARGETS:
-        m = next((e for e in scaleout.get("executors", []) if e["executor"] == executor
-                  and e["workers"] == min(cores, MACHINE_CORES)), None)
-        if m is None or not m.get("efficiency"):
-            out.append({"target": label, "executor": executor, "cores": cores,
-                        "missing": f"no {executor} measurement with {min(cores, MACHINE_CORES)} workers"})
-            continue
-        compute = core_h / (cores * m["efficiency"])
-        startup = tasks["sweeps"] * m.get("startup_s", 0.0) / 3600
-        wall = max(compute, driver_h) + startup
-        out.append({"target": label, "executor": executor, "cores": cores, "efficiency": m["efficiency"],
-                    "compute_hours": compute, "driver_hours": driver_h, "startup_hours": startup, "wall_hours": wall,
-                    "wall_hours_upper": wall + (tasks["sweeps"] * largest / 3600 if largest is not None else math.nan),
-                    "dispatch_hours": n_tasks * noop / 3.6e6 / cores if executor == "ray" and noop is not None else None})
-    return {"core_hours_after": core_h, "tasks": {**tasks, "total": n_tasks}, "largest_unit_s": largest, "rows": rows,
-            "bytes_to_driver": rows * bytes_per_row, "targets": out}
-
-
-def _projection_missing(b: Benchmarks) -> Note | None:
-    if b.scaleout is None:
-        return missing_benchmark("scaleout.json", b, "scaleout.py")
-    if b.study_cost is None or "projection" not in b.study_cost:
-        return missing_benchmark("study_cost.json", b, "study_cost.py")
-    return None
-
-
-def projection_table(b: Benchmarks) -> pd.DataFrame | Note:
-    """:func:`projection` of the committed files, one row per measured target: ``target, executor, cores, efficiency,
-    compute_hours, driver_hours, startup_hours, wall_hours, wall_hours_upper, dispatch_hours``."""
-    if (note := _projection_missing(b)) is not None:
-        return note
-    t = pd.DataFrame([r for r in projection(b.scaleout, b.study_cost)["targets"] if "missing" not in r])
-    return t if len(t) else Note("scaleout.json measured no executor with 2 workers, so nothing can be projected.",
-                                 title="No projection")
-
-
-def projection_inputs(b: Benchmarks) -> pd.DataFrame | Note:
+def projection_inputs(b: Benchmarks) -> pd.DataFrame:
     """The projection's inputs (read now from the committed files) and the assumptions ``scaleout.json`` records:
-    columns ``input, value``."""
-    if (note := _projection_missing(b)) is not None:
-        return note
-    p, r = projection(b.scaleout, b.study_cost), _run_of(b.study_cost, "projection")
+    columns ``input, value`` (for :func:`~saliency_book.ch6_runtime.tabulate`)."""
+    check_projection(b)
+    p, r = projection(b.scaleout, b.study_cost), run_of(b.study_cost, "projection")
     t = p["tasks"]
     rows = [("core hours after the speed-ups (study_cost.json, projection run of "
              f"{r.get('date', '?')[:10]}, commit {r.get('commit') or '?'})", f"{p['core_hours_after']:.1f}"),
@@ -329,54 +54,3 @@ def projection_inputs(b: Benchmarks) -> pd.DataFrame | Note:
         rows.append(("core hours scaleout.json projected from when it was measured", f"{used:.1f}"))
     rows += [("assumption recorded by benchmarks/scaleout.py", a) for a in b.scaleout.get("assumptions", [])]
     return pd.DataFrame(rows, columns=["input", "value"])
-
-
-# -- the numbers the prose quotes -------------------------------------------------------------------------
-
-def _span(s) -> tuple[float, float]:
-    s = pd.Series(s, dtype=float).dropna()
-    return (float(s.min()), float(s.max())) if len(s) else (np.nan, np.nan)
-
-
-def before_after_numbers(table: pd.DataFrame | Note, study: pd.DataFrame | Note) -> dict:
-    """The speed-ups below the floor: the incremental methods' range of speed-ups (``inc_speedup_min``/``_max``)
-    and largest map difference (``inc_max_diff``), the others' time ÷ floor (``full_ratio_min``/``_max``), their
-    names (``inc_methods``, ``full_methods``), and the study-level speed-ups with before → after
-    (``study_<i>_speedup``, ``_before``, ``_after`` for the cascade, the curves and the core hours)."""
-    from saliency_book.common import join_words
-
-    t = table if not isinstance(table, Note) else pd.DataFrame(columns=["incremental", "speedup", "max_abs_map_diff",
-                                                                        "ms", "naive_floor_ms", "label"])
-    mask = t["incremental"].astype(bool)
-    inc, full = t[mask], t[~mask]
-    out = dict(zip(("inc_speedup_min", "inc_speedup_max"), _span(inc["speedup"])))
-    out["inc_max_diff"] = _span(inc["max_abs_map_diff"])[1]
-    out.update(zip(("full_ratio_min", "full_ratio_max"), _span(full["ms"] / full["naive_floor_ms"])))
-    out.update(inc_methods=join_words(inc["label"].tolist()), full_methods=join_words(full["label"].tolist()))
-    s = study if not isinstance(study, Note) else pd.DataFrame()
-    for i in range(3):
-        r = s.iloc[i] if i < len(s) else {}
-        out.update({f"study_{i}_{k}": float(r.get(k, np.nan)) for k in ("speedup", "before", "after")})
-    return out
-
-
-def scaleout_numbers(executors: pd.DataFrame | Note, overhead: pd.DataFrame | Note, proj: pd.DataFrame | Note) -> dict:
-    """The scale-out in numbers: ``local_rate`` (steady units per minute in one process), per executor with 2
-    workers ``<executor>_rate`` and ``<executor>_efficiency``, ``noop_ms`` and ``per_unit_diff_s`` (Ray's
-    overhead), and per projection target ``<executor>_<cores>_wall``, ``_upper``, ``_compute``, ``_driver``."""
-    e = executors if not isinstance(executors, Note) else pd.DataFrame(columns=["executor", "workers",
-                                                                                "steady_units_per_min", "efficiency"])
-    local = e.loc[e["executor"] == "local", "steady_units_per_min"]
-    out = {"local_rate": float(local.iloc[0]) if len(local) else np.nan}
-    for ex in ("processes", "ray"):
-        two = e[(e["executor"] == ex) & (e["workers"] == 2)]
-        out[f"{ex}_rate"], out[f"{ex}_efficiency"] = ((float(two["steady_units_per_min"].iloc[0]), float(two["efficiency"].iloc[0]))
-                                                      if len(two) else (np.nan, np.nan))
-    o = {} if isinstance(overhead, Note) else overhead.set_index("key")["value"].to_dict()
-    out.update(noop_ms=o.get("noop_ms_per_task", np.nan), per_unit_diff_s=o.get("per_unit_difference_s", np.nan))
-    rows = {} if isinstance(proj, Note) else {(r["executor"], r["cores"]): r for r in proj.to_dict("records")}
-    for _, ex, cores in TARGETS:
-        r = rows.get((ex, cores), {})
-        out.update({f"{ex}_{cores}_{k}": float(r.get(f"{k}_hours", np.nan))
-                    for k in ("wall", "compute", "driver")} | {f"{ex}_{cores}_upper": float(r.get("wall_hours_upper", np.nan))})
-    return out

@@ -17,11 +17,12 @@ from typing import NamedTuple
 import ipywidgets as w
 import numpy as np
 
-from saliency_book.common import METHODS, TARGET_FREE, TARGET_LABELS, TARGETS, Note, action_names, chapter_agents, load
+from saliency_book.common import METHODS, TARGET_FREE, TARGET_LABELS, TARGETS, Note, action_names, chapter_agents
 from saliency_book.config import ChapterConfig
 from saliency_book.maps import ExampleMapsConfig, applicable_methods, highlight_states, overlay_map, saliency_map
 from saliency_lib.explainers import METHOD_LABELS
 from saliency_lib.games import valid_games
+from saliency_study.catalog import load_spec
 
 __all__ = ["ALPHAS", "STATIC_STATES", "ExplorerChapter", "Explorer", "explorer", "explorer_stats", "explorer_games",
            "encode_image", "colour_legend"]
@@ -156,7 +157,7 @@ class Explorer:
                                  results_dir=self.cfg.results_dir)[kind]
             self._data[(game, kind)] = None
             if who:
-                agent = load(who.spec, self.cfg.device)
+                agent = load_spec(who.spec, self.cfg.device)
                 states = highlight_states(agent, who.spec, self.cfg.selection, results_dir=self.cfg.results_dir)
                 self._data[(game, kind)] = _AgentData(who, agent, states.subset(list(range(min(self.cfg.shown, len(states))))),
                                                       applicable_methods(agent, self.methods),

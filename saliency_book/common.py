@@ -7,21 +7,19 @@ import io
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 
-import numpy as np
 import pandas as pd
 
 from saliency_book.config import as_int, as_optional
 from saliency_lib.explainers import METHOD_LABELS, method_label
-from saliency_lib.games import published_scores
-from saliency_study.catalog import load, official_available, shipped_agents, study_agent
-from saliency_study.paths import AGENTS_DIR, RESULTS_DIR, repo_path
+from saliency_study.catalog import official_available, study_agent
+from saliency_study.paths import RESULTS_DIR
+from saliency_study.scores import score_table
 
 __all__ = [
     "Note", "METHODS", "TARGET_FREE", "TARGETS", "TARGET_LABELS", "as_count", "ExplainedAgent", "describe_agents",
-    "chapter_agents", "load", "action_names", "score_table", "figure_image", "png_tabs", "versions_note",
+    "chapter_agents", "action_names", "score_table", "figure_image", "png_tabs", "versions_note",
     "method_names", "fmt2", "join_words", "describe_params", "notes_pass", "sweep_table",
 ]
 
@@ -53,59 +51,6 @@ class Note:
     def _repr_markdown_(self) -> str:
         # Markdown only (no HTML repr): myst-nb renders it as a MyST admonition.
         return f"```{{admonition}} {self.title}\n:class: {self.kind}\n\n{self.text}\n```\n"
-
-
-def score_table(agents_dir: str | os.PathLike = AGENTS_DIR, scores_csv: str | os.PathLike | None = "", *,
-                games: list[str] | None = None, extra: list[dict] | None = None) -> pd.DataFrame:
-    """Shipped agents (:func:`~saliency_study.catalog.shipped_agents`) with their scores, next to random play,
-    the human tester and published DQN (:func:`~saliency_lib.games.published_scores`), one row per agent.
-
-    ``scores_csv`` (default ``<agents_dir>/scores.csv``; None: none) has the columns ``agent`` (directory
-    name or path) and ``mean``, optionally ``episodes``, ``std`` (``our_*``, ``score_*`` and ``eval_*`` are
-    accepted) and ``protocol`` (its ``greedy`` rows are used); agents it lacks fall back to ``eval_score``
-    in their ``meta.json``. ``extra`` rows (e.g. the official Mask-A3C re-evaluation) are appended, or
-    fill the missing values of the agent they name. ``normalised`` is the human-normalised score
-    ``100 (mean − random) / (human − random)`` (Mnih et al. 2015).
-    """
-    import json
-
-    if scores_csv == "":
-        scores_csv = repo_path(agents_dir) / "scores.csv"
-    df = shipped_agents(agents_dir)[["agent", "path", "algo", "game", "variant", "frames"]].copy()
-    df["episodes"], df["mean"], df["std"], df["score_source"] = np.nan, np.nan, np.nan, ""
-    if scores_csv is not None and repo_path(scores_csv).is_file():
-        sc = pd.read_csv(repo_path(scores_csv))
-        for a, b in (("our", "mean"), ("score", "mean"), ("eval", "mean"), ("our", "std"), ("score", "std"), ("eval", "std")):
-            if f"{a}_{b}" in sc.columns and b not in sc.columns:
-                sc = sc.rename(columns={f"{a}_{b}": b})
-        if "agent" not in sc.columns or "mean" not in sc.columns:
-            raise ValueError(f"{scores_csv} must have the columns 'agent' and 'mean' (got {list(sc.columns)})")
-        if "protocol" in sc.columns:  # one row per agent: the greedy one
-            sc = sc[sc["protocol"].fillna("greedy") == "greedy"]
-        for s in sc.to_dict("records"):
-            hit = df["agent"] == Path(str(s["agent"]).rstrip("/")).name
-            df.loc[hit, ["mean", "std", "episodes", "score_source"]] = [
-                s["mean"], s.get("std", np.nan), s.get("episodes", np.nan), Path(scores_csv).name]
-    for i, row in df[df["mean"].isna()].iterrows():
-        meta = json.loads((repo_path(row["path"]) / "meta.json").read_text())
-        if meta.get("eval_score") is not None:
-            df.loc[i, ["mean", "score_source"]] = [float(meta["eval_score"]), "meta.json (eval_score)"]
-    for row in extra or []:
-        hit = df["agent"] == row.get("agent")
-        if not hit.any():
-            df = pd.concat([df, pd.DataFrame([row])], ignore_index=True)
-            continue
-        for k, v in row.items():
-            if k in df.columns and (pd.isna(df.loc[hit, k]).all() or df.loc[hit, k].eq("").all()):
-                df.loc[hit, k] = v
-    if games is not None:
-        df = df[df["game"].isin(games)]
-    pub = pd.DataFrame([{"game": g, **published_scores(g)} for g in sorted(set(df["game"].dropna()))],
-                       columns=["game", "random", "human", "dqn_nature", "dqn_nature_sd", "dqn_10m", "dqn_10m_dopamine"])
-    df = df.merge(pub, on="game", how="left")
-    df["normalised"] = 100 * (df["mean"] - df["random"]) / (df["human"] - df["random"])
-    return df[["agent", "algo", "game", "variant", "frames", "episodes", "mean", "std", "score_source", "random", "human",
-               "dqn_nature", "dqn_10m", "dqn_10m_dopamine", "normalised", "path"]].reset_index(drop=True)
 
 
 def _png(fig, dpi: int) -> bytes:

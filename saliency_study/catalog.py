@@ -30,7 +30,7 @@ from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, repo_path
 
 __all__ = [
     "STUDY_METHODS", "ABLATION_METHODS", "SEED_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
-    "train_study_agent", "recorded_study_agent", "study_agents", "official_available", "load", "agent_preset",
+    "train_study_agent", "recorded_study_agent", "study_agents", "official_available", "load_spec", "agent_preset",
 ]
 
 
@@ -154,6 +154,14 @@ def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str
     return rel_path(agent_dir)
 
 
+def load_spec(spec: str | os.PathLike, device: str = "cpu"):
+    """:func:`saliency_lib.agents.load_agent` on a checkpoint directory (relative to the repository) or a spec."""
+    from saliency_lib.agents import load_agent
+
+    path = repo_path(spec)
+    return load_agent(path if (path / "meta.json").is_file() else spec, device=device)
+
+
 def official_available(game: str | None = None, *, logs: bool = False) -> bool:
     """Whether the official checkpoint (or, with ``logs``, the test log) of ``game`` is present."""
     from saliency_lib.agents.official import OFFICIAL_GAMES, official_dir, official_path
@@ -197,15 +205,7 @@ def study_agents(game: str, *, results_dir=RESULTS_DIR) -> list[str]:
     return agents
 
 
-def load(spec: str, device: str = "cpu"):
-    """:func:`saliency_lib.agents.load_agent` on a checkpoint directory (relative to the repository) or a spec."""
-    from saliency_lib.agents import load_agent
-
-    path = repo_path(spec)
-    return load_agent(path if (path / "meta.json").is_file() else spec, device=device)
-
-
 @functools.lru_cache(maxsize=64)
 def agent_preset(spec: str) -> str:
     """The preprocessing preset (the kind: ``"dqn"``, ``"mask_a3c"``…) of the agent ``spec``, loaded once."""
-    return load(str(spec)).preset
+    return load_spec(str(spec)).preset

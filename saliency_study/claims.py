@@ -339,11 +339,14 @@ def _inputs(results_dir) -> dict:
     from .paths import AGENT_SCORES_CSV, repo_path
 
     root = repo_path(results_dir) / "sweep"
-    files = sorted([*root.glob("packs/*/*.parquet"), *root.glob("states/states-*.json"), repo_path(AGENT_SCORES_CSV)])
+    # Each file is named relative to where it lives (the results may sit outside the repository,
+    # as in the tiny test book), so the key is the same on every checkout.
+    files = [(f, f.relative_to(root).as_posix()) for f in sorted([*root.glob("packs/*/*.parquet"), *root.glob("states/states-*.json")])]
+    files.append((repo_path(AGENT_SCORES_CSV), "agents/scores.csv"))
     h = hashlib.sha256()
-    for f in files:
+    for f, name in files:
         if f.is_file() and not f.name.startswith("."):
-            h.update(f"{f.relative_to(repo_path(results_dir).parent)}:{f.stat().st_size}\n".encode())
+            h.update(f"{name}:{f.stat().st_size}\n".encode())
             if f.suffix in (".json", ".csv"):
                 h.update(f.read_bytes())
     code = hashlib.sha256(b"".join((repo_path(".") / f).read_bytes() for f in CODE)).hexdigest()

@@ -345,10 +345,10 @@ def path_state(spec: str, *, profile: str, method: str = "occlusion", device: st
     from saliency_lib.explainers import get_explainer
     from saliency_lib.sweep import study_states
     from saliency_study.cache import cached_file
-    from saliency_study.catalog import load
+    from saliency_study.catalog import load_spec
     from saliency_study.profiles import get_profile
 
-    ag = load(spec, device=device)
+    ag = load_spec(spec, device=device)
     prof = get_profile(profile)  # the sweep's states: the profile's selection for this kind of agent
     n, _, params = prof.sweep_size(ag.preset)
     states, scfg = study_states(spec, n, seed=0, results_dir=results_dir, agent=ag,

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from saliency_study import paper as huber
-from saliency_study.catalog import load
+from saliency_study.catalog import load_spec
 from saliency_study.evidence import MIN_ESS, WITHHELD, enough_ess, withheld_reason
 from saliency_study.paths import RESULTS_DIR
 
@@ -194,7 +194,7 @@ def ns_table(summaries: Mapping[str, pd.DataFrame], *, min_ess: float = MIN_ESS)
 
 def layer_groups(spec: str, device: str = "cpu") -> pd.DataFrame:
     """The cascade of agent ``spec``: ``Level, Layer group, Modules, Parameters``, from the output down."""
-    agent = load(spec, device)
+    agent = load_spec(spec, device)
     names = {id(m): n for n, m in agent.net.named_modules()}
     return pd.DataFrame([{"Level": level, "Layer group": group,
                           "Modules": ", ".join(names.get(id(m), type(m).__name__) for m in modules),
@@ -259,7 +259,7 @@ def ns_example(spec: str, table: pd.DataFrame, *, profile: str, game: str, seed:
     from saliency_study.cache import cached_file
 
     torch.set_num_threads(1)
-    agent = load(spec, device)
+    agent = load_spec(spec, device)
     sweep = sweep_specs(profile, game, spec, seed=seed, results_dir=results_dir)[0]
     states, scfg = spec_states(sweep, spec, results_dir=results_dir)  # the sweep's own states and selection
     i = median_state(table) if state is None else int(state)

@@ -23,7 +23,7 @@ import pandas as pd
 from saliency_lib.metrics.similarity import largest_tie, spearman_untied
 from saliency_lib.results import config_hash
 from saliency_study.cache import cached_table
-from saliency_study.catalog import load
+from saliency_study.catalog import load_spec
 from saliency_study.evidence import MIN_ESS, WITHHELD, enough_ess, withheld_reason
 from saliency_study.paper import GAME_ORDER
 from saliency_study.paths import RESULTS_DIR
@@ -88,7 +88,7 @@ def tied_blocks(spec: str, *, profile: str, game: str, methods: Sequence[str] | 
 
     if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 1:
         raise ValueError(f"n_states must be a positive integer, got {n_states!r}")
-    agent = load(spec, device)
+    agent = load_spec(spec, device)
     sweep = sweep_specs(profile, game, spec, seed=seed, results_dir=results_dir)[0]
     methods = [m for m in (sweep.methods if methods is None else methods) if m in sweep.methods and applicable(m, agent)]
     states, scfg = spec_states(sweep, spec, results_dir=results_dir)  # the sweep's own states and selection

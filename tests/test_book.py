@@ -22,7 +22,6 @@ import saliency_book.builder.builder as bk
 import saliency_book.builder.offline as offline
 import saliency_book.builder.pages as pages
 from saliency_book.ch1_agents import AgentsChapter
-from saliency_book.common import score_table
 from saliency_study.cache import cached_json, cached_table
 from saliency_study.catalog import record_study_agent, study_agent
 from saliency_study.paths import REPO_ROOT
@@ -127,27 +126,10 @@ def _fake_agent(agents_dir: Path, name: str, game: str, frames: int = 1_000_000)
     return d
 
 
-def test_score_table_reads_meta_and_scores(tmp_path):
-    agents = tmp_path / "agents"
-    _fake_agent(agents, "dqn-Breakout-s0", "Breakout")
-    _fake_agent(agents, "dqn-MsPacman-s0", "MsPacman")
-    pd.DataFrame({"agent": ["dqn-Breakout-s0"], "episodes": [10], "mean": [31.8], "std": [2.0]}).to_csv(
-        agents / "scores.csv", index=False)
-    t = score_table(agents, agents / "scores.csv")
-    assert list(t["agent"]) == ["dqn-Breakout-s0", "dqn-MsPacman-s0"]
-    bo = t.iloc[0]
-    assert bo["random"] == 1.7 and bo["human"] == 31.8 and bo["dqn_nature"] == 401.2
-    assert bo["dqn_10m"] == 36.8 and bo["dqn_10m_dopamine"] == 21.5  # Pritzel et al. 2017 Table 3; Dopamine iteration 9
-    assert bo["normalised"] == pytest.approx(100.0)  # the human tester's score
-    assert pd.isna(t.iloc[1]["mean"])
-    t = score_table(agents, agents / "scores.csv", games=["MsPacman"],
-                    extra=[{"agent": "dqn-MsPacman-s0", "mean": 307.3, "episodes": 1, "score_source": "here"}])
-    assert len(t) == 1 and t.iloc[0]["normalised"] == pytest.approx(0.0)  # random play
-
-
 def test_all_scores_and_the_beats_random_counts(tmp_path):
-    from saliency_book.ch1_agents import all_scores, beats_random, show_scores
+    from saliency_book.ch1_agents import all_scores, show_scores
     from saliency_book.common import Note
+    from saliency_study.scores import beats_random
 
     agents = tmp_path / "agents"
     cfg = AgentsChapter(agents_dir=str(agents))
@@ -402,4 +384,6 @@ def test_chapter_fingerprint_follows_the_packs_and_the_books_helpers(tmp_path):
     after = _inputs_fingerprint(res)
     assert after["packs"] != before["packs"] and bk._key("s", {}, after) != bk._key("s", {}, before)
     assert set(after) >= {"library", "study", "book", "data", "sweep", "packs", "official"}
-    assert "saliency_book/data/deviations.yaml" in {p.relative_to(REPO_ROOT).as_posix() for p in bk.book_files()}
+    assert "saliency_book/ch1_agents.py" in {p.relative_to(REPO_ROOT).as_posix() for p in bk.book_files()}
+    study = {p.relative_to(REPO_ROOT).as_posix() for p in bk.book_files("saliency_study")}
+    assert {"saliency_study/data/deviations.yaml", "saliency_study/variants.py"} <= study  # the chapters' computations

@@ -1,5 +1,5 @@
-"""Chapter 1's deviation tables: read from ``saliency_book/data/deviations.yaml`` and the shipped agents,
-tied to the docstrings they cite."""
+"""Chapter 1's deviation tables (saliency_study.deviations, shown by saliency_book.ch1_deviations): read from
+``saliency_study/data/deviations.yaml`` and the shipped agents, tied to the docstrings they cite."""
 
 import importlib
 import json
@@ -9,16 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from saliency_book.ch1_deviations import (
-    deviations,
-    evaluate,
-    fill,
-    methods_table,
-    show_methods,
-    show_training,
-    training_table,
-)
+from saliency_book.ch1_deviations import methods_table, show_methods, show_training
+from saliency_study import deviations as study_deviations
 from saliency_study.catalog import shipped_agents
+from saliency_study.deviations import deviations, evaluate, fill, training_table
 from saliency_study.profiles import PROFILE_NAMES, sweep_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,6 +144,8 @@ def test_methods_table_follows_the_profile(profile):
     assert f"{sweep_sizes(profile, 'mask_a3c').n_states} states of one greedy game" in t.loc["Explained states", "ours"]
     coarse = any(sweep_sizes(profile, k).params for k in ("dqn", "mask_a3c"))
     assert ("Explainer parameters" in t.index) == coarse
+    bare = study_deviations.methods_table(profile).set_index("component")  # no coarse parameters worded
+    assert "Explainer parameters" not in bare.index and bare.loc["Explained states", "ours"] == t.loc["Explained states", "ours"]
     assert "<code>torch.Generator</code>" in show_methods(t.reset_index(), "caption").to_html()
 
 

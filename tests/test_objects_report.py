@@ -50,7 +50,6 @@ def test_bad_arguments(agent):
 def test_the_objects_command_prints_one_json_object_and_refuses_bad_input(capsys):
     """``saliency-study objects AGENT --states N --json``: the report's fields; bad input: one line, exit 2."""
     import json
-
     from pathlib import Path
 
     from saliency_lib.cli import main

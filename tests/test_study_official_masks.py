@@ -1,4 +1,5 @@
-"""Chapter 5's study section (saliency_book.ch5_rankings): the official agents' masks among every method."""
+"""Chapter 5's study section: the official agents' masks among every method (saliency_study.rankings ranks,
+saliency_book.ch5_rankings loads and shows)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import pandas as pd
 import pytest
 
 import saliency_book.ch5_rankings as rk
-from saliency_book.ch5_rankings import CRITERIA, Criterion
+import saliency_study.rankings as sr
 from saliency_book.common import Note
 from saliency_study.paper import GAME_LABELS
+from saliency_study.rankings import CRITERIA, Criterion
 
 ORDER = ("gradient", "mask_policy", "integrated_gradients", "gradcam", "mask_value")
 
@@ -44,7 +46,7 @@ def _rows(order=ORDER, *, n: int = 100, game: str = "Breakout", substrates=("bla
 
 
 def _ranks(rows, n_resamples=300):
-    return rk.rank_agents(rows, n_resamples=n_resamples)
+    return sr.rank_agents(rows, n_resamples=n_resamples)
 
 
 def test_masks_rank_where_the_rows_put_them():
@@ -92,10 +94,10 @@ def test_the_display_has_a_row_per_method():
 def test_v_is_never_ranked_and_one_agent_at_a_time():
     v = Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True)
     with pytest.raises(ValueError, match="degenerate"):
-        rk.rank_methods(_rows(), criteria=(*CRITERIA, v))
+        sr.rank_methods(_rows(), criteria=(*CRITERIA, v))
     two = pd.concat([_rows(), _rows(game="SpaceInvaders")], ignore_index=True)
     with pytest.raises(ValueError, match="one agent"):
-        rk.rank_methods(two)
+        sr.rank_methods(two)
     assert set(_ranks(two, 100)["game"]) == {"Breakout", "SpaceInvaders"}  # rank_agents ranks each on its own
 
 

@@ -1,4 +1,5 @@
-"""Chapter 6 (saliency_book.ch6_runtime, ch6_figures): tables and numbers built from benchmark JSON files."""
+"""The committed benchmarks (saliency_study.runtime): tables and numbers built from benchmark JSON files, and
+chapter 6's loading and display of them (saliency_book.ch6_runtime, ch6_figures)."""
 
 import dataclasses
 import json
@@ -9,6 +10,7 @@ import pytest
 
 import saliency_book.ch6_figures as fg
 import saliency_book.ch6_runtime as rt
+import saliency_study.runtime as sr
 from saliency_book.common import Note
 
 
@@ -92,30 +94,42 @@ def test_config_validates_and_sizes_the_spot_check():
     assert errors[0] == errors[1] and "seed must be an integer >= 0, got 'zero'" in errors[0]
 
 
-def test_missing_files_become_notes_and_bad_json_raises(tmp_path):
-    b = rt.load_benchmarks(tmp_path)
+def test_missing_files_raise_and_become_notes_and_bad_json_raises(tmp_path):
+    b = sr.load_benchmarks(tmp_path)
     assert b.explainers is None and b.training is None and b.envs is None and b.video is None
-    for fn in (rt.explainer_table, rt.comparison_table, rt.bf16_table, rt.training_table, rt.envs_table,
-               rt.video_table, rt.machine_table):
-        note = fn(b)
-        assert isinstance(note, Note) and not note
-    assert "benchmarks/explainers.py" in rt.explainer_table(b).text
-    assert "benchmarks/video.py --json" in rt.video_table(b).text
+    for fn, script in ((sr.explainer_table, "explainers.py"), (sr.comparison_table, "explainers.py"),
+                       (sr.bf16_table, "bf16_decision.py"), (sr.training_table, "training.py"),
+                       (sr.envs_table, "envs.py"), (sr.video_table, "video.py")):
+        with pytest.raises(sr.MissingBenchmark) as e:
+            fn(b)
+        assert e.value.script == script and e.value.part is None
+        note = rt.tabulate(fn, b)
+        assert isinstance(note, Note) and not note and f"benchmarks/{script} --json" in note.text
+    assert sr.machine_table(b).empty and "No benchmark results" in rt.tabulate(sr.machine_table, b).text
     # Notes pass through the displays; the numbers of a missing file are NaN, under the same names
-    note = rt.explainer_table(b)
+    note = rt.tabulate(sr.explainer_table, b)
     assert fg.show_explainers(note, "c") is note and fg.show_cost(note, b) is note
-    numbers = rt.cost_numbers(note)
+    numbers = sr.cost_numbers(note)
     assert math.isnan(numbers["pert_ms_min"]) and numbers["dear_label"] == "NA"
     (tmp_path / "explainers.json").write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
-        rt.load_benchmarks(tmp_path)
+        sr.load_benchmarks(tmp_path)
     (tmp_path / "explainers.json").write_text(json.dumps({"machine": {}}))
     with pytest.raises(ValueError, match="no 'methods'"):
-        rt.load_benchmarks(tmp_path)
+        sr.load_benchmarks(tmp_path)
+
+
+def test_a_missing_part_names_what_the_file_lacks(bench_dir):
+    doc = _explainers()
+    del doc["comparisons"]
+    (bench_dir / "explainers.json").write_text(json.dumps(doc))
+    note = rt.tabulate(sr.comparison_table, sr.load_benchmarks(bench_dir))
+    assert note.text.startswith("`explainers.json` records no comparison with Captum or the lime package.")
+    assert "python benchmarks/explainers.py --json" in note.text
 
 
 def test_explainer_table_ratios_captum_and_paper_columns(bench_dir):
-    t = rt.explainer_table(rt.load_benchmarks(bench_dir)).set_index("method")
+    t = sr.explainer_table(sr.load_benchmarks(bench_dir)).set_index("method")
     assert t.loc["occlusion", "overhead"] == pytest.approx(200 / 160)
     assert t.loc["occlusion", "ms_per_pass"] == pytest.approx(0.2)
     assert t.loc["occlusion", "captum_speedup"] == pytest.approx(500 / 200)
@@ -132,44 +146,45 @@ def test_explainer_table_ratios_captum_and_paper_columns(bench_dir):
 
 def test_paper_seconds_are_the_reference_values():
     # reference-huber2021.md §6.3 (official final_parameters_results.csv)
-    assert dict(rt.PAPER_SECONDS) == {"rise": 1.54, "lime_felzenszwalb": 1.71, "lime_slic": 2.08, "ns_original": 2.62,
+    assert dict(sr.PAPER_SECONDS) == {"rise": 1.54, "lime_felzenszwalb": 1.71, "lime_slic": 2.08, "ns_original": 2.62,
                                       "lime_quickshift": 2.75, "occlusion": 2.80, "sarfa": 3.00}
 
 
 def test_cost_numbers_come_from_the_table(bench_dir):
-    t = rt.explainer_table(rt.load_benchmarks(bench_dir))
-    n = rt.cost_numbers(t)
+    t = sr.explainer_table(sr.load_benchmarks(bench_dir))
+    n = sr.cost_numbers(t)
     assert (n["pert_passes_min"], n["pert_passes_max"], n["pert_ms_min"], n["pert_ms_max"]) == (500, 2000, 100, 400)
     assert (n["pert_overhead_min"], n["pert_overhead_max"]) == pytest.approx((100 / 90, 1.25))
     assert n["cheap_passes"] == 2 and (n["cheap_label"], n["cheap_ms"]) == ("Gradient", 4.0)  # the random map is no explanation
     assert n["dear_label"] == "LIME (SLIC)" and n["dear_over_cheap"] == pytest.approx(100.0)
     assert (n["paper_min"], n["paper_min_label"]) == (pytest.approx(5.2), "LIME (SLIC)")
     assert (n["paper_max"], n["paper_max_label"]) == (pytest.approx(14.0), "Occlusion")
-    assert n["paper_none"] == "NS chosen action, Gradient and Random"
+    assert n["paper_none"] == ["NS chosen action", "Gradient", "Random"]
     t2 = t.assign(ms=t["ms"].where(t["method"] != "lime_slic", 4000.0))
-    assert rt.cost_numbers(t2)["dear_over_cheap"] == pytest.approx(1000.0)
+    assert sr.cost_numbers(t2)["dear_over_cheap"] == pytest.approx(1000.0)
 
 
 def test_cost_figure_is_an_image(bench_dir):
-    b = rt.load_benchmarks(bench_dir)
-    img = fg.show_cost(rt.explainer_table(b), b)
+    b = sr.load_benchmarks(bench_dir)
+    img = fg.show_cost(sr.explainer_table(b), b)
     assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
-    ax = fg._plot_cost(rt.explainer_table(b), title="t").axes[0]
+    ax = fg._plot_cost(sr.explainer_table(b), title="t").axes[0]
     assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_yticklabels()][-1] == "LIME (SLIC)"
 
 
 def test_comparisons_and_their_numbers(bench_dir):
-    c = rt.comparison_table(rt.load_benchmarks(bench_dir))
+    c = sr.comparison_table(sr.load_benchmarks(bench_dir))
     lp = c.set_index("key").loc["lime.lime_image vs lime_slic"]
     assert lp["ratio"] == pytest.approx(4.0) and lp["floor_bound"] == pytest.approx(5.0)
     assert lp["setting"] == "batch_size=256 (10: 2,000 ms)" and lp["name"] == "lime_package"
     html = fg.show_comparisons(c, "cap").to_html()
     assert "Floor bound" in html and "5.00×" in html
-    n = rt.table_numbers(c, "cmp", "name", ["ratio", "floor_bound"], keys=["captum_kernelshap"])
+    n = sr.table_numbers(c, "cmp", "name", ["ratio", "floor_bound"], keys=["captum_kernelshap"])
     assert n["cmp_captum_occlusion_ratio"] == pytest.approx(2.5) and n["cmp_captum_lime_ratio"] == pytest.approx(0.75)
     assert n["cmp_lime_package_floor_bound"] == pytest.approx(5.0)
     assert math.isnan(n["cmp_captum_kernelshap_ratio"])  # not in this file: NaN under the name the prose quotes
-    assert all(math.isnan(v) for v in rt.table_numbers(Note("x"), "cmp", "name", ["ratio"], keys=["a"]).values())
+    assert all(math.isnan(v) for v in sr.table_numbers(Note("x"), "cmp", "name", ["ratio"], keys=["a"]).values())
+    assert all(math.isnan(v) for v in sr.table_numbers(None, "cmp", "name", ["ratio"], keys=["a"]).values())
 
 
 def _decision(method, kind, rho, speed, agents):
@@ -185,50 +200,54 @@ def test_bf16_table_reads_the_decision_and_checks_the_library_offer(bench_dir, m
         "mask_a3c": {"occlusion": _decision("occlusion", "mask_a3c", 0.999, 1.3, 1), "rise": _decision("rise", "mask_a3c", 0.9999, 1.4, 1)},
     }}))
     offers = {"occlusion": False, "rise": True}
-    monkeypatch.setattr(rt, "_library_offers_bf16", lambda name: offers[name])
-    t = rt.bf16_table(rt.load_benchmarks(bench_dir))
+    monkeypatch.setattr(sr, "_library_offers_bf16", lambda name: offers[name])
+    t = sr.bf16_table(sr.load_benchmarks(bench_dir))
     assert list(zip(t["kind"], t["method"])) == [("dqn", "occlusion"), ("dqn", "rise"), ("mask_a3c", "occlusion"), ("mask_a3c", "rise")]
     assert list(t["precision"]) == ["fp32", "fp32", "bf16", "bf16"] and list(t["offered"]) == ["no", "yes", "no", "yes"]
+    summary = sr.bf16_summary(t)
+    assert (summary["kept"], summary["not_kept"], summary["defaults_match"]) == (["rise"], ["occlusion"], False)
+    assert summary["faster"] == [("mask_a3c", "occlusion", 1.3), ("mask_a3c", "rise", 1.4)]
     n = rt.bf16_numbers(t)
     assert (n["bf16_agents"], n["bf16_states"], n["bf16_kept"], n["bf16_not_kept"]) == (5, 20, "RISE", "Occlusion")
     assert n["bf16_faster"] == "Occlusion on the Mask-A3C agent (×1.30) and RISE on the Mask-A3C agent (×1.40)"
     assert n["bf16_defaults"] == "none" and n["bf16_defaults_match"] == "no"  # the fixture has a faster pair that kept its maps
-    monkeypatch.setattr(rt, "BF16_DEFAULTS", frozenset({("mask_a3c", "rise")}))
+    monkeypatch.setattr(sr, "BF16_DEFAULTS", frozenset({("mask_a3c", "rise")}))
     n = rt.bf16_numbers(t)
     assert n["bf16_defaults"] == "RISE on the Mask-A3C agent" and n["bf16_defaults_match"] == "yes"
     assert "Offered" in fg.show_bf16(t, "cap").to_html()
 
 
 def test_bf16_table_without_the_decision_file_is_a_note(bench_dir):
-    assert isinstance(rt.bf16_table(rt.load_benchmarks(bench_dir)), rt.Note)
-    assert rt.bf16_numbers(rt.bf16_table(rt.load_benchmarks(bench_dir)))["bf16_kept"] == "NA"
+    note = rt.tabulate(sr.bf16_table, sr.load_benchmarks(bench_dir))
+    assert isinstance(note, Note) and "bf16_decision.py --json" in note.text
+    assert rt.bf16_numbers(note)["bf16_kept"] == "NA" and sr.bf16_summary(note) is None
 
 
 def test_training_envs_video_and_machine_tables(bench_dir):
-    b = rt.load_benchmarks(bench_dir)
-    tr = rt.training_table(b)
-    n = rt.table_numbers(tr, "train", "key", ["vs_cleanrl", "steps_per_s"])
+    b = sr.load_benchmarks(bench_dir)
+    tr = sr.training_table(b)
+    n = sr.table_numbers(tr, "train", "key", ["vs_cleanrl", "steps_per_s"])
     assert n["train_ours_dqn_default_vs_cleanrl"] == pytest.approx(2.0) and n["train_cleanrl_style_dqn_vs_cleanrl"] == 1.0
     assert n["train_ours_dqn_default_steps_per_s"] / n["train_ours_dqn_fp32_steps_per_s"] == pytest.approx(1.5)
     assert "precision='bf16' (defaults now)" in tr.set_index("key").loc["ours_a2c_double", "setting"]  # no settings recorded
     recorded = {"ours_dqn_default": {"num_envs": 3, "batch_size": 64, "train_freq": 2, "precision": "fp32"},
                 "ours_a2c_double": {"num_envs": 7, "num_steps": 20, "precision": "fp32"}}
-    tr2 = rt.training_table(dataclasses.replace(b, training={**b.training, "settings": recorded})).set_index("key")
+    tr2 = sr.training_table(dataclasses.replace(b, training={**b.training, "settings": recorded})).set_index("key")
     assert tr2.loc["ours_dqn_default", "setting"] == "3 envs, batch 64 every 2 steps, precision='fp32'"
     assert tr2.loc["ours_a2c_double", "setting"] == "7 envs, 20-step rollouts, precision='fp32'"
     assert tr2.loc["ours_dqn_fp32", "setting"].endswith("(defaults now)")  # not recorded in that file
     assert "× CleanRL-style" in fg.show_training(tr, "cap").to_html()
-    en = rt.envs_table(b)
+    en = sr.envs_table(b)
     assert en["vs_sync"].iloc[1] == pytest.approx(2.5) and math.isnan(en["steps_per_s"].iloc[2])
     assert en["note"].iloc[2] == "unavailable: ImportError: no envpool" and "DQN trainer" in fg.show_envs(en, "c").to_html()
-    v = rt.video_table(b)
+    v = sr.video_table(b)
     assert list(v["method"]) == ["occlusion", "gradient", "mask_policy"] and list(v["label"])[0] == "Occlusion"
     assert v.loc[2, "skipped"] == "official checkpoints not found" and "load_avg_before" not in v  # lists left out
     html = fg.show_video(v, "cap").to_html()
     assert "Maps/s" in html and "165.9" in html and "official checkpoints not found" in html and "frames_read_back" not in html
-    n = rt.table_numbers(v, "video", "method", ["maps_per_second"])
+    n = sr.table_numbers(v, "video", "method", ["maps_per_second"])
     assert n["video_occlusion_maps_per_second"] == 3.08 and math.isnan(n["video_mask_policy_maps_per_second"])
-    m = rt.machine_table(b)
+    m = sr.machine_table(b)
     assert list(m["benchmark"]) == ["explainers.json", "training.json", "envs.json", "video_speed.json"]
     assert m.loc[0, "load"] == "4.0 → 5.0" and m.loc[0, "date"] == "2030-01-02" and m.loc[3, "load"] == "7.7 → 8.4"
     assert "Test CPU" in fg.show_machine(m, "cap").to_html()
@@ -238,11 +257,13 @@ def test_video_table_shows_the_fields_the_benchmark_adds(bench_dir):
     doc = _video()
     doc["runs"][0]["maps_per_core_second"] = 2.5
     (bench_dir / "video_speed.json").write_text(json.dumps(doc))
-    assert "maps_per_core_second" in fg.show_video(rt.video_table(rt.load_benchmarks(bench_dir)), "c").to_html()
+    assert "maps_per_core_second" in fg.show_video(sr.video_table(sr.load_benchmarks(bench_dir)), "c").to_html()
 
 
 def test_regenerate_commands_use_the_recorded_settings(bench_dir):
-    cmds = rt.regenerate_commands(rt.load_benchmarks(bench_dir))
+    md = rt.regenerate_commands(sr.load_benchmarks(bench_dir)).data
+    assert md.startswith("```bash\npython benchmarks/explainers.py") and md.endswith("```\n")
+    cmds = "\n".join(sr.regenerate_commands(sr.load_benchmarks(bench_dir))) + "\n"
     assert f"python benchmarks/explainers.py --json {bench_dir.resolve().as_posix()}/explainers.json \\\n" in cmds
     assert "    --repeats 7 --bf16-states 3\n" in cmds
     assert "--steps 123 --learning-starts 45 --game Pong" in cmds and "--num-envs 6" in cmds
@@ -250,25 +271,26 @@ def test_regenerate_commands_use_the_recorded_settings(bench_dir):
 
 
 def test_committed_benchmarks_load_and_agree_with_their_own_ratios():
-    b = rt.load_benchmarks()
+    b = sr.load_benchmarks()
     if b.explainers is None:
         pytest.skip("data/benchmarks/explainers.json is not committed")
-    t = rt.explainer_table(b)
+    t = sr.explainer_table(b)
     assert isinstance(t, pd.DataFrame) and (t["ms"] > 0).all()
-    c = rt.comparison_table(b)
+    c = sr.comparison_table(b)
     for _, row in c.iterrows():  # our ratio equals the one the benchmark recorded
         assert row["ratio"] == pytest.approx(b.explainers["comparisons"][row["key"]]["ratio_vs_ours"])
     if b.video is not None:
-        v = rt.video_table(b)
+        v = sr.video_table(b)
         assert (v["maps_per_second"].dropna() > 0).all()
 
 
 def test_spot_check_without_agents_is_a_note(monkeypatch, bench_dir):
-    monkeypatch.setattr(rt, "study_agent", lambda game, **kw: None)
-    monkeypatch.setattr(rt, "official_available", lambda game=None, **kw: False)
-    note = rt.spot_check(rt.RuntimeChapter(profile="tiny"), rt.load_benchmarks(bench_dir))
+    monkeypatch.setattr(sr, "study_agent", lambda game, **kw: None)
+    monkeypatch.setattr(sr, "official_available", lambda game=None, **kw: False)
+    assert sr.spot_check("Breakout", states=1) is None
+    note = rt.spot_check(rt.RuntimeChapter(profile="tiny"), sr.load_benchmarks(bench_dir))
     assert isinstance(note, Note) and "No agent to time" in note.text
-    assert fg.show_spot_check(note, "c") is note and all(math.isnan(v) for v in rt.spot_numbers(note).values())
+    assert fg.show_spot_check(note, "c") is note and all(math.isnan(v) for v in sr.spot_numbers(note).values())
 
 
 def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, bench_dir):
@@ -279,11 +301,11 @@ def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, b
     torch.manual_seed(0)
     agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4)
     path = save_agent(agent, tmp_path / "agent")
-    monkeypatch.setattr(rt, "study_agent", lambda game, **kw: str(path))
-    monkeypatch.setattr(rt, "official_available", lambda game=None, **kw: False)
-    monkeypatch.setattr(rt, "_SKIP_STATES", 2)
+    monkeypatch.setattr(sr, "study_agent", lambda game, **kw: str(path))
+    monkeypatch.setattr(sr, "official_available", lambda game=None, **kw: False)
+    monkeypatch.setattr(sr, "_SKIP_STATES", 2)
     cfg = rt.RuntimeChapter(profile="tiny", results_dir=str(tmp_path / "results"))
-    b = rt.load_benchmarks(bench_dir)
+    b = sr.load_benchmarks(bench_dir)
     t = rt.spot_check(cfg, b)
     assert list(t["method"]) == ["random", "gradient"]  # mask_policy does not apply to a DQN agent
     assert (t["ms"] > 0).all() and list(t["forward_passes"]) == [1, 2]
@@ -294,9 +316,9 @@ def test_spot_check_times_a_random_dqn_agent_and_caches(monkeypatch, tmp_path, b
     assert list(again["ms"]) == list(t["ms"])
     html = fg.show_spot_check(t, "cap").to_html()
     assert "ms/map" in html and "Benchmark" in html
-    assert math.isnan(rt.spot_numbers(t)["spot_dqn_ms_per_pass"])  # only methods with few forward passes were timed
+    assert math.isnan(sr.spot_numbers(t)["spot_dqn_ms_per_pass"])  # only methods with few forward passes were timed
     many = t.assign(forward_passes=[200, 400], benchmark_passes=[100, 100], benchmark_ms=[10.0, 10.0],
                     ms_per_pass=[0.2, 0.4])
-    n = rt.spot_numbers(many)
+    n = sr.spot_numbers(many)
     assert n["spot_dqn_ms_per_pass"] == pytest.approx(0.3) and n["spot_dqn_ratio"] == pytest.approx(3.0)
     assert math.isnan(n["spot_mask_a3c_ratio"])

@@ -1,4 +1,5 @@
-"""Chapter 6's study-cost and scale-out part (saliency_book.ch6_scaleout, its displays) and benchmarks/scaleout.py."""
+"""The study's cost and its scale-out (saliency_study.scaleout), chapter 6's display of them (saliency_book.ch6_*)
+and benchmarks/scaleout.py."""
 
 import json
 import math
@@ -12,7 +13,9 @@ import pytest
 
 import saliency_book.ch6_figures as fg
 import saliency_book.ch6_runtime as rt
-import saliency_book.ch6_scaleout as so
+import saliency_book.ch6_scaleout as bs
+import saliency_study.runtime as sr
+import saliency_study.scaleout as so
 from saliency_book.common import Note
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +80,7 @@ def _scaleout():
 def bench(tmp_path):
     for name, doc in (("study_cost", _study_cost()), ("explainers", _explainers()), ("scaleout", _scaleout())):
         (tmp_path / f"{name}.json").write_text(json.dumps(doc))
-    return rt.load_benchmarks(tmp_path)
+    return sr.load_benchmarks(tmp_path)
 
 
 def test_before_after_table_sets_captum_and_lime_beside_the_floor_of_their_own_run(bench):
@@ -88,17 +91,17 @@ def test_before_after_table_sets_captum_and_lime_beside_the_floor_of_their_own_r
     assert t.loc["lime_slic", "captum_x_floor"] == pytest.approx(3.0)  # 750 ÷ explainers.json's floor 250
     assert t.loc["lime_slic", "lime_x_floor"] == pytest.approx(4.0)
     assert math.isnan(t.loc["occlusion", "lime_ms"])
-    runs = so.provenance(bench)
+    runs = bs.provenance(bench)
     assert "explainers.json, run of 2030-01-01 (another run" in runs["captum"]
     assert "2030-02-03 at commit abc1234 on Test CPU" in runs["ours"]
     n = so.before_after_numbers(t.reset_index(), so.study_before_after_table(bench))
     assert (n["inc_speedup_min"], n["inc_speedup_max"], n["inc_max_diff"]) == pytest.approx((4.0, 4.0, 2e-6))
-    assert (n["inc_methods"], n["full_methods"]) == ("Occlusion", "LIME (SLIC)")
+    assert (n["inc_methods"], n["full_methods"]) == (["Occlusion"], ["LIME (SLIC)"])
     assert n["full_ratio_min"] == pytest.approx(1.25)  # LIME has no incremental path: 1.25 times its floor
     assert math.isnan(t.loc["occlusion", "captum_x_ours"])  # another run's time does not divide by ours
     assert (n["study_2_speedup"], n["study_2_before"], n["study_2_after"]) == pytest.approx((3.0, 30.0, 10.0))
     empty = so.before_after_numbers(Note("x"), Note("y"))
-    assert set(empty) == set(n) and math.isnan(empty["study_0_speedup"]) and empty["inc_methods"] == "none"
+    assert set(empty) == set(n) and math.isnan(empty["study_0_speedup"]) and empty["inc_methods"] == []
 
 
 def test_same_run_comparisons_are_preferred(tmp_path):
@@ -106,10 +109,10 @@ def test_same_run_comparisons_are_preferred(tmp_path):
     sc["comparisons"] = {"captum.attr.Occlusion vs occlusion": {"ms": 800.0}}
     (tmp_path / "study_cost.json").write_text(json.dumps(sc))
     (tmp_path / "explainers.json").write_text(json.dumps(_explainers()))
-    b = rt.load_benchmarks(tmp_path)
+    b = sr.load_benchmarks(tmp_path)
     t = so.before_after_table(b).set_index("method")
     assert t.loc["occlusion", "captum_x_floor"] == pytest.approx(4.0)  # 800 ÷ study_cost's own floor 200
-    assert so.provenance(b)["captum"].startswith("study_cost.json, the same run")
+    assert bs.provenance(b)["captum"].startswith("study_cost.json, the same run")
     assert math.isnan(t.loc["occlusion", "captum_x_ours"])  # no paired ratio recorded: none invented
 
 
@@ -118,14 +121,14 @@ def test_same_run_ratio_against_our_fast_path(tmp_path):
     sc["comparisons"] = {"captum.attr.Occlusion vs occlusion": {"ms": 800.0, "ratio_vs_ours": 15.5},
                          "lime.lime_image vs lime_slic": {"ms": 1600.0, "ratio_vs_ours": 3.9}}
     (tmp_path / "study_cost.json").write_text(json.dumps(sc))
-    b = rt.load_benchmarks(tmp_path)
+    b = sr.load_benchmarks(tmp_path)
     t = so.before_after_table(b).set_index("method")
     # the benchmark's paired ratio, not ms ÷ ms (800 ÷ 50 = 16 would mix rounds)
     assert t.loc["occlusion", "captum_x_ours"] == pytest.approx(15.5)
     assert t.loc["lime_slic", "lime_x_ours"] == pytest.approx(3.9) and math.isnan(t.loc["lime_slic", "captum_x_ours"])
-    n = rt.table_numbers(t.reset_index(), "ba", "method", ["captum_x_floor", "lime_x_floor"])
+    n = sr.table_numbers(t.reset_index(), "ba", "method", ["captum_x_floor", "lime_x_floor"])
     assert n["ba_occlusion_captum_x_floor"] == pytest.approx(4.0) and n["ba_lime_slic_lime_x_floor"] == pytest.approx(5.0)
-    html = fg.show_before_after(t.reset_index(), "cap", so.provenance(b)).to_html()
+    html = fg.show_before_after(t.reset_index(), "cap", bs.provenance(b)).to_html()
     assert "Captum ÷ fast" in html and "15.50×" in html
 
 
@@ -133,11 +136,14 @@ def test_study_table_and_missing_files(bench, tmp_path):
     t = so.study_before_after_table(bench)
     assert list(t["speedup"]) == pytest.approx([3.0, 2.0, 3.0])
     assert t.loc[2, "unit"] == "core hours" and t.loc[0, "run"] == "2030-02-03, abc1234"
-    empty = rt.load_benchmarks(tmp_path / "none")
+    empty = sr.load_benchmarks(tmp_path / "none")
     for fn in (so.before_after_table, so.study_before_after_table, so.mask_a3c_local_table, so.executor_table,
-               so.overhead_table, so.shipped_table, so.projection_table, so.projection_inputs):
-        assert isinstance(fn(empty), Note)
-    assert isinstance(fg.show_before_after_figure(so.before_after_table(empty), empty), Note)
+               so.overhead_table, so.shipped_table, so.projection_table, bs.projection_inputs):
+        with pytest.raises(sr.MissingBenchmark):
+            fn(empty)
+        assert isinstance(rt.tabulate(fn, empty), Note)
+    note = rt.tabulate(so.before_after_table, empty)
+    assert isinstance(fg.show_before_after_figure(note, empty), Note) and "study_cost.py --json" in note.text
 
 
 def test_fields_the_cost_benchmark_adds_show_in_the_tables(tmp_path):
@@ -148,7 +154,7 @@ def test_fields_the_cost_benchmark_adds_show_in_the_tables(tmp_path):
                                       noop_share={"Breakout": 0.31, "MsPacman": 0.05}, speedup_rounds=[1.0, 2.0])
     sc["projection"]["dqn_12_agents_core_hours"] = 35.9
     (tmp_path / "study_cost.json").write_text(json.dumps(sc))
-    b = rt.load_benchmarks(tmp_path)
+    b = sr.load_benchmarks(tmp_path)
     t = so.before_after_table(b).set_index("method")
     assert t.loc["occlusion", "noop_share.Breakout"] == 0.31 and math.isnan(t.loc["lime_slic", "flop_limit_speedup"])
     html = fg.show_before_after(t.reset_index(), "cap").to_html()
@@ -202,13 +208,13 @@ def test_scaleout_tables_figures_and_numbers(bench):
     assert so.shipped_table(bench).set_index("what")["bytes"].max() == 2_000_000
     pr = so.projection_table(bench)
     assert list(pr["target"]) == [t for t, _, _ in so.TARGETS]
-    inputs = so.projection_inputs(bench).set_index("input")["value"]
+    inputs = bs.projection_inputs(bench).set_index("input")["value"]
     assert inputs.filter(like="core hours after the speed-ups").item() == "10.0"
     assert "A recorded assumption." in set(inputs) and not inputs.index.str.contains("projected from").any()
-    stale = rt.load_benchmarks(bench.directory)
+    stale = sr.load_benchmarks(bench.directory)
     stale = type(stale)(**{**stale.__dict__, "scaleout": {**stale.scaleout, "projection": {"core_hours_after": 99.0}}})
-    assert "99.0" in set(so.projection_inputs(stale)["value"])  # the file's own projection used other core hours
-    assert "A recorded assumption." in fg.show_projection_inputs(so.projection_inputs(bench), "Cap.").to_html()
+    assert "99.0" in set(bs.projection_inputs(stale)["value"])  # the file's own projection used other core hours
+    assert "A recorded assumption." in fg.show_projection_inputs(bs.projection_inputs(bench), "Cap.").to_html()
     n = so.scaleout_numbers(ex, so.overhead_table(bench), pr)
     assert n["local_rate"] == 24.0 and (n["processes_rate"], n["processes_efficiency"]) == (36.0, 0.75)
     assert n["noop_ms"] == 0.5 and n["per_unit_diff_s"] == pytest.approx(0.1)
@@ -216,20 +222,22 @@ def test_scaleout_tables_figures_and_numbers(bench):
     for img in (fg.show_before_after_figure(so.before_after_table(bench), bench), fg.show_scaleout(ex, pr),
                 fg.show_scaleout(ex, Note("none"))):
         assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
-    html = fg.show_before_after(so.before_after_table(bench), "Cap.", so.provenance(bench)).to_html()
+    html = fg.show_before_after(so.before_after_table(bench), "Cap.", bs.provenance(bench)).to_html()
     assert "Captum and the lime package: explainers.json, run of 2030-01-01" in html and "4.00×" in html
     assert "Naive and fast: study_cost.json, methods run of 2030-02-03" in html
     assert "75%" in fg.show_executors(ex, "Cap.").to_html() and "Wall, upper bound (h)" in fg.show_projection(pr, "c").to_html()
     assert "2.0 MB" in fg.show_shipped(so.shipped_table(bench), "Cap.").to_html()
     assert "µs" in fg.show_overhead(so.overhead_table(bench), "Cap.").to_html()
-    m = rt.machine_table(bench)
+    m = sr.machine_table(bench)
     assert list(m["benchmark"]) == ["explainers.json", "study_cost.json", "scaleout.json"]
     assert m.loc[2, "load"] == "3.0 → 4.0"
-    assert "python benchmarks/scaleout.py --json" in rt.regenerate_commands(bench)
+    assert "python benchmarks/scaleout.py --json" in rt.regenerate_commands(bench).data
+    rows = so.row_costs(bench)  # Occlusion's naive floor 200 ms over 1,000 passes; no Mask-A3C row cost recorded
+    assert rows["dqn_row_ms"] == pytest.approx(0.2) and math.isnan(rows["a3c_row_ms"]) and math.isnan(rows["a3c_over_dqn"])
 
 
 def test_committed_files_give_a_projection():
-    b = rt.load_benchmarks()
+    b = sr.load_benchmarks()
     if b.scaleout is None or b.study_cost is None:
         pytest.skip("scaleout.json or study_cost.json is not committed")
     t = so.projection_table(b)
@@ -244,8 +252,10 @@ def test_benchmark_writes_its_schema_on_a_tiny_run(tmp_path):
     out = tmp_path / "scaleout.json"
     cmd = [sys.executable, "benchmarks/scaleout.py", "--json", str(out), "--configs", "local:1", "--skip-ray-overhead",
            "--methods", "gradient", "--states", "2", "--chunk", "2", "--study-cost", str(tmp_path / "study_cost.json")]
+    # the checkout's packages, not whichever copy the environment installed
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path})
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads(out.read_text())
     assert {"machine", "background", "shared_machine", "setting", "executors", "ray_overhead", "shipped", "driver",
@@ -264,12 +274,17 @@ def test_benchmark_writes_its_schema_on_a_tiny_run(tmp_path):
 
 
 def test_mask_a3c_local_table(bench, tmp_path):
-    assert isinstance(so.mask_a3c_local_table(bench), Note)  # the fixture has no local-method costs
+    note = rt.tabulate(so.mask_a3c_local_table, bench)  # the fixture has no local-method costs
+    assert isinstance(note, Note) and "records no Mask-A3C local-method costs" in note.text
+    assert "benchmarks/study_cost.py --json" in note.text and note.text.rstrip().endswith("--only projection` to measure it.")
     sc = _study_cost()
     sc["projection"]["mask_a3c"].update({"cascade_naive_ms_per_pass": 4.0, "local": {
         "occlusion": {"forward_passes": 1601, "naive_ms_per_pass": 2.0, "ms_per_pass": 0.25, "cascade_ms_per_pass": 0.5,
                       "max_abs_map_diff": 1e-6}}})
     (tmp_path / "study_cost.json").write_text(json.dumps(sc))
-    t = so.mask_a3c_local_table(rt.load_benchmarks(tmp_path))
+    t = so.mask_a3c_local_table(sr.load_benchmarks(tmp_path))
+    sc["projection"]["mask_a3c"]["row_ms_inference_batch"] = 1.0
+    (tmp_path / "study_cost.json").write_text(json.dumps(sc))
+    assert so.row_costs(sr.load_benchmarks(tmp_path))["a3c_over_dqn"] == pytest.approx(5.0)  # 1.0 ÷ (200 / 1000)
     assert t.loc[0, "speedup"] == pytest.approx(8.0) and t.loc[0, "cascade_speedup"] == pytest.approx(8.0)
     assert "Incremental (ms/pass)" in fg.show_mask_a3c_local(t, "Cap.").to_html()

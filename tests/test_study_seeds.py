@@ -1,4 +1,6 @@
-"""Chapter 5's seed section (saliency_book.ch5_rankings): do the masks' ranks hold across seeds? (issue 15, part 4)"""
+"""Chapter 5's seed section: do the masks' ranks hold across seeds? (issue 15, part 4)
+
+The rankings and their agreement are saliency_study.rankings'; the section's display saliency_book.ch5_rankings'."""
 
 from __future__ import annotations
 
@@ -7,9 +9,10 @@ import pandas as pd
 import pytest
 
 import saliency_book.ch5_rankings as rk
-from saliency_book.ch5_rankings import Criterion
+import saliency_study.rankings as sr
 from saliency_book.common import Note
 from saliency_study.evidence import MIN_STATES, TOO_FEW
+from saliency_study.rankings import Criterion
 
 METHODS = ("mask_policy", "mask_value", "gradient", "integrated_gradients", "gradcam")
 
@@ -47,8 +50,8 @@ def _rows(variant: str, seed: int, order, *, n: int = 50, game: str = "Breakout"
 
 
 def _study(*parts):
-    ranking = rk.rank_agents(pd.concat(parts, ignore_index=True), n_resamples=200)
-    return ranking, rk.rank_agreement(ranking)
+    ranking = sr.rank_agents(pd.concat(parts, ignore_index=True), n_resamples=200)
+    return ranking, sr.rank_agreement(ranking)
 
 
 def test_mask_best_in_two_seeds_holds():
@@ -57,30 +60,30 @@ def test_mask_best_in_two_seeds_holds():
     pol = a[a["method"] == "mask_policy"]
     assert set(pol["criterion"]) == {"ins_prob", "del_prob", "sanity"}
     assert len(pol) == 5  # insertion and deletion on two substrates, and the sanity check
-    assert (pol["verdict"] == rk.HOLDS).all() and all(r == [1, 1] for r in pol["ranks"])
+    assert (pol["verdict"] == sr.HOLDS).all() and all(r == [1, 1] for r in pol["ranks"])
     assert (pol["seeds"].map(tuple) == (0, 1)).all() and (pol["n"] == 50).all()
     assert pol["kendall_w"].to_numpy() == pytest.approx(1.0)  # both seeds order all methods alike
     assert (pol.loc[pol["criterion"] != "sanity", "of"] == 6).all()  # 5 methods and the random map
-    n = rk.seed_numbers(ranking, a)
+    n = sr.seed_numbers(ranking, a)
     assert (n["seed_holds"], n["seed_moves"], n["seed_states"]) == (10, 0, 50)  # both masks, 5 criteria each
 
 
 def test_swapped_ranks_do_not_hold():
     ranking, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS[::-1]))
     pol = a[(a["method"] == "mask_policy") & (a["criterion"] == "ins_prob")]
-    assert (pol["verdict"] == rk.DOES_NOT_HOLD).all()
+    assert (pol["verdict"] == sr.DOES_NOT_HOLD).all()
     assert all(r == [1, 5] for r in pol["ranks"]) and (pol["rank_range"] == 4).all()
     # seed 1 reverses the five methods but keeps the random map last: W well below 1
-    assert pol["kendall_w"].iloc[0] == pytest.approx(rk.kendall_w([[1, 2, 3, 4, 5, 6], [5, 4, 3, 2, 1, 6]]))
+    assert pol["kendall_w"].iloc[0] == pytest.approx(sr.kendall_w([[1, 2, 3, 4, 5, 6], [5, 4, 3, 2, 1, 6]]))
     assert pol["kendall_w"].iloc[0] < 0.5
     val = a[(a["method"] == "mask_value") & (a["criterion"] == "ins_prob")]
     assert all(r == [2, 4] for r in val["ranks"])  # the value mask is second in seed 0 and fourth in seed 1
-    assert rk.seed_numbers(ranking, a)["seed_moves"] > 0
+    assert sr.seed_numbers(ranking, a)["seed_moves"] > 0
 
 
 def test_one_seed_cannot_be_judged():
     _, a = _study(_rows("double", 0, METHODS))
-    assert (a["verdict"] == rk.ONE_SEED).all() and a["kendall_w"].isna().all()
+    assert (a["verdict"] == sr.ONE_SEED).all() and a["kendall_w"].isna().all()
     assert (a.loc[(a["method"] == "mask_policy") & (a["criterion"] == "ins_prob"), "ranks"].map(tuple) == (1,)).all()
 
 
@@ -93,7 +96,7 @@ def test_nan_states_set_aside_only_their_criterion():
     _, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS), seed2)
     pol = a[a["method"] == "mask_policy"].set_index("criterion")
     assert pol.loc["sanity", "verdict"] == TOO_FEW and pol.loc["sanity", "n"] == MIN_STATES - 2
-    assert (pol.drop(index="sanity")["verdict"] == rk.HOLDS).all()
+    assert (pol.drop(index="sanity")["verdict"] == sr.HOLDS).all()
 
 
 def test_too_few_states():
@@ -104,16 +107,16 @@ def test_too_few_states():
 
 def test_v_is_never_ranked():
     rows = _rows("double", 0, METHODS)
-    r = rk.rank_agents(rows, n_resamples=200)
+    r = sr.rank_agents(rows, n_resamples=200)
     assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
     assert not r["label"].str.contains("V ").any()
     assert (r.loc[r["method"] == "random", "rank"] == 6).all()  # on V it would be first
     with pytest.raises(ValueError, match="degenerate"):
-        rk.rank_methods(rows, criteria=(Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True),))
+        sr.rank_methods(rows, criteria=(Criterion("ins_value", "insertion AUC, V ↑", "insertion", "value_auc", True),))
 
 
 def test_rankings_carry_block_bootstrap_cis_ess_and_full_randomisation():
-    r = rk.rank_agents(_rows("double", 0, METHODS), n_resamples=200)
+    r = sr.rank_agents(_rows("double", 0, METHODS), n_resamples=200)
     ins = r[(r["criterion"] == "ins_prob") & (r["substrate"] == "black")].set_index("method")
     assert ins["rank"].to_dict() == {m: k + 1 for k, m in enumerate([*METHODS, "random"])}
     p = ins.loc["mask_policy"]
@@ -129,17 +132,9 @@ def test_rankings_carry_block_bootstrap_cis_ess_and_full_randomisation():
 def test_variants_are_compared_within_themselves():
     _, a = _study(_rows("double", 0, METHODS), _rows("double", 1, METHODS),
                   _rows("policy", 0, ("mask_policy", "gradient", "integrated_gradients", "gradcam")))
-    assert set(a.loc[a["variant"] == "double", "verdict"]) == {rk.HOLDS}
-    assert set(a.loc[a["variant"] == "policy", "verdict"]) == {rk.ONE_SEED}
+    assert set(a.loc[a["variant"] == "double", "verdict"]) == {sr.HOLDS}
+    assert set(a.loc[a["variant"] == "policy", "verdict"]) == {sr.ONE_SEED}
     assert not ((a["variant"] == "policy") & (a["method"] == "mask_value")).any()
-
-
-def test_kendall_w_known_answers():
-    assert rk.kendall_w([[1, 2, 3], [1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
-    assert rk.kendall_w([[1, 2, 3, 4], [4, 3, 2, 1]]) == pytest.approx(0.0)
-    # m = 2, k = 3: rank sums 3, 5, 4, mean 4, S = 2, W = 12·2 / (4·24) = 0.25
-    assert rk.kendall_w([[1, 2, 3], [2, 3, 1]]) == pytest.approx(0.25)
-    assert np.isnan(rk.kendall_w([[1, 2, 3]])) and np.isnan(rk.kendall_w([[1], [1]]))
 
 
 def test_section_displays():
@@ -150,12 +145,12 @@ def test_section_displays():
     assert t.loc[t["method"] == "Random", "Spearman after full randomisation ↓"].eq("–").all()
     ag = rk.show_agreement(a, "cap").data
     assert {"seed 0", "seed 1", "range", "Kendall's W", "verdict"} <= set(ag.columns)
-    assert ag.loc[0, "seed 1"] == "#5 of 6" and ag.loc[0, "range"] == "#1–#5" and ag.loc[0, "verdict"] == rk.DOES_NOT_HOLD
+    assert ag.loc[0, "seed 1"] == "#5 of 6" and ag.loc[0, "range"] == "#1–#5" and ag.loc[0, "verdict"] == sr.DOES_NOT_HOLD
     assert type(rk.show_seed_ranks(ranking)).__name__ == "Image"
     assert isinstance(rk.show_seed_ranks(ranking, variant="value"), Note)
     note = Note("missing")
-    assert rk.rank_agreement(note) is note and rk.show_ranking(note, "c") is note and rk.show_agreement(note, "c") is note
-    assert rk.show_seed_ranks(note) is None and all(np.isnan(v) for v in rk.seed_numbers(note, note).values())
+    assert sr.rank_agreement(note) is note and rk.show_ranking(note, "c") is note and rk.show_agreement(note, "c") is note
+    assert rk.show_seed_ranks(note) is None and all(np.isnan(v) for v in sr.seed_numbers(note, note).values())
 
 
 def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
@@ -163,7 +158,7 @@ def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
     empty.mkdir()
     note = rk.seed_study("full", "Breakout", results_dir=tmp_path / "r", agents_dir=empty)
     assert isinstance(note, Note) and "No masked Mask-A3C agent" in note.text
-    shipped = rk.seed_rows("full", "Breakout", results_dir=tmp_path / "r")
+    shipped = rk.seed_study("full", "Breakout", results_dir=tmp_path / "r")
     if not isinstance(shipped, Note) or "No masked" in shipped.text:
         pytest.skip("no masked Mask-A3C agent of Breakout is shipped in data/agents")
     assert "saliency-study run --profile full --seeds --games Breakout --compact" in shipped.text
@@ -171,11 +166,12 @@ def test_missing_units_give_the_command_and_compute_nothing(tmp_path):
 
 
 def test_section_on_the_committed_seed_packs():
-    rows = rk.seed_rows("full", "Breakout")
-    if isinstance(rows, Note):
-        pytest.skip(f"the seed sweep is not stored: {rows.text}")
+    packed, _ = sr.seed_rows("full", "Breakout")
+    if packed.rows is None:
+        pytest.skip("the seed sweep is not stored")
+    rows = packed.rows
     assert set(rows["experiment"]) <= {"sanity", "insertion", "deletion"} and rows.attrs["units_stored"] > 0
-    r = rk.rank_agents(rows)
+    r = sr.rank_agents(rows)
     assert set(r["criterion"]) <= {"ins_prob", "del_prob", "sanity"}  # never V
     assert set(r.loc[r["criterion"] == "sanity", "method"]) <= set(METHODS)
     assert (r["n"] <= 50).all() and (r["n_eff"] <= r["n"]).all()
@@ -183,8 +179,8 @@ def test_section_on_the_committed_seed_packs():
         assert set(r["criterion"]) == {"ins_prob", "del_prob", "sanity"}
         assert set(r["substrate"].dropna()) == {"black", "random", "blur"}
         # every map of a mask is scored; a constant baseline map (Grad-CAM) gives NaN on a state or two
-        assert (r.loc[r["method"].isin(rk.MASKS), "n"] == 50).all() and (r["n"] >= 45).all()
-    a = rk.rank_agreement(r)
-    assert set(a["verdict"]) <= {rk.ONE_SEED, TOO_FEW, rk.HOLDS, rk.DOES_NOT_HOLD}
+        assert (r.loc[r["method"].isin(sr.MASKS), "n"] == 50).all() and (r["n"] >= 45).all()
+    a = sr.rank_agreement(r)
+    assert set(a["verdict"]) <= {sr.ONE_SEED, TOO_FEW, sr.HOLDS, sr.DOES_NOT_HOLD}
     if (a.groupby("variant")["n_seeds"].max() == 1).any():
-        assert rk.ONE_SEED in set(a["verdict"])
+        assert sr.ONE_SEED in set(a["verdict"])

@@ -99,9 +99,10 @@ def resolve_kernel(name: str = "python3") -> str:
     return name
 
 
-def book_files() -> list[Path]:
-    """The book's code and data files (``saliency_book/**/*.py`` and ``*.yaml``): they shape every chapter."""
-    return sorted(p for p in (REPO_ROOT / "saliency_book").rglob("*") if p.suffix in (".py", ".yaml"))
+def book_files(package: str = "saliency_book") -> list[Path]:
+    """A package's code and data files (``<package>/**/*.py`` and ``*.yaml``): the book's and the study's shape
+    every chapter (the study computes what the chapters show)."""
+    return sorted(p for p in (REPO_ROOT / package).rglob("*") if p.suffix in (".py", ".yaml"))
 
 
 def _sha_files(paths: Sequence[Path], root: Path) -> str:
@@ -144,7 +145,7 @@ def _inputs_fingerprint(results_dir: str | os.PathLike, sweep: str | None = None
     official = sorted(p for p in off.rglob("*") if p.is_file()) if off.is_dir() else []
     packs = sorted(p for p in (repo_path(results_dir) / "sweep" / "packs").glob("*/*.parquet")
                    if not p.name.startswith("."))  # not a pack being written (.tmp-*)
-    study = sorted((REPO_ROOT / "saliency_study").rglob("*.py"))  # the chapters' findings are computed there
+    study = book_files("saliency_study")  # the chapters' findings are computed there
     return {"library": _sha_files(lib, REPO_ROOT), "study": _sha_files(study, REPO_ROOT),
             "book": _sha_files(book, REPO_ROOT), "data": _sha_files(data, REPO_ROOT),
             "sweep": sweep,
