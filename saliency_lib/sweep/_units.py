@@ -325,8 +325,9 @@ def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
     """The units of ``spec`` and a context ``{state_config_json: (agent_spec, agent, states)}``.
 
     With ``states=False`` the states are neither collected nor loaded (the context holds
-    ``None`` for them): a unit's key needs only the state set's configuration, so planning
-    alone computes nothing (``saliency-study run --status``).
+    ``None`` for them): a unit's key needs only the state set's configuration and, for a
+    distinct selection, the stored index's ``first_change``, so planning alone computes nothing
+    (``saliency-study run --status``).
     """
     from ..agents import load_agent
 
@@ -335,10 +336,9 @@ def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
         agent = load_agent(spec_agent)
         distinct = spec.state_selection == "distinct"
         index = None if states else stored_state_index(spec_agent, agent, spec, results_dir=results_dir)
-        if states or (distinct and index is None):  # a distinct set's keys need its first_change: collect it once
+        if states:
             sset, scfg = spec_states(spec, spec_agent, results_dir=results_dir, agent=agent, progress=progress)
             index = stored_state_index(spec_agent, agent, spec, results_dir=results_dir)
-            sset = sset if states else None
         else:
             sset, scfg = None, state_config(spec_agent, agent, spec.n_states, spec.state_seed, spec.state_selection,
                                             spec.episode_cap)
@@ -346,7 +346,9 @@ def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
         # Up to its first_change a distinct set holds the plain trajectory's states: the units of those
         # chunks are the plain selection's units, keys included, so they are computed once for both.
         plain_key = canonical_json(state_config(spec_agent, agent, spec.n_states, spec.state_seed)) if distinct else skey
-        first_change = index["first_change"] if distinct else 0
+        # A distinct set never collected here has no first_change yet: planning alone collects
+        # nothing, so its units are counted under the distinct key only (none of them is stored).
+        first_change = index["first_change"] if distinct and index else 0
         context[skey] = context[plain_key] = (spec_agent, agent, sset)
         chunks = [tuple(range(i, min(i + spec.chunk, spec.n_states))) for i in range(0, spec.n_states, spec.chunk)]
         methods = [m for m in spec.methods if applicable(m, agent)]
