@@ -91,7 +91,8 @@ def show_table(table: pd.DataFrame | Note, caption: str, *, names: dict | None =
         if col in t.columns:
             t[col] = t[col].map(f)
     fmt = {c: f"{{:.{digits}f}}" for c in t.columns if pd.api.types.is_float_dtype(t[c])}
-    fmt |= {c: "{:.1f}" for c in t.columns if c.endswith("ess") or c == "n_eff"}
+    # an ESS range ("ess_low"/"ess_high") became a text cell above: only numeric ESS columns get a number format
+    fmt |= {c: "{:.1f}" for c in t.columns if (c.endswith("ess") or c == "n_eff") and pd.api.types.is_numeric_dtype(t[c])}
     fmt |= {c: "{:.0f}" for c in ("n", "states") if c in t.columns} | (formats or {})
     rename = {c: (names or {}).get(c, NAMES.get(c, c.replace("_", " ").capitalize())) for c in t.columns}
     verdicts = [c for c in t.columns if c in VERDICT_COLUMNS]
