@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from saliency_book.common import METHODS, ExplainedAgent, Note, chapter_agents, describe_params, load
+from saliency_book.common import METHODS, ExplainedAgent, Note, as_count, chapter_agents, describe_params, load
 from saliency_book.config import ChapterConfig, as_float
+from saliency_book.maps import as_methods
 from saliency_lib.explainers import method_label
 from saliency_study import paper as huber
 from saliency_study.evidence import MIN_STATES, TOO_FEW, enough_states
@@ -53,12 +54,18 @@ class SanityChapter(ChapterConfig):
     """A method passes when the upper CI bound of its Spearman similarity after full randomisation is below this."""
     study_profile: str = "full"
     """Profile of the stored study that the comparisons with the paper read (they compute nothing)."""
+    methods: tuple[str, ...] | None = None
+    """The study's methods to sweep (list or comma-separated string); None: all of them."""
+    n_states: int | None = None
+    """States per agent of the sweep; None: the profile's."""
 
     def __post_init__(self):
         super().__post_init__()
         object.__setattr__(self, "threshold", as_float("threshold", self.threshold, low=0, high=1,
                                                        low_open=True, high_open=True))
         profile_settings(self.study_profile)  # validates the name
+        object.__setattr__(self, "methods", as_methods(self.methods))
+        object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
 
 
 # -- the sweep's rows and their summaries ----------------------------------------------------------
@@ -70,7 +77,8 @@ def sweep_specs(cfg: SanityChapter, spec: str, methods: Sequence[str] | None = N
     from saliency_study.study import profile_specs
 
     out = []
-    for s in profile_specs(cfg.profile, cfg.game, agents=[spec], seed=cfg.seed, results_dir=cfg.results_dir):
+    for s in profile_specs(cfg.profile, cfg.game, agents=[spec], seed=cfg.seed, results_dir=cfg.results_dir,
+                           n_states=cfg.n_states, methods=cfg.methods):
         keep = s.methods if methods is None else tuple(m for m in s.methods if m in set(methods))
         out.append(dataclasses.replace(s, experiments=("sanity",), methods=keep))
     return out
@@ -266,7 +274,7 @@ def sweep_table(cfg: SanityChapter, agents: Sequence[ExplainedAgent]) -> pd.Data
     rows = []
     for who in (a for a in agents if a):
         n, _, params = sweep_sizes(cfg.profile, load(who.spec, cfg.device).preset)
-        rows.append({"agent": who.label, "spec": who.spec, "states": n,
+        rows.append({"agent": who.label, "spec": who.spec, "states": cfg.n_states or n,
                      "coarser parameters": describe_params(params, label=method_label) if params else "none"})
     return pd.DataFrame(rows) if rows else Note("No agent is available for this game.", kind="warning", title="No agents")
 

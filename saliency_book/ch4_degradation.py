@@ -17,8 +17,9 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from saliency_book.common import Note, describe_params
+from saliency_book.common import Note, as_count, describe_params
 from saliency_book.config import ChapterConfig, as_float
+from saliency_book.maps import as_methods
 from saliency_study import paper as huber
 from saliency_study.evidence import DEGENERATE_MEASURES, MIN_STATES
 from saliency_study.profiles import get_profile, profile_settings
@@ -139,6 +140,10 @@ class DegradationChapter(ChapterConfig):
     """Level of the bootstrap confidence intervals and bands."""
     study_profile: str = "full"
     """Profile of the stored study that the per-game comparisons with the paper read (they compute nothing)."""
+    methods: tuple[str, ...] | None = None
+    """The study's methods to sweep (list or comma-separated string); None: all of them."""
+    n_states: int | None = None
+    """States per agent of the sweep; None: the profile's."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -146,6 +151,8 @@ class DegradationChapter(ChapterConfig):
             object.__setattr__(self, name, as_float(name, getattr(self, name), low=0, high=1, low_open=True,
                                                     high_open=True))
         profile_settings(self.study_profile)  # validates the name
+        object.__setattr__(self, "methods", as_methods(self.methods))
+        object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
 
     @property
     def n_resamples(self) -> int:
@@ -181,7 +188,8 @@ def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> p
     if not agents:
         return Note(f"No agent to evaluate for {cfg.game}: no study DQN agent exists yet and the official Mask-A3C "
                     "checkpoint is not fetched (`make fetch-official`).", kind="warning", title="No agent")
-    specs = profile_specs(cfg.profile, cfg.game, agents=agents, seed=cfg.seed, results_dir=cfg.results_dir)
+    specs = profile_specs(cfg.profile, cfg.game, agents=agents, seed=cfg.seed, results_dir=cfg.results_dir,
+                          n_states=cfg.n_states, methods=cfg.methods)
     tables = [run_sweep(dataclasses.replace(s, experiments=DEGRADATION_EXPERIMENTS), executor=cfg.executor,
                         results_dir=cfg.results_dir, progress=progress).table for s in specs]
     df = pd.concat(tables, ignore_index=True)
