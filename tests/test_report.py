@@ -115,6 +115,8 @@ def test_canonical_spec_names_the_game_and_an_absolute_path(tmp_path, cleanrl_dq
     inside = REPO_ROOT / "data" / "agents" / "dqn-Breakout-s0"
     monkeypatch.chdir(inside.parent)
     assert canonical_spec("dqn-Breakout-s0") == "data/agents/dqn-Breakout-s0"  # the study's spelling
+    monkeypatch.chdir(tmp_path)
+    assert canonical_spec("data/agents/dqn-Breakout-s0") == "data/agents/dqn-Breakout-s0"  # relative to the repository
     assert canonical_spec("official:Breakout") == "official:Breakout"
     with pytest.raises(ValueError, match="contradicts"):
         canonical_spec("official:Breakout", "Pong")

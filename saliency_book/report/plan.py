@@ -84,6 +84,8 @@ def canonical_spec(agent: str, game: str | None = None) -> str:
         raise ValueError(f"agent must be a spec: {_SPECS}; got {agent!r}")
     if _is_path(agent):
         p = Path(agent).expanduser().resolve()
+        if not p.exists() and repo_path(agent).exists():  # the study's relative paths, from anywhere
+            p = repo_path(agent).resolve()
         if not p.exists():
             raise FileNotFoundError(f"no agent at {agent!r}: expected {_SPECS}")
         return p.relative_to(REPO_ROOT).as_posix() if p.is_relative_to(REPO_ROOT) else str(p)
