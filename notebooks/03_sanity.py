@@ -44,6 +44,8 @@ results_dir = "data/results"  # stored results, relative to the repository
 executor = "local"  # executor of sweep units that are not stored yet: "local", "processes" or "ray"
 threshold = 0.5  # a method passes when its Spearman CI after full randomisation lies below this
 study_profile = "full"  # the stored study that the per-game comparisons with the paper read (computes nothing)
+methods = None  # the study's methods to sweep, e.g. "occlusion,rise"; None: all
+n_states = None  # states per agent of the sweep; None: the profile's
 
 # %% [markdown]
 # The parameters become the chapter's frozen configuration. The profile decides how many
@@ -86,7 +88,8 @@ from saliency_study.paper import GAME_LABELS, GAME_ORDER
 from saliency_study.sanity import per_game, pooled, sanity_rows
 
 cfg = SanityChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
-                    results_dir=results_dir, executor=executor, threshold=threshold, study_profile=study_profile)
+                    results_dir=results_dir, executor=executor, threshold=threshold, study_profile=study_profile,
+                    methods=methods, n_states=n_states)
 glue("tau", cfg.threshold, display=False)
 glue("min_ess", MIN_ESS, display=False)
 cfg

@@ -46,6 +46,8 @@ results_dir = "data/results"  # stored results, relative to the repository
 executor = "local"  # runs missing sweep units: "local", "processes" or "ray"
 alpha = 0.05  # family-wise level of the Holm-corrected paired tests
 study_profile = "full"  # the stored study that the per-game comparisons with the paper read (computes nothing)
+methods = None  # the study's methods to sweep, e.g. "occlusion,rise"; None: all
+n_states = None  # states per agent of the sweep; None: the profile's
 
 # %% [markdown]
 # With `agent=None` the chapter explains the study's agents of the game: the DQN agent once
@@ -98,7 +100,8 @@ from saliency_study.evidence import MIN_ESS, verdict_counts
 from saliency_study.paper import GAME_LABELS, GAME_ORDER
 
 cfg = DegradationChapter(game=game, agent=agent, profile=profile, seed=seed, device=device,
-                         results_dir=results_dir, executor=executor, alpha=alpha, study_profile=study_profile)
+                         results_dir=results_dir, executor=executor, alpha=alpha, study_profile=study_profile,
+                         methods=methods, n_states=n_states)
 glue("min_ess", MIN_ESS, display=False)
 glue("alpha", cfg.alpha, display=False)
 cfg

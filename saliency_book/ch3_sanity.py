@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from saliency_book.common import METHODS, ExplainedAgent, Note, chapter_agents, notes_pass, sweep_table
+from saliency_book.common import METHODS, ExplainedAgent, Note, as_count, chapter_agents, notes_pass, sweep_table
 from saliency_book.config import ChapterConfig, as_float
+from saliency_book.maps import as_methods
 from saliency_lib.explainers import method_label
 from saliency_study import sanity as sn
 from saliency_study import tied_blocks as tb
@@ -35,12 +36,18 @@ class SanityChapter(ChapterConfig):
     """A method passes when the upper bound of its Spearman similarity's interval after full randomisation is below this."""
     study_profile: str = "full"
     """Profile of the stored study that the comparisons with the paper read (they compute nothing)."""
+    methods: tuple[str, ...] | None = None
+    """The study's methods to sweep (list or comma-separated string); None: all of them."""
+    n_states: int | None = None
+    """States per agent of the sweep; None: the profile's."""
 
     def __post_init__(self):
         super().__post_init__()
         object.__setattr__(self, "threshold", as_float("threshold", self.threshold, low=0, high=1,
                                                        low_open=True, high_open=True))
         profile_settings(self.study_profile)  # validates the name
+        object.__setattr__(self, "methods", as_methods(self.methods))
+        object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
 
 
 @dataclass
@@ -60,7 +67,8 @@ def chapter_results(cfg: SanityChapter) -> SanityResults:
     dqn, mask = chapter_agents(cfg.game, cfg.agent, results_dir=cfg.results_dir)
     agents = {"dqn": dqn, "mask_a3c": mask}
     tables = {k: sn.sanity_table(cfg.profile, cfg.game, a.spec, seed=cfg.seed, results_dir=cfg.results_dir,
-                                 executor=cfg.executor) if a else a.note() for k, a in agents.items()}
+                                 executor=cfg.executor, methods=cfg.methods, n_states=cfg.n_states)
+              if a else a.note() for k, a in agents.items()}
     summaries = {k: notes_pass(sn.layer_summary)(t, seed=cfg.seed) for k, t in tables.items()}
     refs = {k: notes_pass(sn.reference_summary)(t, seed=cfg.seed) for k, t in tables.items()}
     return SanityResults(agents, tables, summaries, refs)
@@ -107,7 +115,8 @@ def layer_groups_table(agents: Sequence[ExplainedAgent], device: str = "cpu") ->
 
 def chapter_sweep_table(cfg: SanityChapter, agents: Sequence[ExplainedAgent]) -> pd.DataFrame | Note:
     """:func:`~saliency_book.common.sweep_table` of the available agents in ``cfg.profile``."""
-    return sweep_table(cfg.profile, {a.label: a.spec for a in agents if a})
+    specs = {a.label: a.spec for a in agents if a}
+    return sweep_table(cfg.profile, specs, {spec: cfg.n_states for spec in specs.values()} if cfg.n_states else None)
 
 
 def ns_example(cfg: SanityChapter, who: ExplainedAgent, table: pd.DataFrame | Note, *, state: int | None = None):

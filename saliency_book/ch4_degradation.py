@@ -14,8 +14,9 @@ from types import MappingProxyType
 
 import pandas as pd
 
-from saliency_book.common import Note, notes_pass, sweep_table
+from saliency_book.common import Note, as_count, notes_pass, sweep_table
 from saliency_book.config import ChapterConfig, as_float
+from saliency_book.maps import as_methods
 from saliency_study import advantage_stream as adv
 from saliency_study import agreement as ag
 from saliency_study import degradation as dg
@@ -84,12 +85,19 @@ class DegradationChapter(ChapterConfig):
     study_profile: str = "full"
     """Profile of the stored study that the per-game comparisons with the paper read (they compute nothing)."""
 
+    methods: tuple[str, ...] | None = None
+    """The study's methods to sweep (list or comma-separated string); None: all of them."""
+    n_states: int | None = None
+    """States per agent of the sweep; None: the profile's."""
+
     def __post_init__(self):
         super().__post_init__()
         for name in ("alpha", "confidence"):
             object.__setattr__(self, name, as_float(name, getattr(self, name), low=0, high=1, low_open=True,
                                                     high_open=True))
         profile_settings(self.study_profile)  # validates the name
+        object.__setattr__(self, "methods", as_methods(self.methods))
+        object.__setattr__(self, "n_states", as_count(self.n_states, "n_states"))
 
     @property
     def n_resamples(self) -> int:
@@ -118,7 +126,7 @@ def degradation_results(cfg: DegradationChapter, *, progress: bool = False) -> p
         return Note(f"No agent to evaluate for {cfg.game}: no study DQN agent exists yet and the official Mask-A3C "
                     "checkpoint is not fetched (`make fetch-official`).", kind="warning", title="No agent")
     return dg.degradation_table(cfg.profile, cfg.game, agents, seed=cfg.seed, results_dir=cfg.results_dir,
-                                executor=cfg.executor, progress=progress)
+                                executor=cfg.executor, progress=progress, methods=cfg.methods, n_states=cfg.n_states)
 
 
 @notes_pass

@@ -75,8 +75,10 @@ def pick_agent(results: pd.DataFrame, preset: str) -> str | None:
 
 
 def degradation_table(profile: str, game: str, agents: Sequence[str], *, seed: int = 0, results_dir=RESULTS_DIR,
-                      executor: str = "local", progress: bool = False) -> pd.DataFrame:
-    """The study's insertion and deletion rows of ``agents`` on ``game``.
+                      executor: str = "local", progress: bool = False, methods: Sequence[str] | None = None,
+                      n_states: int | None = None) -> pd.DataFrame:
+    """The study's insertion and deletion rows of ``agents`` on ``game`` (``methods`` keeps a subset of
+    the study's, ``n_states`` replaces the profile's state count).
 
     The study's sweeps (:func:`~saliency_study.study.profile_specs`) restricted to insertion and deletion:
     their units, and so their stored files, are those of :func:`~saliency_study.study.study_results`, so
@@ -86,7 +88,8 @@ def degradation_table(profile: str, game: str, agents: Sequence[str], *, seed: i
     from saliency_lib.sweep import run_sweep
     from saliency_study.study import profile_specs
 
-    specs = profile_specs(profile, game, agents=list(agents), seed=seed, results_dir=results_dir)
+    specs = profile_specs(profile, game, agents=list(agents), seed=seed, results_dir=results_dir,
+                          methods=methods, n_states=n_states)
     tables = [run_sweep(dataclasses.replace(s, experiments=DEGRADATION_EXPERIMENTS), executor=executor,
                         results_dir=results_dir, progress=progress).table for s in specs]
     df = pd.concat(tables, ignore_index=True)

@@ -55,27 +55,27 @@ LEVELS = (1, 5)
 # -- the sweep's rows and their summaries ------------------------------------------------------------
 
 def sweep_specs(profile: str, game: str, spec: str, *, seed: int = 0, results_dir=RESULTS_DIR,
-                methods: Sequence[str] | None = None) -> list:
+                methods: Sequence[str] | None = None, n_states: int | None = None) -> list:
     """The study's sweep specs of agent ``spec`` in ``profile``, reduced to the sanity experiment
     (the units, and so the stored results, of :func:`~saliency_study.study.study_results`);
-    ``methods`` keeps a subset."""
+    ``methods`` keeps a subset, ``n_states`` replaces the profile's state count."""
     from saliency_study.study import profile_specs
 
-    out = []
-    for s in profile_specs(profile, game, agents=[spec], seed=seed, results_dir=results_dir):
-        keep = s.methods if methods is None else tuple(m for m in s.methods if m in set(methods))
-        out.append(dataclasses.replace(s, experiments=("sanity",), methods=keep))
-    return out
+    return [dataclasses.replace(s, experiments=("sanity",))
+            for s in profile_specs(profile, game, agents=[spec], seed=seed, results_dir=results_dir,
+                                   n_states=n_states, methods=methods)]
 
 
 def sanity_table(profile: str, game: str, spec: str, *, seed: int = 0, results_dir=RESULTS_DIR,
-                 executor: str = "local", methods: Sequence[str] | None = None) -> pd.DataFrame:
+                 executor: str = "local", methods: Sequence[str] | None = None,
+                 n_states: int | None = None) -> pd.DataFrame:
     """The sanity rows of the study's table for one agent (``experiment == "sanity"``); units not
     stored yet are computed."""
     from saliency_lib.sweep import run_sweep
 
     tables = [run_sweep(s, executor=executor, results_dir=results_dir, progress=False).table
-              for s in sweep_specs(profile, game, spec, seed=seed, results_dir=results_dir, methods=methods)]
+              for s in sweep_specs(profile, game, spec, seed=seed, results_dir=results_dir, methods=methods,
+                                   n_states=n_states)]
     t = pd.concat(tables, ignore_index=True)
     return t[t["experiment"] == "sanity"].reset_index(drop=True)
 

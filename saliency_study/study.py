@@ -26,8 +26,14 @@ __all__ = ["profile_specs", "seed_specs", "study_units", "study_results", "study
 
 
 def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = None, seed: int = 0,
-                  results_dir=RESULTS_DIR) -> list[SweepSpec]:
-    """The sweeps of one game in ``profile``: one spec per agent (sizes differ by agent kind)."""
+                  results_dir=RESULTS_DIR, n_states: int | None = None,
+                  methods: Sequence[str] | None = None) -> list[SweepSpec]:
+    """The sweeps of one game in ``profile``: one spec per agent (sizes differ by agent kind).
+
+    ``n_states`` replaces the profile's state count of every agent, and ``methods`` keeps only these of
+    the study's methods (and of its §6.2 ablation): a chapter's or report's own sweep
+    (``saliency-study report --states N --methods …``); its units are the study's units where they coincide.
+    """
     results_dir = repo_path(results_dir)
     from saliency_lib.agents import load_agent
 
@@ -41,11 +47,15 @@ def profile_specs(profile: str, game: str, *, agents: Sequence[str] | None = Non
         n, chunk, params = prof.sweep_size(preset)
         if a in prof.actor_critic_agents and prof.actor_critic_states:
             n = prof.actor_critic_states
-        specs.append(SweepSpec(agents=(a,), methods=STUDY_METHODS, n_states=n, chunk=chunk, seed=seed,
-                               params={m: dict(p) for m, p in params.items()}, state_selection=prof.selection(preset),
-                               episode_cap=prof.episode_cap(),
-                               # the paper's §6.2 ablation on its kind of agent, the DQN
-                               degradation_only=ABLATION_METHODS if preset != "mask_a3c" else ()))
+        # the paper's §6.2 ablation on its kind of agent, the DQN
+        ablation = ABLATION_METHODS if preset != "mask_a3c" else ()
+        keep = STUDY_METHODS if methods is None else tuple(m for m in STUDY_METHODS if m in set(methods))
+        if methods is not None:
+            ablation = tuple(m for m in ablation if m in set(methods))
+        specs.append(SweepSpec(agents=(a,), methods=keep, n_states=n if n_states is None else n_states, chunk=chunk,
+                               seed=seed, params={m: dict(p) for m, p in params.items()},
+                               state_selection=prof.selection(preset), episode_cap=prof.episode_cap(),
+                               degradation_only=ablation))
     return specs
 
 

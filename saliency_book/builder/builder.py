@@ -263,7 +263,8 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
                notebooks_dir: str | os.PathLike = "notebooks", build_dir: str | os.PathLike | None = None,
                results_dir: str | os.PathLike | None = None, force: bool = False, html: bool = True,
                kernel_name: str = "python3", timeout: float | None = 4 * 3600, ray_address: str | None = None,
-               sweep: bool = True, games: Sequence[str] | None = None, log: Callable[[str], None] | None = None) -> BookBuild:
+               sweep: bool = True, games: Sequence[str] | None = None, log: Callable[[str], None] | None = None,
+               sources: Sequence[str | os.PathLike] | None = None, inputs: Mapping | None = None) -> BookBuild:
     """Execute the chapters with papermill and build the HTML book.
 
     Parameters
@@ -293,6 +294,10 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
     kernel_name, timeout, log
         Jupyter kernel (it must run this interpreter, :func:`resolve_kernel`), seconds a cell may run,
         progress messages (default: stderr).
+    sources, inputs
+        The chapter sources (default: :func:`list_notebooks` of ``notebooks_dir``), in the book's order;
+        further inputs of every chapter's up-to-date check, e.g. the explained agent's weights hash
+        (``saliency-study report``, :mod:`saliency_book.report`).
 
     Raises
     ------
@@ -309,7 +314,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
         raise ValueError(f"unknown executor {executor!r}; valid executors are: {', '.join(EXECUTORS)}")
     t_start = time.perf_counter()
     src_book = repo_path(book_dir)
-    sources = list_notebooks(notebooks_dir)
+    sources = list_notebooks(notebooks_dir) if sources is None else [repo_path(p) for p in sources]
     if not sources:
         raise FileNotFoundError(f"no chapter sources (*.py) in {repo_path(notebooks_dir)}")
     names = {p.stem for p in sources}
@@ -340,7 +345,7 @@ def build_book(profile: str = "quick", *, only: str | Sequence[str] | None = Non
                                                              results_dir=results_dir or RESULTS_DIR, progress=True)])
     kernel = resolve_kernel(kernel_name)
     log(f"[book] kernel {kernel!r} runs {sys.executable}")
-    fingerprint = _inputs_fingerprint(results_dir or RESULTS_DIR)
+    fingerprint = {**_inputs_fingerprint(results_dir or RESULTS_DIR), **({"extra": dict(inputs)} if inputs else {})}
     pages: dict[str, list[str]] = {}
     t0 = time.perf_counter()
     for py in sources:

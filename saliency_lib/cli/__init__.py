@@ -4,7 +4,7 @@ One module per command of the library (``evaluate``, ``fetch-official``, ``train
 ``sanity``, ``insertion``, ``video``, ``objects``); each adds its subparser with an ``add_*_parser(subparsers)``
 function whose ``func`` default runs it. Packages on top of the library add commands
 through the ``saliency_study.commands`` entry-point group (the study's ``run``, ``compact``,
-``ship``, ``official-scores`` come from ``saliency_study``, ``book`` from ``saliency_book``),
+``ship``, ``official-scores`` come from ``saliency_study``, ``book`` and ``report`` from ``saliency_book``),
 so the library never imports them.
 
 Errors
