@@ -24,7 +24,9 @@ and, for each perturbed input, only the windows:
 
 Max-pool and ReLU only select values, so where a change does not reach, every
 value is the clean pass's bit for bit and the change is exactly zero; a row
-whose change dies out before the heads returns the clean outputs exactly. The
+whose change dies out before the heads returns the clean outputs exactly. A row
+whose input does not change at all (a patch that writes the values the pixels
+already have) takes the clean outputs without a pass. The
 rounding error elsewhere scales with the change, and the maps equal those of
 full forward passes up to float rounding (tests: ≤ 1e-4 after min-max
 normalisation).
@@ -301,6 +303,7 @@ class IncrementalMaskA3C:
         readout: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
         batch_size: int,
         hidden=None,
+        changed: torch.Tensor | None = None,
     ) -> list[torch.Tensor]:
         """Readouts ``(N, P, K)`` of every perturbation, one tensor per agent.
 
@@ -329,20 +332,39 @@ class IncrementalMaskA3C:
                    for net in self.nets]
         x_rows = x.permute(0, 2, 3, 1).reshape(-1, c).contiguous()
         chunk = int(batch_size)
-        total = n * p
-        outs: list[torch.Tensor | None] = [None] * len(self.nets)
-        for r0 in range(0, total, chunk):
-            r = torch.arange(r0, min(r0 + chunk, total), device=x.device)
+        # every row starts with its state's clean readout, which a row without a change keeps (no pass)
+        outs = []
+        for cl in cleans:
+            clean = {key: val for key, val in cl.out.items() if isinstance(val, torch.Tensor) and val.shape[:1] == (n,)}
+            outs.append(readout(clean).float().repeat_interleave(p, 0))
+        ids = self._changed_rows(x_rows, index, delta, n, (hh, ww), changed)
+        for r0 in range(0, len(ids), chunk):
+            r = ids[r0:r0 + chunk]
             state, pert = torch.div(r, p, rounding_mode="floor"), r % p
             at = (index.index_select(0, pert) + (state * (hh * ww))[:, None]).view(-1)
             d0 = delta(state, pert, _take(x_rows, at).view(-1, k, c), at)  # (B, K, C)
             res = self._chunk(plan, grids, weights, cleans, cuts, state, pert, d0)
             for a, o in enumerate(res):
-                vec = readout(o)
-                if outs[a] is None:
-                    outs[a] = torch.empty((total, vec.shape[1]), dtype=torch.float32, device=x.device)
-                outs[a][r0:r0 + len(r)] = vec
+                outs[a][r] = readout(o).float()
         return [o.view(n, p, -1) for o in outs]
+
+    @staticmethod
+    def _changed_rows(x_rows: torch.Tensor, index: torch.Tensor, delta, n: int, hw, changed) -> torch.Tensor:
+        """Flat ids ``state·P + k`` of the rows whose input may change: from the table ``changed``
+        ``(N, H, W)`` of the pixels that can change, or by evaluating ``delta`` (in slices)."""
+        p, k = index.shape
+        if changed is not None:
+            return changed.reshape(n, -1)[:, index].any(2).view(-1).nonzero()[:, 0]
+        c = x_rows.shape[1]
+        step = max(1, (1 << 22) // max(1, k * c))
+        ids = []
+        for r0 in range(0, n * p, step):
+            r = torch.arange(r0, min(r0 + step, n * p), device=index.device)
+            state, pert = torch.div(r, p, rounding_mode="floor"), r % p
+            at = (index.index_select(0, pert) + (state * (hw[0] * hw[1]))[:, None]).view(-1)
+            d0 = delta(state, pert, _take(x_rows, at).view(-1, k, c), at)
+            ids.append(r[(d0 != 0).flatten(1).any(1)])
+        return torch.cat(ids)
 
     def _chunk(self, plan: _Plan, grids, weights, cleans: list[_Clean], cuts, state, pert, d0) -> list[dict[str, torch.Tensor]]:
         b = d0.shape[0]
