@@ -60,6 +60,7 @@ from torch import nn
 from ..agents.base import ActorCriticAgent, Agent
 from ..agents.mask_a3c import MaskA3CNet, max_pool2
 from ._cascade import stage_cuts
+from ._changed import changed_rows
 
 __all__ = ["IncrementalMaskA3C", "mask_a3c_support"]
 
@@ -337,7 +338,7 @@ class IncrementalMaskA3C:
         for cl in cleans:
             clean = {key: val for key, val in cl.out.items() if isinstance(val, torch.Tensor) and val.shape[:1] == (n,)}
             outs.append(readout(clean).float().repeat_interleave(p, 0))
-        ids = self._changed_rows(x_rows, index, delta, n, (hh, ww), changed)
+        ids = changed_rows(x_rows, index, delta, n, (hh, ww), changed)[0]
         for r0 in range(0, len(ids), chunk):
             r = ids[r0:r0 + chunk]
             state, pert = torch.div(r, p, rounding_mode="floor"), r % p
@@ -347,24 +348,6 @@ class IncrementalMaskA3C:
             for a, o in enumerate(res):
                 outs[a][r] = readout(o).float()
         return [o.view(n, p, -1) for o in outs]
-
-    @staticmethod
-    def _changed_rows(x_rows: torch.Tensor, index: torch.Tensor, delta, n: int, hw, changed) -> torch.Tensor:
-        """Flat ids ``state·P + k`` of the rows whose input may change: from the table ``changed``
-        ``(N, H, W)`` of the pixels that can change, or by evaluating ``delta`` (in slices)."""
-        p, k = index.shape
-        if changed is not None:
-            return changed.reshape(n, -1)[:, index].any(2).view(-1).nonzero()[:, 0]
-        c = x_rows.shape[1]
-        step = max(1, (1 << 22) // max(1, k * c))
-        ids = []
-        for r0 in range(0, n * p, step):
-            r = torch.arange(r0, min(r0 + step, n * p), device=index.device)
-            state, pert = torch.div(r, p, rounding_mode="floor"), r % p
-            at = (index.index_select(0, pert) + (state * (hw[0] * hw[1]))[:, None]).view(-1)
-            d0 = delta(state, pert, _take(x_rows, at).view(-1, k, c), at)
-            ids.append(r[(d0 != 0).flatten(1).any(1)])
-        return torch.cat(ids)
 
     def _chunk(self, plan: _Plan, grids, weights, cleans: list[_Clean], cuts, state, pert, d0) -> list[dict[str, torch.Tensor]]:
         b = d0.shape[0]
