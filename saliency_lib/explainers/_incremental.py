@@ -23,10 +23,12 @@ float rounding (tests: ≤ 1e-4 after min-max normalisation, in practice ~1e-6).
 
 Three exact savings follow from that:
 
-* **No-op perturbations.** The change of every (state, perturbation) row is computed
-  first; a row whose change is zero everywhere (a black patch over pixels that are
-  black in all frames) has the clean outputs and gets no pass at all. This holds
-  for every network of a call, so the cascade's levels skip the same rows.
+* **No-op perturbations.** Which (state, perturbation) rows change their input is
+  found first (:mod:`._changed`: from the explainer's table of the pixels a
+  perturbation can change, or by evaluating the changes); a row that changes no
+  pixel (a black patch over pixels that are black in all frames) has the clean
+  outputs and gets no pass at all. This holds for every network of a call, so the
+  cascade's levels skip the same rows.
 * **Changed boxes.** The windows of a row follow the box of the pixels it really
   changes, not its perturbation's index (a black disk over partly black pixels
   changes fewer pixels); pixels outside the row's first window are unchanged.
@@ -406,34 +408,38 @@ class IncrementalDQN:
         self.stats["noop_rows"] += n * p - len(ids)
         if len(ids) == 0:
             return [o.view(n, p, -1) for o in outs]
-        # one planned box per distinct (perturbation, changed conv1 outputs): the conv1 window fixes every
-        # later window and the first window's slots, so rows that share it share their index tables
         net0 = self.nets[0]
-        specs = net0.specs(out_hws)
-        k1, s1, pad1, hw1 = specs[0]
-        o_lo = (boxes[:, 0::2] + pad1 - k1 + 1 + s1 - 1).div(s1, rounding_mode="floor").clamp(min=0)
-        o_hi = torch.minimum((boxes[:, 1::2] + pad1).div(s1, rounding_mode="floor"), torch.tensor(hw1, device=x.device) - 1)
-        key = ids % p
-        for col in (o_lo[:, 0], o_hi[:, 0], o_lo[:, 1], o_hi[:, 1]):
-            key = key * 128 + col
-        uniq, row_box = torch.unique(key, return_inverse=True)
-        first = torch.full((len(uniq),), len(ids), dtype=torch.long, device=x.device).scatter_reduce_(
-            0, row_box, torch.arange(len(ids), device=x.device), "amin")
-        rows_per_box = torch.bincount(row_box, minlength=len(uniq))
-        groups = plan_boxes(index, (ids % p)[first], boxes[first], rows_per_box, (hh, ww), specs, net0.macs(), batch_size)
-        group_of = torch.empty(len(uniq), dtype=torch.long, device=x.device)
-        slot_of = torch.empty(len(uniq), dtype=torch.long, device=x.device)
-        for gi, g in enumerate(groups):
-            group_of[g.members] = gi
-            slot_of[g.members] = torch.arange(len(g.members), device=x.device)
-        row_group = group_of[row_box]
-        order = torch.argsort(row_group, stable=True)
-        ids, row_j = ids[order], slot_of[row_box[order]]
-        bounds = [0, *torch.cumsum(torch.bincount(row_group, minlength=len(groups)), 0).tolist()]
-        for gi, g in enumerate(groups):
-            for r0 in range(bounds[gi], bounds[gi + 1], batch_size):
-                r1 = min(r0 + batch_size, bounds[gi + 1])
-                flat, j = ids[r0:r1], row_j[r0:r1]
+        specs, macs = net0.specs(out_hws), net0.macs()
+        pert_of = ids % p
+        ys, xs = torch.div(index, ww, rounding_mode="floor"), index % ww
+        whole = torch.stack([ys.amin(1), ys.amax(1), xs.amin(1), xs.amax(1)], 1)  # (P, 4): each perturbation's own box
+        iv, iv_whole = _conv1_window(boxes, specs[0]), _conv1_window(whole, specs[0]).index_select(0, pert_of)
+        # rows whose changed conv1 outputs are (nearly) all their perturbation's use the plan of the geometry, cached
+        # across calls; the others (a patch half over black pixels) are planned on their own changed boxes
+        own = _area(iv) < _OWN_PLAN_BELOW * _area(iv_whole)
+        batches = []
+        if not bool(own.all()):
+            # the planner weighs chunks against windows with the rows each perturbation stands for: the states
+            # of the call less the no-op rows, on average (rounded, so that the plan is reused across calls)
+            per_pert = max(1, round(int((~own).sum()) / p))
+            groups = plan_windows(index, (hh, ww), specs, macs, per_pert, batch_size)
+            batches += _schedule(groups, ids[~own], pert_of[~own], p)
+        if bool(own.any()):
+            # one planned box per distinct (perturbation, changed conv1 outputs): the conv1 window fixes every
+            # later window and the first window's slots, so rows that share it share their index tables
+            o_ids, o_iv = ids[own], iv[own]
+            key = o_ids % p
+            for col in o_iv.unbind(1):
+                key = key * 128 + col
+            uniq, row_box = torch.unique(key, return_inverse=True)
+            first = torch.full((len(uniq),), len(o_ids), dtype=torch.long, device=x.device).scatter_reduce_(
+                0, row_box, torch.arange(len(o_ids), device=x.device), "amin")
+            rows_per_box = torch.bincount(row_box, minlength=len(uniq))
+            groups = plan_boxes(index, (o_ids % p)[first], boxes[own][first], rows_per_box, (hh, ww), specs, macs, batch_size)
+            batches += _schedule(groups, o_ids, row_box, len(uniq))
+        for g, g_ids, g_j in batches:
+            for r0 in range(0, len(g_ids), batch_size):
+                flat, j = g_ids[r0:r0 + batch_size], g_j[r0:r0 + batch_size]
                 state, pert = torch.div(flat, p, rounding_mode="floor"), flat % p
                 at = (index.index_select(0, pert) + (state * (hh * ww))[:, None]).view(-1)
                 d0 = delta(state, pert, gather_rows(x_cl, at).view(-1, k, c), at)
@@ -512,6 +518,42 @@ class IncrementalDQN:
             q = torch.where(same.get(a, same[0])[:, None], q_clean[a].index_select(0, state), net.head(h))
             res.append({"q": q, "advantage": q - q.mean(dim=1, keepdim=True), "features": h})
         return res
+
+
+#: A row is planned on its own changed box where that box's conv1 window is smaller than this share of its
+#: perturbation's whole conv1 window; other rows share the plan of the geometry, which is cached across calls
+#: (planning every box of a call, e.g. the blurred Noise Sensitivity's windows shrunk at black areas by a row or
+#: two, cost more than it saved).
+_OWN_PLAN_BELOW = 0.8
+
+
+def _conv1_window(boxes: torch.Tensor, spec) -> torch.Tensor:
+    """``(R, 4)``: first and last conv1 output row, first and last column whose field meets each pixel box
+    (top, bottom, left, right); as :func:`~saliency_lib.explainers._window_plan._intervals` for conv1."""
+    k, s, pad, hw = spec
+    lo = (boxes[:, 0::2] + pad - k + 1 + s - 1).div(s, rounding_mode="floor").clamp(min=0)
+    hi = torch.minimum((boxes[:, 1::2] + pad).div(s, rounding_mode="floor"), torch.tensor(hw, device=boxes.device) - 1)
+    return torch.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1]], 1)
+
+
+def _area(iv: torch.Tensor) -> torch.Tensor:
+    return (iv[:, 1] - iv[:, 0] + 1) * (iv[:, 3] - iv[:, 2] + 1)
+
+
+def _schedule(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> list:
+    """``(group, row ids, row slots)`` per group: the rows ``ids`` whose planned member (perturbation or box)
+    is ``member``, ordered by group, with each row's slot in its group's tables."""
+    dev = ids.device
+    group_of = torch.empty(members, dtype=torch.long, device=dev)
+    slot_of = torch.empty(members, dtype=torch.long, device=dev)
+    for gi, g in enumerate(groups):
+        group_of[g.members] = gi
+        slot_of[g.members] = torch.arange(len(g.members), device=dev)
+    row_group = group_of[member]
+    order = torch.argsort(row_group, stable=True)
+    ids, slots = ids[order], slot_of[member[order]]
+    bounds = [0, *torch.cumsum(torch.bincount(row_group, minlength=len(groups)), 0).tolist()]
+    return [(g, ids[bounds[i]:bounds[i + 1]], slots[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups) if bounds[i + 1] > bounds[i]]
 
 
 def _as_rows(t: torch.Tensor) -> torch.Tensor:
