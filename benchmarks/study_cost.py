@@ -2,39 +2,35 @@
 
 Run ``python benchmarks/study_cost.py --json data/benchmarks/study_cost.json``.
 
-Setting: the shipped ``data/agents/dqn-Breakout-s0`` agent and real Breakout states
-of its fixed-start greedy game (:func:`saliency_lib.states.collect_states`; every
-``--spacing``-th step, so the states differ), one CPU thread
-(``torch.set_num_threads(1)`` and BLAS pools limited to 1), every explainer at the
-paper's parameters, states explained ``--states`` at a time as the study's units
-do. Every time is the CPU time of this single-threaded process (core seconds, the
-unit of the projection; the machine's 2 cores are shared with other jobs), the
-median over ``--repeats`` rounds after a warm-up; within a round the fast path,
-the naive path and the floor run back to back, so they see the same background load.
+Setting: the four shipped DQN agents (``data/agents/dqn-<Game>-s0``) and real states of each
+one's fixed-start greedy game (:func:`saliency_lib.states.collect_states`; every ``--spacing``-th
+step, so the states differ), one CPU thread (``torch.set_num_threads(1)`` and BLAS pools limited
+to 1), every explainer at the paper's parameters, states explained ``--states`` at a time as the
+study's units do. Every time is the CPU time of this single-threaded process (core seconds, the
+unit of the projection; the machine's 2 cores are shared with other jobs), the median over
+``--repeats`` rounds; within a round the fast path and the floor run back to back, so they see
+the same background load.
 
 Measured:
 
-* ``methods.<name>``: ``ms`` per map of the library's default path,
-  ``naive_ms`` of full forward passes (``naive=True``; for RISE and LIME, which
-  have no incremental path, the same path), ``naive_floor_ms`` (the method's
-  forward passes through the bare network in one batch, best of several chunk
-  sizes), ``speedup_vs_naive_floor`` = floor ÷ ms (the median over rounds of each
-  round's own ratio, ``speedup_rounds``; ``speedup_of_medians`` is the ratio of the
-  medians), ``max_abs_map_diff`` between
-  fast and naive maps (min-max normalised) and ``min_spearman`` between their
-  scores (see the notes) over the ``--map-states`` states.
-* ``cascade``: explaining the original network and its 5 randomised levels for
-  all the study's DQN methods, per state: ``naive_ms_per_state`` (model by model,
-  full passes) and ``ms_per_state`` (``RandomisationTest(reuse=True)`` with
-  incremental inference), ``speedup``; the similarity table, the same in both, is
-  ``similarity_ms_per_state``.
-* ``degradation``: per state, every method's maps plus insertion and deletion on
-  the three substrates (and the random-map baseline): naive (full passes, no
-  shared endpoints) and default, ``speedup``.
-* ``projection``: core hours of the paper-scale study (4 DQN agents × 997 states;
-  the actor-critic part as the paper-scale issue sizes it, 400 Mask-A3C states)
-  before and after, from the measured per-state costs (see ``notes`` in the JSON
-  for the Mask-A3C model).
+* ``methods.<name>``: for the local methods, per game (``per_game``) and over the four games'
+  states: ``ms`` per map of the library's default path, ``naive_ms`` of full forward passes
+  (``naive=True``), ``naive_floor_ms`` (the method's forward passes through the bare network,
+  best of ``CHUNKS`` rows per call), ``speedup_vs_naive_floor`` = floor ÷ ms (median over rounds
+  of each round's own ratio), ``flop_limit_speedup`` (``benchmarks/flop_limit.py``: the exact
+  multiply-add reduction of the method's geometry), ``fraction_of_limit`` = speed-up ÷ limit,
+  ``noop_share`` (rows that change no pixel, skipped), the engine's window statistics, and
+  ``max_abs_map_diff`` / ``min_spearman`` between fast and naive maps. RISE and LIME (no
+  incremental path) on Breakout only.
+* ``comparisons``: Captum's and the ``lime`` package's times beside ours (Breakout).
+* ``cascade``: explaining the original network and its 5 randomised levels for all the study's
+  DQN methods, per state and game (``per_game``; the top level: mean over games), with the
+  similarity table; naive (model by model, full passes) on ``--naive-game``.
+* ``degradation``: per state and game, per method, the degradation unit as the sweep runs it
+  (the 6 curves on the sanity unit's maps; the ablation's and the random map's own maps),
+  and naive on ``--naive-game`` (every map again, full-pass curves, no shared endpoints).
+* ``projection`` (``benchmarks/study_projection.py``): core hours of the study the open issues
+  ask, as the sweep runs, and ``unit_check``: real units against it.
 """
 
 from __future__ import annotations
@@ -50,33 +46,35 @@ from pathlib import Path
 
 import baselines  # benchmarks/baselines.py: Captum and the lime package
 import numpy as np
+import study_projection as sp  # benchmarks/study_projection.py
 import torch
+from flop_limit import flop_limit, layer_geometry, perturbation_macs  # benchmarks/flop_limit.py
 
-from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, load_agent
+from saliency_lib.agents import load_agent
 from saliency_lib.explainers import get_explainer
-from saliency_lib.inference import staged_forward
 from saliency_lib.metrics import Deletion, Insertion, RandomisationTest
 from saliency_lib.metrics import insertion_deletion as degradation_module
 from saliency_lib.metrics.insertion_deletion import random_saliency
 from saliency_lib.states import collect_states
 from saliency_lib.sweep import SANITY_SIMILARITIES
 from saliency_lib.versions import cpu_model
-from saliency_study.catalog import ABLATION_METHODS, STUDY_METHODS
+from saliency_study.catalog import ABLATION_METHODS
 
-LOCAL = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa")
-PERTURBATION = (*LOCAL, "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")
-# the study's methods on a DQN agent (the masks need a Mask-A3C network); its §6.2 ablation runs in degradation only
-STUDY_DQN = tuple(m for m in STUDY_METHODS if not m.startswith("mask_"))
-STUDY_DQN_DEGRADATION = (*STUDY_DQN, *ABLATION_METHODS)
+LOCAL, GLOBAL = sp.LOCAL, ("rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")
+PERTURBATION = sp.PERTURBATION
+STUDY_DQN = sp.STUDY_DQN
 SIMILARITIES = SANITY_SIMILARITIES  # the sweep's measures, so the projection is the study's
-SUBSTRATES = ("black", "random", "blur")
-CHUNKS = (128, 256, 512)
-TARGETS = {"occlusion": 2.5, "sarfa": 2.5, "ns_original": 1.8, "ns_chosen": 1.8, "ns_black": 1.8}
-DQN_STATES, DQN_AGENTS, A3C_STATES = 997, 4, 400
+SUBSTRATES = sp.SUBSTRATES
+GAMES = ("Breakout", "SpaceInvaders", "MsPacman", "Frostbite")
+CHUNKS = (256, 512)
+#: The issue's targets (speed-up against the naive floor over the four games' states; Occlusion also per game).
+TARGETS = {"occlusion": 10.0, "sarfa": 8.0, "ns_black": 8.0, "ns_original": 3.5, "ns_chosen": 3.5}
+GAME_TARGETS = {"occlusion": {"Breakout": 15.0, "SpaceInvaders": 15.0}}
+clock = sp.clock
 
 
 def explainer(name, agent, naive=False, **kw):
-    if naive and name in LOCAL:
+    if naive and name in (*LOCAL, *ABLATION_METHODS):
         kw["naive"] = True
     return get_explainer(name, agent, **kw)
 
@@ -113,13 +111,6 @@ def float_tolerance(raw: torch.Tensor) -> float:
     return max(1e-5, 16 * float(np.finfo(np.float32).eps) * max(1.0, float(raw.abs().max())) / span) if span > 0 else 0.0
 
 
-def clock(fn, *args, **kwargs) -> float:
-    """CPU time of ``fn(*args, **kwargs)`` in seconds (this process, one thread: core seconds)."""
-    t = time.process_time()
-    fn(*args, **kwargs)
-    return time.process_time() - t
-
-
 def floor_seconds(net, passes: int, chunk: int, inputs: torch.Tensor) -> float:
     """CPU time of ``passes`` forward passes of the bare network, ``chunk`` rows per call."""
     def run():
@@ -129,49 +120,134 @@ def floor_seconds(net, passes: int, chunk: int, inputs: torch.Tensor) -> float:
     return clock(run)
 
 
-def methods(agent, x, repeats: int, map_states: torch.Tensor) -> dict:
-    out = {}
-    inputs = torch.rand(max(CHUNKS), *x.shape[1:], generator=torch.Generator().manual_seed(0))
-    n = x.shape[0]
-    for name in PERTURBATION:
-        fast, slow = explainer(name, agent), explainer(name, agent, naive=True)
-        fm, sm = fast.attribute(map_states), slow.attribute(map_states)
-        a, b = norm(fm.maps), norm(sm.maps)
-        # the method's scores: the coarse grid of a grid method (its map upsamples them), else the map
-        fs, ss = (fm.coarse, sm.coarse) if sm.coarse is not None else (fm.maps, sm.maps)
-        ca, cb = norm(fs), norm(ss)
-        passes = fm.forward_passes
-        times = {"ms": [], "naive_ms": [], **{f"floor_{c}": [] for c in CHUNKS}}
-        fast.attribute(x[:1])
-        for _ in range(repeats):
-            times["ms"].append(clock(fast.attribute, x) / n)
-            if name in LOCAL:
-                times["naive_ms"].append(clock(slow.attribute, x) / n)
-            for c in CHUNKS:
-                times[f"floor_{c}"].append(floor_seconds(agent.net, passes, c, inputs))
-        med = {k: 1e3 * statistics.median(v) for k, v in times.items() if v}
-        floor = min(med[f"floor_{c}"] for c in CHUNKS)
-        # the speedup is the median of the rounds' own ratios: fast path and floor ran back to back in a
-        # round, so a slow spell of the shared machine moves both (the ratio of the medians mixes rounds)
-        per_round = [min(times[f"floor_{c}"][i] for c in CHUNKS) / times["ms"][i] for i in range(repeats)]
-        row = {
-            "ms": med["ms"], "naive_ms": med.get("naive_ms", med["ms"]), "naive_floor_ms": floor,
-            "floor_chunk": min(CHUNKS, key=lambda c: med[f"floor_{c}"]), "forward_passes": passes,
-            "speedup_vs_naive_floor": statistics.median(per_round),
-            "speedup_rounds": [round(r, 3) for r in per_round],
-            "speedup_of_medians": floor / med["ms"],
-            "speedup_vs_naive_path": med.get("naive_ms", med["ms"]) / med["ms"],
-            "max_abs_map_diff": float(np.abs(a - b).max()),
+def map_agreement(fm, sm) -> dict:
+    """Largest difference of the min-max normalised fast and naive maps, and their Spearman (see NOTES)."""
+    a, b = norm(fm.maps), norm(sm.maps)
+    fs, ss = (fm.coarse, sm.coarse) if sm.coarse is not None else (fm.maps, sm.maps)
+    ca, cb = norm(fs), norm(ss)
+    return {"max_abs_map_diff": float(np.abs(a - b).max()),
             "min_spearman": float(np.nanmin([spearman(u, v, float_tolerance(r)) for u, v, r in zip(ca, cb, ss)])),
             "min_spearman_map": float(np.nanmin([spearman(u, v, float_tolerance(r)) for u, v, r in zip(a, b, sm.maps)])),
-            "min_spearman_plain": float(np.nanmin([spearman(u, v) for u, v in zip(a, b)])),
-            "incremental": name in LOCAL, "map_states": int(map_states.shape[0]),
+            "min_spearman_plain": float(np.nanmin([spearman(u, v) for u, v in zip(a, b)]))}
+
+
+def method_index(exp) -> torch.Tensor:
+    """The pixel index ``(P, K)`` of a local explainer's perturbations."""
+    return exp._index(torch.device("cpu")) if hasattr(exp, "_index") else exp._masks(torch.device("cpu"))[0]
+
+
+def changeable(exp, x: torch.Tensor) -> torch.Tensor:
+    """``(N, H, W)``: the pixels a perturbation of ``exp`` can change (those it writes a new value to)."""
+    if getattr(exp, "perturbation", "black") == "blur":
+        return (exp.blurred(x) != x).any(1)
+    return (x != getattr(exp, "colour", 0.0)).any(1)
+
+
+def engine_stats(exp, x: torch.Tensor) -> dict:
+    """The engine's counters of one call on ``x`` (see NOTES), per evaluated row."""
+    exp.attribute(x[:1])
+    (engine,) = exp._engines.values()
+    engine.collect_stats = True
+    engine.reset_stats()
+    exp.attribute(x)
+    engine.collect_stats = False
+    st = dict(engine.stats)
+    rows = max(1, st["rows"] - st["noop_rows"])
+    out = {"noop_share": st["noop_rows"] / st["rows"], "rows": st["rows"]}
+    for i in (1, 2, 3):
+        out[f"window_positions_conv{i}"] = st[f"window_positions_conv{i}"] / rows
+        out[f"changed_positions_conv{i}"] = st[f"changed_positions_conv{i}"] / rows
+    out["fc_positions_used_share"] = st["fc_positions_used"] / max(1, st["fc_positions"])
+    return out
+
+
+def local_methods(data: dict, repeats: int, map_states: int) -> dict:
+    """The local methods on every game's states: fast path, naive floor, FLOP limit, no-op share, agreement."""
+    from saliency_lib.explainers import _window_plan
+
+    inputs = torch.rand(max(CHUNKS), 4, 84, 84, generator=torch.Generator().manual_seed(0))
+    out = {}
+    for name in LOCAL:
+        exps = {g: explainer(name, d["agent"]) for g, d in data.items()}
+        per_game, limit, per_macs = {}, None, None
+        for g, d in data.items():
+            x, exp = d["x"], exps[g]
+            if limit is None:
+                index = method_index(exp)
+                limit = flop_limit(d["agent"].net, index, tuple(x.shape[2:]))
+                per_macs = perturbation_macs(layer_geometry(d["agent"].net), index, tuple(x.shape[2:]))
+            slow = explainer(name, d["agent"], naive=True)
+            t = time.process_time()
+            sm = slow.attribute(x[:map_states])
+            naive_ms = 1e3 * (time.process_time() - t) / map_states
+            fm = exp.attribute(x[:map_states])
+            alive = changeable(exp, x).flatten(1)[:, method_index(exp)].any(2).double()  # (N, P): rows that change a pixel
+            full, p = limit["full_pass_macs"], limit["perturbations"]
+            with_noops = (1 + p) * full / (full + float((alive * per_macs[None]).sum(1).mean()))
+            per_game[g] = {**map_agreement(fm, sm), "naive_ms": naive_ms, "forward_passes": fm.forward_passes,
+                           "flop_limit_speedup_with_noops": with_noops, "engine": engine_stats(exp, x)}
+            per_game[g]["noop_share"] = per_game[g]["engine"]["noop_share"]
+        passes = per_game[next(iter(per_game))]["forward_passes"]
+        rounds = []
+        for _ in range(repeats):
+            r = {}
+            for g, d in data.items():
+                _window_plan._PLANS.clear()  # as in the sweep, every call plans its own states
+                fast = clock(exps[g].attribute, d["x"]) / d["x"].shape[0]
+                r[g] = (fast, min(floor_seconds(d["agent"].net, passes, c, inputs) for c in CHUNKS))
+            rounds.append(r)
+        for g, row in per_game.items():
+            row["ms"] = 1e3 * statistics.median(r[g][0] for r in rounds)
+            row["naive_floor_ms"] = 1e3 * statistics.median(r[g][1] for r in rounds)
+            row["speedup_vs_naive_floor"] = statistics.median(r[g][1] / r[g][0] for r in rounds)
+            row["speedup_rounds"] = [round(r[g][1] / r[g][0], 3) for r in rounds]
+            row["fraction_of_limit"] = row["speedup_vs_naive_floor"] / limit["flop_limit_speedup"]
+            if name in GAME_TARGETS and g in GAME_TARGETS[name]:
+                row["target_speedup_vs_naive_floor"] = GAME_TARGETS[name][g]
+        pooled = [sum(r[g][1] for g in r) / sum(r[g][0] for g in r) for r in rounds]
+        speedup = statistics.median(pooled)
+        row = {
+            "ms": statistics.mean(v["ms"] for v in per_game.values()),
+            "naive_ms": statistics.mean(v["naive_ms"] for v in per_game.values()),
+            "naive_floor_ms": statistics.mean(v["naive_floor_ms"] for v in per_game.values()),
+            "floor_chunks": list(CHUNKS), "forward_passes": passes,
+            "speedup_vs_naive_floor": speedup, "speedup_rounds": [round(v, 3) for v in pooled],
+            "speedup_mean_of_games": statistics.mean(v["speedup_vs_naive_floor"] for v in per_game.values()),
+            "speedup_vs_naive_path": statistics.mean(v["naive_ms"] for v in per_game.values()) / statistics.mean(v["ms"] for v in per_game.values()),
+            "flop_limit_speedup": limit["flop_limit_speedup"], "fraction_of_limit": speedup / limit["flop_limit_speedup"],
+            "flop_limit": limit, "noop_share": {g: v["noop_share"] for g, v in per_game.items()},
+            "max_abs_map_diff": max(v["max_abs_map_diff"] for v in per_game.values()),
+            "min_spearman": min(v["min_spearman"] for v in per_game.values()),
+            "min_spearman_map": min(v["min_spearman_map"] for v in per_game.values()),
+            "min_spearman_plain": min(v["min_spearman_plain"] for v in per_game.values()),
+            "incremental": True, "map_states": map_states, "games": list(per_game), "per_game": per_game,
         }
         if name in TARGETS:
             row["target_speedup_vs_naive_floor"] = TARGETS[name]
         out[name] = row
-        print(f"{name:18s} {row['ms']:8.1f} ms  naive {row['naive_ms']:8.1f}  floor {floor:8.1f}  x{row['speedup_vs_naive_floor']:.2f} vs floor"
-              f"  max diff {row['max_abs_map_diff']:.1e}  rho {row['min_spearman']:.6f} (map {row['min_spearman_map']:.6f})", flush=True)
+        games = "  ".join(f"{g[:5]} x{v['speedup_vs_naive_floor']:.1f} ({100 * v['noop_share']:.0f}% no-op)" for g, v in per_game.items())
+        print(f"{name:12s} {row['ms']:7.1f} ms  floor {row['naive_floor_ms']:7.1f}  x{speedup:.2f} of limit x{limit['flop_limit_speedup']:.2f} "
+              f"({100 * row['fraction_of_limit']:.0f}%)  max diff {row['max_abs_map_diff']:.1e}  rho {row['min_spearman']:.6f} | {games}", flush=True)
+    return out
+
+
+def global_methods(agent, x, repeats: int) -> dict:
+    """RISE and LIME (no incremental path: the default path is the full-pass path) against their floor, on one game."""
+    inputs = torch.rand(max(CHUNKS), *x.shape[1:], generator=torch.Generator().manual_seed(0))
+    out = {}
+    for name in GLOBAL:
+        exp = explainer(name, agent)
+        passes = exp.attribute(x[:1]).forward_passes
+        rounds = []
+        for _ in range(repeats):
+            fast = clock(exp.attribute, x) / x.shape[0]
+            rounds.append((fast, min(floor_seconds(agent.net, passes, c, inputs) for c in CHUNKS)))
+        ms, floor = (1e3 * statistics.median(r[i] for r in rounds) for i in (0, 1))
+        out[name] = {"ms": ms, "naive_ms": ms, "naive_floor_ms": floor, "floor_chunks": list(CHUNKS), "forward_passes": passes,
+                     "speedup_vs_naive_floor": statistics.median(r[1] / r[0] for r in rounds),
+                     "speedup_rounds": [round(r[1] / r[0], 3) for r in rounds], "speedup_vs_naive_path": 1.0,
+                     "max_abs_map_diff": 0.0, "incremental": False, "games": [agent.game]}
+        print(f"{name:18s} {ms:8.1f} ms  floor {floor:8.1f}  x{out[name]['speedup_vs_naive_floor']:.2f} vs floor", flush=True)
     return out
 
 
@@ -222,34 +298,56 @@ def comparisons(agent, x, tgt, repeats: int) -> dict:
     return out
 
 
-def cascade(agent, x, tgt, repeats: int, names=STUDY_DQN) -> dict:
-    """Explaining cost of the sanity check (original + 5 levels) per state, and the cost of its similarity table."""
-    per = {m: {"naive": [], "fast": []} for m in names}
+def cascade_game(agent, x, tgt, repeats: int, naive: bool, names=STUDY_DQN) -> dict:
+    """Explaining cost of the sanity check (original + 5 levels) per state on one game's states, and of its
+    similarity table; the naive path (model by model, full passes; pairwise similarities) if ``naive``."""
+    from saliency_lib.explainers import _window_plan
+
+    modes = ("naive", "fast") if naive else ("fast",)
+    per = {m: {mode: [] for mode in modes} for m in names}
     sim = {m: [] for m in names}
     sim_naive = {m: [] for m in names}
+    n = x.shape[0]
     for _ in range(repeats):
         for m in names:
-            for mode in ("naive", "fast"):
+            for mode in modes:
                 test = RandomisationTest(similarities=SIMILARITIES, reuse=mode == "fast")
                 exp = explainer(m, agent, naive=mode == "naive")
+                _window_plan._PLANS.clear()
                 t = time.process_time()
                 original, randomised = test.maps(agent, x, explainer=exp, target=tgt)
-                per[m][mode].append((time.process_time() - t) / x.shape[0])
-            sim[m].append(clock(test.compare, original, randomised, target=tgt.numpy()) / x.shape[0])
-            sim_naive[m].append(clock(pairwise_similarities, test, original, randomised) / x.shape[0])
+                per[m][mode].append((time.process_time() - t) / n)
+            sim[m].append(clock(test.compare, original, randomised, target=tgt.numpy()) / n)
+            if naive:
+                sim_naive[m].append(clock(pairwise_similarities, test, original, randomised) / n)
     med = {m: {k: 1e3 * statistics.median(v) for k, v in d.items()} for m, d in per.items()}
-    naive, fast = sum(d["naive"] for d in med.values()), sum(d["fast"] for d in med.values())
-    similarity = sum(1e3 * statistics.median(v) for v in sim.values())
-    similarity_naive = sum(1e3 * statistics.median(v) for v in sim_naive.values())
-    print(f"cascade: {naive:.0f} ms -> {fast:.0f} ms per state (x{naive / fast:.2f}); similarity table "
-          f"{similarity_naive:.0f} ms -> {similarity:.0f} ms", flush=True)
-    return {"naive_ms_per_state": naive, "ms_per_state": fast, "speedup": naive / fast, "methods": list(names),
-            "levels": 5, "per_method_ms_per_state": med, "similarity_ms_per_state": similarity,
-            "similarity_naive_ms_per_state": similarity_naive, "similarity_speedup": similarity_naive / similarity,
-            "similarities": list(SIMILARITIES),
-            "what": "explaining the original network and 5 cascading levels (RandomisationTest.maps); the similarity table "
-                    "(RandomisationTest.compare, one shared-work call per state) is similarity_ms_per_state, and the same "
-                    "values pair by pair with the pairwise functions (the code before) similarity_naive_ms_per_state"}
+    out = {"ms_per_state": sum(d["fast"] for d in med.values()), "per_method_ms_per_state": med,
+           "similarity_per_method_ms_per_state": {m: 1e3 * statistics.median(v) for m, v in sim.items()},
+           "similarity_ms_per_state": sum(1e3 * statistics.median(v) for v in sim.values()), "states": n}
+    if naive:
+        out["naive_ms_per_state"] = sum(d["naive"] for d in med.values())
+        out["similarity_naive_ms_per_state"] = sum(1e3 * statistics.median(v) for v in sim_naive.values())
+    print(f"cascade {agent.game}: {out['ms_per_state']:.0f} ms per state" +
+          (f" (naive {out['naive_ms_per_state']:.0f})" if naive else "") + f"; similarity table {out['similarity_ms_per_state']:.0f} ms", flush=True)
+    return out
+
+
+def cascade(data: dict, repeats: int, naive_game: str) -> dict:
+    per_game = {g: cascade_game(d["agent"], d["xc"], d["tc"], repeats, g == naive_game) for g, d in data.items()}
+    ref = per_game[naive_game]
+    fast = statistics.mean(v["ms_per_state"] for v in per_game.values())
+    per_method = {m: {"naive": ref["per_method_ms_per_state"][m]["naive"],
+                      "fast": statistics.mean(v["per_method_ms_per_state"][m]["fast"] for v in per_game.values())} for m in STUDY_DQN}
+    sim = statistics.mean(v["similarity_ms_per_state"] for v in per_game.values())
+    return {"naive_ms_per_state": ref["naive_ms_per_state"], "ms_per_state": fast, "speedup": ref["naive_ms_per_state"] / fast,
+            "methods": list(STUDY_DQN), "levels": 5, "per_method_ms_per_state": per_method, "similarity_ms_per_state": sim,
+            "similarity_naive_ms_per_state": ref["similarity_naive_ms_per_state"],
+            "similarity_speedup": ref["similarity_naive_ms_per_state"] / sim, "similarities": list(SIMILARITIES),
+            "naive_game": naive_game, "per_game": per_game,
+            "what": "explaining the original network and 5 cascading levels (RandomisationTest.maps) per state: fast, the mean "
+                    "over the games' states; naive (model by model, full passes) on naive_game. The similarity table "
+                    "(RandomisationTest.compare) is similarity_ms_per_state, and pair by pair with the pairwise functions "
+                    "similarity_naive_ms_per_state"}
 
 
 def pairwise_similarities(test, original, randomised) -> list:
@@ -270,145 +368,72 @@ def pairwise_similarities(test, original, randomised) -> list:
     return out
 
 
-def degradation(agent, x, tgt, repeats: int, names=STUDY_DQN) -> dict:
+def degradation_game(agent, x, tgt, repeats: int, naive: bool, names=STUDY_DQN) -> dict:
+    """Per state and method, the degradation unit as the sweep runs it: the 6 curves on the sanity unit's maps
+    (study methods), maps and curves (the §6.2 ablation), curves of the random map; naive if ``naive``:
+    every map explained again with full passes, every curve step a full pass (no shared endpoints)."""
+    from saliency_lib.explainers import _window_plan
+
     ids = list(range(x.shape[0]))
+    n = len(ids)
+    given = {m: explainer(m, agent).attribute(x, target=tgt).maps for m in names}  # the sanity units' maps
 
-    def run(mode: str):
-        fast = mode == "fast"
-        if fast:
-            degradation_module._ENDPOINTS.clear()  # each round starts cold: endpoints are shared within it only
-        timing = {}
-        for m in [*names, "random"]:
-            t = time.perf_counter()
-            maps = (random_saliency(len(ids), tuple(x.shape[2:]), seed=0, state_ids=ids) if m == "random"
-                    else explainer(m, agent, naive=not fast).attribute(x, target=tgt).maps)
-            for metric in (Insertion, Deletion):
-                for sub in SUBSTRATES:
-                    metric(substrate=sub, reuse_endpoints=fast).evaluate(agent, x, saliency=maps, target=tgt, state_ids=ids, method=m)
-            timing[m] = (time.perf_counter() - t) / x.shape[0]
-        return timing
+    def curves(maps, m, reuse):
+        for metric in (Insertion, Deletion):
+            for sub in SUBSTRATES:
+                metric(substrate=sub, reuse_endpoints=reuse).evaluate(agent, x, saliency=maps, target=tgt, state_ids=ids, method=m)
 
-    rounds = {"naive": [], "fast": []}
+    methods = [*names, *ABLATION_METHODS, "random"]
+    rounds = {"fast": [], "maps": [], "naive": []}
     for _ in range(repeats):
-        for mode in ("naive", "fast"):
-            rounds[mode].append(run(mode))
-    med = {mode: {m: 1e3 * statistics.median(r[m] for r in rs) for m in rs[0]} for mode, rs in rounds.items()}
-    naive, fast = sum(med["naive"].values()), sum(med["fast"].values())
-    print(f"degradation: {naive:.0f} ms -> {fast:.0f} ms per state (x{naive / fast:.2f})", flush=True)
-    return {"naive_ms_per_state": naive, "ms_per_state": fast, "speedup": naive / fast, "methods": [*names, "random"],
-            "substrates": list(SUBSTRATES), "experiments": ["insertion", "deletion"],
-            "per_method_ms_per_state": {m: {"naive": med["naive"][m], "fast": med["fast"][m]} for m in med["naive"]}}
+        degradation_module._ENDPOINTS.clear()  # each round starts cold: endpoints are shared within it only
+        fast, maps_t, slow = {}, {}, {}
+        for m in methods:
+            _window_plan._PLANS.clear()
+            t = time.process_time()
+            if m == "random":
+                maps = random_saliency(n, tuple(x.shape[2:]), seed=0, state_ids=ids)
+            elif m in ABLATION_METHODS:
+                maps = explainer(m, agent).attribute(x, target=tgt).maps
+            else:
+                maps = given[m]
+            maps_t[m] = (time.process_time() - t) / n
+            curves(maps, m, True)
+            fast[m] = (time.process_time() - t) / n
+            if naive:
+                t = time.process_time()
+                maps = (random_saliency(n, tuple(x.shape[2:]), seed=0, state_ids=ids) if m == "random"
+                        else explainer(m, agent, naive=True).attribute(x, target=tgt).maps)
+                curves(maps, m, False)
+                slow[m] = (time.process_time() - t) / n
+        rounds["fast"].append(fast)
+        rounds["maps"].append(maps_t)
+        rounds["naive"].append(slow)
+    med = {k: {m: 1e3 * statistics.median(r[m] for r in rs) for m in methods} for k, rs in rounds.items() if rs[0]}
+    out = {"ms_per_state": sum(med["fast"].values()), "states": n,
+           "per_method_ms_per_state": {m: {"fast": med["fast"][m], "maps": med["maps"][m],
+                                           **({"naive": med["naive"][m]} if naive else {})} for m in methods}}
+    if naive:
+        out["naive_ms_per_state"] = sum(med["naive"].values())
+    print(f"degradation {agent.game}: {out['ms_per_state']:.0f} ms per state" +
+          (f" (naive {out['naive_ms_per_state']:.0f})" if naive else ""), flush=True)
+    return out
 
 
-def mask_a3c_model(repeats: int) -> dict:
-    """Per-pass costs of a Mask-A3C network (official 'double' layout, random weights) for the projection.
-
-    "Before" is the code before the performance work: full passes in batches of 256, on the network in
-    the standard memory layout (``MaskA3CNet`` now builds channels-last weights, about 1.9x faster
-    per pass). Full passes: one row in batches of 256 (before) and of the network's inference batch
-    (after). The cascade of a global method (RISE, 100 masks; LIME's samples behave alike): original
-    + 5 levels, model by model in batches of 256 (before) vs with the staged reuse of the trunk
-    (after). The local methods at the paper's parameters on one state: per pass with incremental
-    inference, alone (their maps in degradation) and over the cascade's 6 networks at once, against
-    naive passes on the same network; and the largest difference between the incremental and the
-    naive map (min-max normalised).
-    """
-    torch.manual_seed(0)
-    agent = ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
-    with torch.no_grad():
-        agent.net.actor_linear.weight.mul_(300.0)  # its official init (norm 0.01) leaves the maps flat at float rounding
-    old = agent.clone()  # the network as it ran before: standard layout
-    old.net.to(memory_format=torch.contiguous_format)
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(1, 1, 80, 80, generator=g)
-    hidden = tuple(0.1 * torch.randn(1, 64, 10, 10, generator=g) for _ in range(2))
-    rows = torch.randn(256, 1, 80, 80, generator=g)
-    hrows = tuple(h.expand(256, -1, -1, -1).contiguous() for h in hidden)
-    small = agent.inference_batch
-    row_ms, row_ms_small = [], []
-    out = {"naive": [], "fast": []}
-    passes = 0
-
-    staged = staged_forward([agent])  # the library's single-network path: the recurrent half of the gates once per state
-
-    def in_small_batches():
-        for s0 in range(0, 256, small):
-            staged(rows[s0:s0 + small], tuple(h[s0:s0 + small] for h in hrows))
-
-    for _ in range(repeats):
-        with torch.no_grad():
-            row_ms.append(1e3 * clock(old, rows, hrows) / 256)
-            row_ms_small.append(1e3 * clock(in_small_batches) / 256)
-        for mode in ("naive", "fast"):
-            who = old if mode == "naive" else agent
-            test = RandomisationTest(similarities=("spearman",), reuse=mode == "fast", reference_rows=False)
-            # before: full passes in batches of 256 (the old default); after: the network's own inference batch
-            exp = get_explainer("rise", who, n_masks=100, **({"batch_size": 256} if mode == "naive" else {}))
-            exp.naive = mode == "naive"
-            passes = 6 * exp.attribute(x, hidden=hidden).forward_passes
-            out[mode].append(clock(test.maps, who, x, explainer=exp, hidden=hidden))
-    naive, fast = statistics.median(out["naive"]), statistics.median(out["fast"])
-    local = {}
-    for name in LOCAL:
-        exp, slow = get_explainer(name, agent), get_explainer(name, agent, naive=True)
-        n = exp.attribute(x, hidden=hidden).forward_passes
-        test = RandomisationTest(similarities=("spearman",), reuse=True, reference_rows=False)
-        alone = statistics.median(clock(exp.attribute, x, hidden=hidden) for _ in range(repeats))
-        joint = statistics.median(clock(test.maps, agent, x, explainer=exp, hidden=hidden) for _ in range(repeats))
-        naive_alone = clock(slow.attribute, x, hidden=hidden)  # the same network: what incremental inference saves
-        a, b = (m.maps.flatten(1).double() for m in (exp.attribute(x, hidden=hidden), slow.attribute(x, hidden=hidden)))
-        a, b = ((m - m.min()) / (m.max() - m.min()) for m in (a, b))
-        local[name] = {"forward_passes": n, "ms_per_pass": 1e3 * alone / n, "naive_ms_per_pass": 1e3 * naive_alone / n,
-                       "cascade_ms_per_pass": 1e3 * joint / (6 * n), "max_abs_map_diff": float((a - b).abs().max())}
-        print(f"mask-a3c {name}: {local[name]['naive_ms_per_pass']:.2f} -> {local[name]['ms_per_pass']:.2f} ms per pass alone, "
-              f"{local[name]['cascade_ms_per_pass']:.2f} per pass and network in the cascade", flush=True)
-    return {"row_ms": statistics.median(row_ms), "row_ms_inference_batch": statistics.median(row_ms_small),
-            "inference_batch": small, "row_batch": 256, "cascade_naive_ms_per_pass": 1e3 * naive / passes,
-            "cascade_fast_ms_per_pass": 1e3 * fast / passes, "cascade_speedup": naive / fast, "local": local}
-
-
-def study_passes(agent_preset_hw: tuple[int, int], names=STUDY_DQN) -> dict:
-    """Forward passes per state of the study's methods at the paper's parameters (for the Mask-A3C projection)."""
-    from saliency_lib.agents import MaskA3CConfig as Cfg
-
-    torch.manual_seed(0)
-    agent = ActorCriticAgent(MaskA3CNet(Cfg(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)
-    x = torch.randn(1, 1, *agent_preset_hw)
-    hidden = agent.initial_hidden(1)
-    maps = {}
-    for m in [*names, "mask_policy", "mask_value"]:
-        exp = get_explainer(m, agent)
-        maps[m] = exp.attribute(x, hidden=hidden).forward_passes if m in PERTURBATION else 1
-    return maps
-
-
-def projection(cascade_res: dict, degradation_res: dict, a3c: dict) -> dict:
-    sim = cascade_res["similarity_ms_per_state"]
-    sim_before = cascade_res.get("similarity_naive_ms_per_state", sim)
-    dqn_before = DQN_AGENTS * DQN_STATES * (cascade_res["naive_ms_per_state"] + sim_before + degradation_res["naive_ms_per_state"]) / 3.6e6
-    dqn_after = DQN_AGENTS * DQN_STATES * (cascade_res["ms_per_state"] + sim + degradation_res["ms_per_state"]) / 3.6e6
-    passes = study_passes((80, 80))
-    maps_passes = sum(passes.values())
-    curve_passes = (len(passes) + 1) * 2 * len(SUBSTRATES) * 86  # + the random map; 85 steps and a clean pass per curve
-    cascade_passes = 6 * sum(v for k, v in passes.items() if not k.startswith("mask_"))
-    row, row_after = a3c["row_ms"], a3c.get("row_ms_inference_batch", a3c["row_ms"])
-    before = A3C_STATES * (cascade_passes * a3c["cascade_naive_ms_per_pass"] + (maps_passes + curve_passes) * row + sim_before) / 3.6e6
-    endpoint_saving = (86 - 83) / 86  # inner steps only; endpoints shared (a small term, as measured on the DQN)
-    local = a3c.get("local", {})
-    # after: local methods at their incremental per-pass costs (alone for the maps of degradation,
-    # per network in the cascade), every other pass at the staged / inference-batch cost
-    casc = {k: v["cascade_ms_per_pass"] for k, v in local.items()}
-    alone = {k: v["ms_per_pass"] for k, v in local.items()}
-    casc_ms = sum(6 * v * casc.get(k, a3c["cascade_fast_ms_per_pass"]) for k, v in passes.items() if not k.startswith("mask_"))
-    maps_ms = sum(v * alone.get(k, row_after) for k, v in passes.items())
-    after = A3C_STATES * (casc_ms + maps_ms + curve_passes * (1 - endpoint_saving) * row_after + sim) / 3.6e6
-    return {
-        "core_hours_before": dqn_before + before, "core_hours_after": dqn_after + after,
-        "ratio": (dqn_before + before) / (dqn_after + after),
-        "dqn": {"agents": DQN_AGENTS, "states": DQN_STATES, "core_hours_before": dqn_before, "core_hours_after": dqn_after},
-        "mask_a3c": {"states": A3C_STATES, "core_hours_before": before, "core_hours_after": after, "passes_per_state": passes,
-                     "cascade_passes_per_state": cascade_passes, "degradation_passes_per_state": maps_passes + curve_passes, **a3c},
-    }
+def degradation(data: dict, repeats: int, naive_game: str) -> dict:
+    per_game = {g: degradation_game(d["agent"], d["xc"], d["tc"], repeats, g == naive_game) for g, d in data.items()}
+    ref = per_game[naive_game]
+    methods = list(ref["per_method_ms_per_state"])
+    fast = statistics.mean(v["ms_per_state"] for v in per_game.values())
+    return {"naive_ms_per_state": ref["naive_ms_per_state"], "ms_per_state": fast, "speedup": ref["naive_ms_per_state"] / fast,
+            "methods": methods, "substrates": list(SUBSTRATES), "experiments": ["insertion", "deletion"],
+            "per_method_ms_per_state": {m: {"naive": ref["per_method_ms_per_state"][m]["naive"],
+                                            "fast": statistics.mean(v["per_method_ms_per_state"][m]["fast"] for v in per_game.values())}
+                                        for m in methods},
+            "naive_game": naive_game, "per_game": per_game,
+            "what": "per state, the degradation units as the sweep runs them: fast = the 6 curves on the sanity units' maps "
+                    "for the study's methods, maps + curves for the ablation, curves for the random map (mean over the games' "
+                    "states); naive on naive_game: every map explained again with full passes and full-pass curves"}
 
 
 def machine() -> dict:
@@ -424,51 +449,32 @@ def machine() -> dict:
             "numpy": np.__version__, "torch_threads": torch.get_num_threads()}
 
 
-#: What a reader of study_cost.json needs to know about its numbers (written into the file).
-NOTES = [
-    "RISE and LIME have no incremental path: their ms is the full-pass path (naive_ms = ms); below the floor only through "
-    "the cascade's activation reuse.",
-    "The DQN part of the projection is 4 agents x 997 states x (cascade + degradation) per-state cost measured here on the "
-    "Breakout agent (the four DQN agents share the architecture).",
-    "Mask-A3C part: 400 states (3 x 100 official, 2 x 50 ours, as sized in the issue); cost = forward passes per state of the "
-    "study's methods at the paper's parameters (80x80 input) x measured per-pass costs (mask_a3c_model). Before: every pass "
-    "a full pass in batches of 256 on the network in the standard memory layout (row_ms; both the old defaults), the cascade "
-    "model by model (cascade_naive_ms_per_pass). After: the network's channels-last weights (MaskA3CNet builds them), "
-    "the local methods (Occlusion, SARFA, the three NS) with incremental inference at their measured per-pass cost "
-    "(mask_a3c.local: alone for the maps of degradation, per network for the cascade's 6 networks at once); RISE and "
-    "LIME with the staged reuse of the trunk in the cascade (cascade_fast_ms_per_pass, timed on RISE); every other pass in batches of the network's "
-    "inference_batch through the single-network staged path, whose ConvLSTM computes the recurrent half of its gates "
-    "once per state (row_ms_inference_batch; Mask-A3C's 80x80 activations spill out of the CPU caches in large batches).",
-    "The similarity table costs similarity_naive_ms_per_state before (each pair with the pairwise functions) and "
-    "similarity_ms_per_state after (similarities_to: one HOG per map with the vectorised hog_descriptor, equal to "
-    "scikit-image's bit for bit; Spearman's sign inversion by identity); both "
-    "enter the projection per state, for the DQN and the Mask-A3C part.",
-    "The machine has 2 cores shared with other jobs (load average in machine): times are CPU times of this process, "
-    "which contention still inflates (shared caches, memory bandwidth); the interleaved ratios are steadier.",
-    "min_spearman is the Spearman between the fast and the naive scores of the method (the coarse grid of a grid "
-    "method, whose map upsamples it bilinearly; the map otherwise), both min-max normalised and quantised to a grid of "
-    "max(1e-5, 16 float32 ulps of the scores' scale) first (spearman() and float_tolerance() here): scores float32 "
-    "cannot tell apart (perturbations that change the output below float resolution, 1 - softmax saturating near 1) "
-    "come out of two evaluation orders as ties in one map and ~1e-7 noise in the other, which the plain Spearman ranks. "
-    "min_spearman_map is the same on the upsampled maps, where interpolation spreads that noise over whole plateaus and "
-    "values a rounding apart can fall into neighbouring grid cells; min_spearman_plain is the plain Spearman of the maps.",
-    "runs: the machine, load and commit of each part; parts can be rerun alone with --only and are merged into the file.",
-    "The similarity table of the sanity check is the same with and without reuse; it is in the "
-    "projection but not in cascade.speedup.",
-]
+def game_data(args) -> dict:
+    """Per game: the agent and its benchmark states (every ``--spacing``-th step of its greedy game)."""
+    n_total = max(args.states, args.map_states, args.cascade_states)
+    data = {}
+    for g in args.games:
+        agent_dir = f"{args.agents_dir}/dqn-{g}-s0"
+        agent = load_agent(agent_dir)
+        ss = collect_states(agent, n_total * args.spacing, seed=0)
+        x, a = ss.states[:: args.spacing][:n_total], ss.actions[:: args.spacing][:n_total]
+        data[g] = {"dir": agent_dir, "agent": agent, "x": x[: args.states], "actions": a[: args.states],
+                   "xc": x[: args.cascade_states], "tc": a[: args.cascade_states]}
+    return data
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", required=True)
-    p.add_argument("--agent", default="data/agents/dqn-Breakout-s0")
-    p.add_argument("--states", type=int, default=10, help="states per explainer call (the study's units pass 25)")
-    p.add_argument("--map-states", type=int, default=10, help="states on which fast and naive maps are compared (>= 10)")
+    p.add_argument("--agents-dir", default="data/agents")
+    p.add_argument("--games", nargs="*", default=list(GAMES))
+    p.add_argument("--states", type=int, default=25, help="states per explainer call in the methods part (as the study's units)")
+    p.add_argument("--map-states", type=int, default=4, help="states per game on which fast and naive maps are compared")
     p.add_argument("--spacing", type=int, default=7, help="keep every spacing-th step of the game")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--cascade-states", type=int, default=10,
-                   help="states per call of the cascade and degradation parts (the study's DQN units pass 25; per-call "
-                        "costs are amortised over this many)")
+    p.add_argument("--cascade-states", type=int, default=3, help="states per call of the cascade, degradation and unit parts")
+    p.add_argument("--comparison-states", type=int, default=3, help="states of the Captum / lime comparison")
+    p.add_argument("--naive-game", default="Breakout", help="the game whose states the naive cascade and degradation run on")
     p.add_argument("--only", nargs="*", help="parts to run (methods comparisons cascade degradation projection)")
     args = p.parse_args(argv)
     from threadpoolctl import threadpool_limits
@@ -476,44 +482,52 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     threadpool_limits(1)
     start = machine()
-    agent = load_agent(args.agent)
-    n_total = max(args.states, args.map_states, args.cascade_states)
-    ss = collect_states(agent, n_total * args.spacing, seed=0)
-    states = ss.states[:: args.spacing][:n_total]
-    actions = ss.actions[:: args.spacing][:n_total]
+    data = game_data(args)
+    ref = data[args.naive_game]
     parts = set(args.only or ("methods", "comparisons", "cascade", "degradation", "projection"))
     res: dict = {"machine": start, "setting": {
-        "agent": args.agent, "states": f"{n_total} Breakout states: every {args.spacing}th step of the fixed-start greedy game "
-                                       "(saliency_lib.states.collect_states, seed 0)",
-        "states_per_call": args.states, "map_states": args.map_states, "cascade_states": args.cascade_states, "repeats": args.repeats,
+        "agent": f"{args.agents_dir}/dqn-<Game>-s0 for {', '.join(args.games)}",
+        "states": f"per game, every {args.spacing}th step of the fixed-start greedy game (saliency_lib.states.collect_states, seed 0)",
+        "games": list(args.games), "states_per_call": args.states, "map_states": args.map_states,
+        "cascade_states": args.cascade_states, "comparison_states": args.comparison_states, "repeats": args.repeats,
+        "naive_game": args.naive_game,
         "threads": "torch.set_num_threads(1); BLAS pools limited to 1 (threadpoolctl)",
-        "statistic": "median over repeats after a warm-up; fast, naive and floor interleaved within each round; "
-                     "a method's speedup_vs_naive_floor is the median of the rounds' own floor/fast ratios",
-        "clock": "CPU time of this single-threaded process (time.process_time): core seconds, robust to the other jobs "
-                 "sharing the 2 cores; the projection is in core hours",
+        "statistic": "median over repeats after a warm-up; fast and floor interleaved within each round; a method's "
+                     "speedup_vs_naive_floor is the median of the rounds' own floor/fast ratios",
+        "clock": "CPU time of this single-threaded process (time.process_time): core seconds; the projection is in core hours",
         "parameters": "the paper's (library defaults) for every method"}}
     path = Path(args.json)
     if path.exists():
         old = json.loads(path.read_text())
         res = {**{k: v for k, v in old.items() if k not in parts and k not in ("machine", "setting", "notes")}, **res}
         res["runs"] = {**{k: v for k, v in old.get("runs", {}).items() if k not in parts}}
-    res["runs"] = {**res.get("runs", {}), **{part: start for part in parts}}
+    res["runs"] = {**res.get("runs", {}), **{part: machine() for part in parts}}
     if "methods" in parts:
-        res["methods"] = methods(agent, states[: args.states], args.repeats, states[: args.map_states])
+        res["methods"] = {**local_methods(data, args.repeats, args.map_states),
+                          **global_methods(ref["agent"], ref["x"], max(1, args.repeats - 1))}
+        res["runs"]["methods"]["load_average_at_end"] = list(os.getloadavg())
     if "comparisons" in parts:
-        res["comparisons"] = comparisons(agent, states[: args.states], actions[: args.states], args.repeats)
-    tgt = actions[: args.cascade_states]
+        k = args.comparison_states
+        res["comparisons"] = comparisons(ref["agent"], ref["x"][:k], ref["actions"][:k], 1)
+        res["runs"]["comparisons"]["load_average_at_end"] = list(os.getloadavg())
+    reps = max(1, args.repeats - 2)
     if "cascade" in parts:
-        res["cascade"] = cascade(agent, states[: args.cascade_states], tgt, max(1, args.repeats - 1))
+        res["cascade"] = cascade(data, reps, args.naive_game)
+        res["runs"]["cascade"]["load_average_at_end"] = list(os.getloadavg())
     if "degradation" in parts:
-        res["degradation"] = degradation(agent, states[: args.cascade_states], tgt, max(1, args.repeats - 1),
-                                         names=STUDY_DQN_DEGRADATION)
+        res["degradation"] = degradation(data, reps, args.naive_game)
+        res["runs"]["degradation"]["load_average_at_end"] = list(os.getloadavg())
     if "projection" in parts and "cascade" in res and "degradation" in res:
-        res["projection"] = projection(res["cascade"], res["degradation"], mask_a3c_model(max(1, args.repeats - 1)))
+        res["projection"] = sp.projection(res["cascade"], res["degradation"], sp.mask_a3c_model(reps))
         pr = res["projection"]
-        print(f"projection: {pr['core_hours_before']:.1f} -> {pr['core_hours_after']:.1f} core hours (x{pr['ratio']:.2f})", flush=True)
+        print(f"projection: {pr['core_hours_before']:.1f} -> {pr['core_hours_after']:.1f} core hours (x{pr['ratio']:.2f}); "
+              f"DQN, 12 agents: {pr['dqn_12_agents_core_hours']:.1f}", flush=True)
+        g = args.naive_game
+        pr["unit_check"] = sp.unit_check(ref["dir"], ref["agent"], ref["xc"], ref["tc"], res["cascade"]["per_game"][g],
+                                         res["degradation"]["per_game"][g])
+        res["runs"]["projection"]["load_average_at_end"] = list(os.getloadavg())
     res["machine"]["load_average_at_end"] = list(os.getloadavg())
-    res["notes"] = NOTES
+    res["notes"] = sp.NOTES
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(res, indent=2) + "\n")
     print(f"wrote {path}")

@@ -148,6 +148,7 @@ class PerturbationExplainer(Explainer):
         batch_size: int,
         *,
         delta: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+        changed: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Readouts ``(N, P, K)`` for perturbations that change only some pixels of a state.
 
@@ -160,6 +161,11 @@ class PerturbationExplainer(Explainer):
         ``state`` ``(B,)`` from their clean values ``(B, K, C)``, for the incremental
         path (default: derived from ``values``, slower); ``at`` are the values' rows in
         the channels-last states (see :meth:`~saliency_lib.inference._incremental.IncrementalDQN.readouts`).
+        ``changed``, optional, ``(N, H, W)`` bool: the pixels whose value a perturbation that
+        covers them can change (more is allowed, fewer not; e.g. the pixels that are not
+        already black for a black patch); the incremental path then finds the rows that
+        change nothing and the boxes of the changed pixels from it instead of evaluating
+        ``delta`` twice.
 
         With a supported network (see the class notes) the incremental engine
         evaluates only the changed windows. Otherwise states are processed one after
@@ -169,10 +175,10 @@ class PerturbationExplainer(Explainer):
         row is thus proportional to the perturbed area, not to the image size.
         """
         if self._shared is not None:
-            return self._shared.get(self, lambda: self._local_readouts_all(x, hidden, index, values, batch_size, delta))
-        return self._local_readouts_all(x, hidden, index, values, batch_size, delta)[0]
+            return self._shared.get(self, lambda: self._local_readouts_all(x, hidden, index, values, batch_size, delta, changed))
+        return self._local_readouts_all(x, hidden, index, values, batch_size, delta, changed)[0]
 
-    def _local_readouts_all(self, x, hidden, index, values, batch_size, delta) -> list[torch.Tensor]:
+    def _local_readouts_all(self, x, hidden, index, values, batch_size, delta, changed=None) -> list[torch.Tensor]:
         """:meth:`_local_perturbed_readouts` for every agent of :meth:`_agents`."""
         from ..inference import delta_from_values, engine_for, staged_forward
 
@@ -180,7 +186,7 @@ class PerturbationExplainer(Explainer):
         engine = engine_for(self, agents, hidden)
         if engine is not None:
             delta = delta_from_values(values, index.shape[0]) if delta is None else delta
-            return engine.readouts(x, index, delta, self._readout, batch_size, hidden=hidden)
+            return engine.readouts(x, index, delta, self._readout, batch_size, hidden=hidden, changed=changed)
         staged = staged_forward(agents)
         n, c = x.shape[:2]
         hw = x.shape[2] * x.shape[3]

@@ -101,7 +101,8 @@ class PointPerturbation(PerturbationExplainer):
         """Readouts ``(N, P, K)`` for every centre of the grid."""
         index, weight = self._masks(x.device)
         if self.perturbation == "black":
-            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size, delta=lambda state, pert, clean, at: -clean)
+            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size, delta=lambda state, pert, clean, at: -clean,
+                                                  changed=(x != 0).any(1))
         # I' = I + M·(G(I) − I) on each mask's support window
         n, c = x.shape[:2]
         diff = (self.blurred(x) - x).reshape(n, c, -1)
@@ -121,7 +122,8 @@ class PointPerturbation(PerturbationExplainer):
             # (I + M·d) − I as the full pass sees it: where M·d is below float resolution, no change
             return torch.addcmul(clean, d, self._frame_masks(x.device, x.dtype, c).index_select(0, pert), out=d).sub_(clean)
 
-        return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta)
+        # where the blurred copy equals the state (inside uniform regions, e.g. black ones) nothing changes
+        return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta, changed=(diff != 0).any(1).view(n, *x.shape[2:]))
 
 
 class NoiseSensitivity(PointPerturbation):

@@ -133,7 +133,8 @@ class Occlusion(PerturbationExplainer):
         h, w = self._hw
         gh, gw = self.grid_shape
         colour = self.colour
+        # a pixel that already has the colour in every frame does not change (a black patch on black pixels)
         vec = self._local_perturbed_readouts(x, hidden, self._index(x.device), lambda i, clean: colour, batch_size,
-                                             delta=lambda state, pert, clean, at: colour - clean)
+                                             delta=lambda state, pert, clean, at: colour - clean, changed=(x != colour).any(1))
         coarse = self._drop_score(self._readout(clean), vec, actions).view(-1, gh, gw)
         return ExplainResult(bilinear_resize(coarse, (h, w)), gh * gw, coarse=coarse)

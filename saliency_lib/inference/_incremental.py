@@ -21,14 +21,34 @@ activations are reproduced bit for bit and the rounding error scales with the
 *change*, not with the activations: the maps agree with full forward passes to
 float rounding (tests: ≤ 1e-4 after min-max normalisation, in practice ~1e-6).
 
-Perturbations are grouped so that a chunk is a dense batch: within a group every
-layer's window has one size, and the conv3 window is the same for the whole group
-(:mod:`~saliency_lib.inference._window_plan` plans the groups). Windows are gathered with
-index tables built once per geometry (cached by content) and evaluated with
-``conv2d`` on ``(B, C, h, w)`` crops in channels-last layout; rows of all states
-of a call share a group. The fc delta takes the weight columns of the group's
-conv3 window, one contiguous block of a channels-last copy of the weight per
-window row, so no weight is copied per group.
+Three exact savings follow from that:
+
+* **No-op perturbations.** Which (state, perturbation) rows change their input is
+  found first (:mod:`._changed`: from the explainer's table of the pixels a
+  perturbation can change, or by evaluating the changes); a row that changes no
+  pixel (a black patch over pixels that are black in all frames) has the clean
+  outputs and gets no pass at all. This holds for every network of a call, so the
+  cascade's levels skip the same rows.
+* **Changed boxes.** The windows of a row follow the box of the pixels it really
+  changes, not its perturbation's index (a black disk over partly black pixels
+  changes fewer pixels); pixels outside the row's first window are unchanged.
+* **ReLU-dead deltas.** ``relu(z + Δz) − relu(z)`` is exactly zero where the
+  activation is at or below zero before and after; a position of the conv3 window
+  whose change is zero for every row of a chunk is dropped from the fc product
+  (a whole row of a chunk whose change died out takes the clean outputs, as
+  before). On the shipped agents such positions are rare (the change of a
+  position is zero in all 32 or 64 channels only where the input change is), so
+  this saves little there; the engine counts them (:attr:`IncrementalDQN.stats`).
+
+Rows are grouped so that a chunk is a dense batch: within a group every layer's
+window has one size, and the conv3 window is the same for the whole group
+(:func:`~saliency_lib.inference._window_plan.plan_boxes` plans the groups from the
+changed boxes, up to one group per distinct conv3 window: tight windows wherever
+the rows pay for their chunk). Windows are gathered with index tables (cached by
+content) and evaluated with ``conv2d`` on ``(B, C, h, w)`` crops in channels-last
+layout; rows of all states of a call share a group. The fc delta takes the weight
+columns of the group's conv3 window, one contiguous block of a channels-last copy
+of the weight per window row, so no weight is copied per group.
 
 The engine also evaluates several networks that share their lower layers at
 once (the randomisation cascade): each network's delta is computed only from
@@ -60,7 +80,8 @@ from torch import nn
 from ..agents.base import Agent, QAgent
 from ..agents.dqn import AdvantageStream, DQNNet
 from ._cascade import stage_cuts
-from ._window_plan import Group, Layer, plan_windows
+from ._changed import changed_rows
+from ._window_plan import Group, Layer, plan_boxes, plan_windows
 
 __all__ = ["IncrementalDQN", "incremental_support", "notice_once", "engine_for", "delta_from_values", "gather_rows"]
 
@@ -222,7 +243,8 @@ class _Net:
     def fc_delta(self, z: torch.Tensor, dh: torch.Tensor, last: tuple[int, int, int, int], grid: tuple[int, int]) -> torch.Tensor:
         """``z += W[:, window] · Δh₃`` in place, one matrix product per window row (no weight copies).
 
-        ``dh`` ``(B, rows·cols, C₃)`` (a view) holds the conv3 window at ``last`` = (row, col, rows, cols).
+        ``dh`` ``(B, rows·cols, C₃)`` or ``(B, rows, cols, C₃)`` (a view, possibly a sub-window) holds the
+        conv3 window at ``last`` = (row, col, rows, cols).
         """
         r0, c0, h, w = last
         c3 = dh.shape[-1]
@@ -230,7 +252,7 @@ class _Net:
         if w == grid[1]:  # full-width window: its columns are one contiguous block, one product
             start = r0 * grid[1] * c3
             return z.addmm_(dh.reshape(dh.shape[0], h * w * c3), rows[start:start + h * w * c3])
-        by_row = dh.reshape(dh.shape[0], h, w * c3)
+        by_row = dh.reshape(dh.shape[0], h, w * c3)  # a view: a window row's columns are contiguous
         for y in range(h):
             start = ((r0 + y) * grid[1] + c0) * c3
             z.addmm_(by_row[:, y], rows[start:start + w * c3])
@@ -260,6 +282,9 @@ class IncrementalDQN:
     6.5 MB for 256 rows of Noise Sensitivity's 40 × 40 × 4 window).
     """
 
+    #: Elements of the input changes evaluated at once when the changed rows are found.
+    _SCAN_ELEMENTS = 1 << 22
+
     def __init__(self, agents: Sequence[Agent]):
         if not agents:
             raise ValueError("agents must name at least one agent")
@@ -270,6 +295,18 @@ class IncrementalDQN:
             raise ValueError("all agents must share one DQNNet architecture")
         self.cuts = self._cuts()
         self._buffers: dict = {}
+        #: Counters of the exact savings, filled while :attr:`collect_stats` is true (see :meth:`reset_stats`).
+        self.stats: dict[str, float] = {}
+        self.collect_stats = False
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        """Zero :attr:`stats`: ``rows`` (state, perturbation) pairs, ``noop_rows`` skipped as unchanged,
+        ``window_positions`` and ``changed_positions`` per conv layer (``conv1`` …) summed over the rows
+        evaluated (the first network's, with ``collect_stats``), and ``fc_positions`` / ``fc_positions_used``
+        of the conv3 windows before and after dropping the positions that are ReLU-dead in a whole chunk."""
+        self.stats = {"rows": 0, "noop_rows": 0, "fc_positions": 0, "fc_positions_used": 0,
+                      **{f"{k}_conv{i}": 0 for k in ("window_positions", "changed_positions") for i in (1, 2, 3)}}
 
     def _workspace(self, rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
         """A zero ``(rows, cols)`` buffer of ``like``'s dtype and device, kept between chunks.
@@ -294,6 +331,11 @@ class IncrementalDQN:
         net = self.nets[0]
         return plan_windows(index, tuple(image_hw), net.specs(out_hws), net.macs(), rows_per_group, batch_size)
 
+    def changed_rows(self, x_cl: torch.Tensor, index: torch.Tensor, delta, n: int, image_hw,
+                     changed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows that change their input and the boxes of the pixels they change (:func:`~._changed.changed_rows`)."""
+        return changed_rows(x_cl, index, delta, n, image_hw, changed, self._SCAN_ELEMENTS)
+
     @torch.no_grad()
     def readouts(
         self,
@@ -303,6 +345,7 @@ class IncrementalDQN:
         readout: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
         batch_size: int,
         hidden=None,
+        changed: torch.Tensor | None = None,
     ) -> list[torch.Tensor]:
         """Readouts ``(N, P, K)`` of every perturbation, one tensor per agent (``hidden`` must be None).
 
@@ -320,13 +363,19 @@ class IncrementalDQN:
             ``(B·K,)`` holds the positions of those values among the rows of the
             channels-last states ``x.permute(0, 2, 3, 1).reshape(-1, C)``, for a delta
             that reads other per-pixel tables of the states. Repeated indices must
-            get the same change.
+            get the same change, and the same row must get the same change in every
+            call (rows are evaluated twice: to find the changed ones, then in a chunk).
         readout : callable
             Maps an output dict of the agent (``q``, ``advantage``, ``features``)
-            for a batch of rows to ``(B, K)``.
+            for a batch of rows to ``(B, K)``; row by row (rows without a change
+            take the readout of the clean outputs).
         batch_size : int
             Most rows per chunk. Chunks hold rows of one group (same window
             sizes) from all states, so larger calls give fuller chunks.
+        changed : torch.Tensor, optional
+            ``(N, H, W)`` bool: the pixels whose value a perturbation can change
+            (a superset is fine). Without it the rows without a change and the
+            boxes of the changed pixels are found by evaluating ``delta``.
         """
         n, c, hh, ww = x.shape
         p, k = index.shape
@@ -348,22 +397,55 @@ class IncrementalDQN:
         sizes = [o[0] * o[1] for o in out_hws]
         grid3 = out_hws[-1]
         x_cl = x.permute(0, 2, 3, 1).contiguous().view(n * hh * ww, c)
-        groups = self.plan(index, (hh, ww), out_hws, n, batch_size)
-        outs: list[torch.Tensor | None] = [None] * len(self.nets)
-        for g in groups:
-            m = len(g.members)
-            for r0 in range(0, n * m, batch_size):
-                r = torch.arange(r0, min(r0 + batch_size, n * m), device=x.device)
-                state, j = torch.div(r, m, rounding_mode="floor"), r % m  # state, row of the group
-                pert = g.members[j]
+        # every row starts with the readout of its state's clean outputs: that is what a row without a
+        # change gets (the chunks give such rows exactly these outputs), and it gets no pass
+        outs = []
+        for q, zf in zip(q_clean, zfc):
+            vec = readout({"q": q, "advantage": q - q.mean(dim=1, keepdim=True), "features": F.relu(zf)}).float()
+            outs.append(vec.repeat_interleave(p, 0))
+        ids, boxes = self.changed_rows(x_cl, index, delta, n, (hh, ww), changed)
+        self.stats["rows"] += n * p
+        self.stats["noop_rows"] += n * p - len(ids)
+        if len(ids) == 0:
+            return [o.view(n, p, -1) for o in outs]
+        net0 = self.nets[0]
+        specs, macs = net0.specs(out_hws), net0.macs()
+        pert_of = ids % p
+        ys, xs = torch.div(index, ww, rounding_mode="floor"), index % ww
+        whole = torch.stack([ys.amin(1), ys.amax(1), xs.amin(1), xs.amax(1)], 1)  # (P, 4): each perturbation's own box
+        iv, iv_whole = _conv1_window(boxes, specs[0]), _conv1_window(whole, specs[0]).index_select(0, pert_of)
+        # rows whose changed conv1 outputs are (nearly) all their perturbation's use the plan of the geometry, cached
+        # across calls; the others (a patch half over black pixels) are planned on their own changed boxes
+        own = _area(iv) < _OWN_PLAN_BELOW * _area(iv_whole)
+        batches = []
+        if not bool(own.all()):
+            # the planner weighs chunks against windows with the rows each perturbation stands for: the states
+            # of the call less the no-op rows, on average (rounded, so that the plan is reused across calls)
+            per_pert = max(1, round(int((~own).sum()) / p))
+            groups = plan_windows(index, (hh, ww), specs, macs, per_pert, batch_size)
+            batches += _schedule(groups, ids[~own], pert_of[~own], p)
+        if bool(own.any()):
+            # one planned box per distinct (perturbation, changed conv1 outputs): the conv1 window fixes every
+            # later window and the first window's slots, so rows that share it share their index tables
+            o_ids, o_iv = ids[own], iv[own]
+            key = o_ids % p
+            for col in o_iv.unbind(1):
+                key = key * 128 + col
+            uniq, row_box = torch.unique(key, return_inverse=True)
+            first = torch.full((len(uniq),), len(o_ids), dtype=torch.long, device=x.device).scatter_reduce_(
+                0, row_box, torch.arange(len(o_ids), device=x.device), "amin")
+            rows_per_box = torch.bincount(row_box, minlength=len(uniq))
+            groups = plan_boxes(index, (o_ids % p)[first], boxes[own][first], rows_per_box, (hh, ww), specs, macs, batch_size)
+            batches += _schedule(groups, o_ids, row_box, len(uniq))
+        for g, g_ids, g_j in batches:
+            for r0 in range(0, len(g_ids), batch_size):
+                flat, j = g_ids[r0:r0 + batch_size], g_j[r0:r0 + batch_size]
+                state, pert = torch.div(flat, p, rounding_mode="floor"), flat % p
                 at = (index.index_select(0, pert) + (state * (hh * ww))[:, None]).view(-1)
                 d0 = delta(state, pert, gather_rows(x_cl, at).view(-1, k, c), at)
                 res = self._chunk(g, j, state, d0, pre_t, zfc, q_clean, sizes, grid3)
                 for a, o in enumerate(res):
-                    vec = readout(o)
-                    if outs[a] is None:
-                        outs[a] = torch.empty((n * p, vec.shape[1]), dtype=torch.float32, device=x.device)
-                    outs[a][state * p + pert] = vec
+                    outs[a][flat] = readout(o).float()
         return [o.view(n, p, -1) for o in outs]
 
     def _layers(self, g: Group, j, state, rows, deltas, pre_t, sizes) -> dict:
@@ -382,6 +464,10 @@ class IncrementalDQN:
                     continue
                 new[a] = _conv_delta(net.conv_weights[li], net.convs[li].stride, lay, deltas.get(a, deltas[0]), gather, pre_t[a][li], clean_at)
             deltas = new
+            if self.collect_stats:
+                body = deltas[0][:, :-1]
+                self.stats[f"window_positions_conv{li + 1}"] += body.shape[0] * body.shape[1]
+                self.stats[f"changed_positions_conv{li + 1}"] += int((body.abs().amax(2) > 0).sum())
         return deltas
 
     def _chunk(self, g: Group, j, state, d0, pre_t, zfc, q_clean, sizes, grid3) -> list[dict[str, torch.Tensor]]:
@@ -391,21 +477,40 @@ class IncrementalDQN:
         ih, iw = g.layers[0].in_hw
         rows = torch.arange(b, device=j.device)[:, None]
         # the first windows of the rows back to back: a contiguous (B, h, w, C) view, which conv2d
-        # takes as channels-last without the copy that a padded per-row layout cost
-        buf = self._workspace(b * ih * iw, c0, d0)
-        slots = (g.slot0.index_select(0, j) + rows * (ih * iw)).view(-1)
+        # takes as channels-last without the copy that a padded per-row layout cost; pixels of a row
+        # outside its window (unchanged) go to one spare slot after them
+        buf = self._workspace(b * ih * iw + 1, c0, d0)
+        slot0 = g.slot0.index_select(0, j)
+        slots = slot0 + rows * (ih * iw)
+        if g.outside:
+            slots = torch.where(slot0 == ih * iw, b * ih * iw, slots)
+        slots = slots.view(-1)
         copy_rows_(buf, slots, d0.reshape(-1, c0))
         try:
-            deltas = self._layers(g, j, state, rows, {0: buf.view(b, ih * iw, c0)}, pre_t, sizes)
+            deltas = self._layers(g, j, state, rows, {0: buf[:b * ih * iw].view(b, ih * iw, c0)}, pre_t, sizes)
         finally:  # the workspace goes back to all zeros, whatever happened
             fill_rows_(buf, slots, 0.0)
         hid, same = {}, {}
+        r0, c0_, h3, w3 = g.last
         for a, net in enumerate(nets):
             if a and cuts[a] > len(g.layers):
                 continue
             src = deltas.get(a, deltas[0])[:, :-1]
-            same[a] = src.reshape(b, -1).abs().amax(1) == 0  # rows whose fc input did not change
-            z = net.fc_delta(zfc[a].index_select(0, state), src, g.last, grid3)
+            pos = src.abs().amax(2)  # (B, h3·w3): the largest change at each position of the conv3 window
+            same[a] = pos.amax(1) == 0  # rows whose fc input did not change
+            # ReLU-dead: window rows and columns whose change is zero in every row of the chunk leave the product
+            live = (pos.amax(0) > 0).view(h3, w3)
+            ry, rx = live.any(1).nonzero()[:, 0], live.any(0).nonzero()[:, 0]
+            if len(ry) and (len(ry) < h3 or len(rx) < w3):
+                y0, y1, x0, x1 = int(ry[0]), int(ry[-1]) + 1, int(rx[0]), int(rx[-1]) + 1
+                src = src.view(b, h3, w3, -1)[:, y0:y1, x0:x1]
+                last = (r0 + y0, c0_ + x0, y1 - y0, x1 - x0)
+            else:
+                last = g.last
+            if a == 0 and self.collect_stats:
+                self.stats["fc_positions"] += b * h3 * w3
+                self.stats["fc_positions_used"] += b * last[2] * last[3] if len(ry) else 0
+            z = net.fc_delta(zfc[a].index_select(0, state), src, last, grid3)
             hid[a] = z.clamp_(min=0)
         res = []
         for a, net in enumerate(nets):
@@ -413,6 +518,42 @@ class IncrementalDQN:
             q = torch.where(same.get(a, same[0])[:, None], q_clean[a].index_select(0, state), net.head(h))
             res.append({"q": q, "advantage": q - q.mean(dim=1, keepdim=True), "features": h})
         return res
+
+
+#: A row is planned on its own changed box where that box's conv1 window is smaller than this share of its
+#: perturbation's whole conv1 window; other rows share the plan of the geometry, which is cached across calls
+#: (planning every box of a call, e.g. the blurred Noise Sensitivity's windows shrunk at black areas by a row or
+#: two, cost more than it saved).
+_OWN_PLAN_BELOW = 0.8
+
+
+def _conv1_window(boxes: torch.Tensor, spec) -> torch.Tensor:
+    """``(R, 4)``: first and last conv1 output row, first and last column whose field meets each pixel box
+    (top, bottom, left, right); as :func:`~saliency_lib.explainers._window_plan._intervals` for conv1."""
+    k, s, pad, hw = spec
+    lo = (boxes[:, 0::2] + pad - k + 1 + s - 1).div(s, rounding_mode="floor").clamp(min=0)
+    hi = torch.minimum((boxes[:, 1::2] + pad).div(s, rounding_mode="floor"), torch.tensor(hw, device=boxes.device) - 1)
+    return torch.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1]], 1)
+
+
+def _area(iv: torch.Tensor) -> torch.Tensor:
+    return (iv[:, 1] - iv[:, 0] + 1) * (iv[:, 3] - iv[:, 2] + 1)
+
+
+def _schedule(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> list:
+    """``(group, row ids, row slots)`` per group: the rows ``ids`` whose planned member (perturbation or box)
+    is ``member``, ordered by group, with each row's slot in its group's tables."""
+    dev = ids.device
+    group_of = torch.empty(members, dtype=torch.long, device=dev)
+    slot_of = torch.empty(members, dtype=torch.long, device=dev)
+    for gi, g in enumerate(groups):
+        group_of[g.members] = gi
+        slot_of[g.members] = torch.arange(len(g.members), device=dev)
+    row_group = group_of[member]
+    order = torch.argsort(row_group, stable=True)
+    ids, slots = ids[order], slot_of[member[order]]
+    bounds = [0, *torch.cumsum(torch.bincount(row_group, minlength=len(groups)), 0).tolist()]
+    return [(g, ids[bounds[i]:bounds[i + 1]], slots[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups) if bounds[i + 1] > bounds[i]]
 
 
 def _as_rows(t: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,9 @@ and, for each perturbed input, only the windows:
 
 Max-pool and ReLU only select values, so where a change does not reach, every
 value is the clean pass's bit for bit and the change is exactly zero; a row
-whose change dies out before the heads returns the clean outputs exactly. The
+whose change dies out before the heads returns the clean outputs exactly. A row
+whose input does not change at all (a patch that writes the values the pixels
+already have) takes the clean outputs without a pass. The
 rounding error elsewhere scales with the change, and the maps equal those of
 full forward passes up to float rounding (tests: ≤ 1e-4 after min-max
 normalisation).
@@ -58,6 +60,7 @@ from torch import nn
 from ..agents.base import ActorCriticAgent, Agent
 from ..agents.mask_a3c import MaskA3CNet, max_pool2
 from ._cascade import stage_cuts
+from ._changed import changed_rows
 
 __all__ = ["IncrementalMaskA3C", "mask_a3c_support"]
 
@@ -301,6 +304,7 @@ class IncrementalMaskA3C:
         readout: Callable[[Mapping[str, torch.Tensor]], torch.Tensor],
         batch_size: int,
         hidden=None,
+        changed: torch.Tensor | None = None,
     ) -> list[torch.Tensor]:
         """Readouts ``(N, P, K)`` of every perturbation, one tensor per agent.
 
@@ -329,19 +333,20 @@ class IncrementalMaskA3C:
                    for net in self.nets]
         x_rows = x.permute(0, 2, 3, 1).reshape(-1, c).contiguous()
         chunk = int(batch_size)
-        total = n * p
-        outs: list[torch.Tensor | None] = [None] * len(self.nets)
-        for r0 in range(0, total, chunk):
-            r = torch.arange(r0, min(r0 + chunk, total), device=x.device)
+        # every row starts with its state's clean readout, which a row without a change keeps (no pass)
+        outs = []
+        for cl in cleans:
+            clean = {key: val for key, val in cl.out.items() if isinstance(val, torch.Tensor) and val.shape[:1] == (n,)}
+            outs.append(readout(clean).float().repeat_interleave(p, 0))
+        ids = changed_rows(x_rows, index, delta, n, (hh, ww), changed)[0]
+        for r0 in range(0, len(ids), chunk):
+            r = ids[r0:r0 + chunk]
             state, pert = torch.div(r, p, rounding_mode="floor"), r % p
             at = (index.index_select(0, pert) + (state * (hh * ww))[:, None]).view(-1)
             d0 = delta(state, pert, _take(x_rows, at).view(-1, k, c), at)  # (B, K, C)
             res = self._chunk(plan, grids, weights, cleans, cuts, state, pert, d0)
             for a, o in enumerate(res):
-                vec = readout(o)
-                if outs[a] is None:
-                    outs[a] = torch.empty((total, vec.shape[1]), dtype=torch.float32, device=x.device)
-                outs[a][r0:r0 + len(r)] = vec
+                outs[a][r] = readout(o).float()
         return [o.view(n, p, -1) for o in outs]
 
     def _chunk(self, plan: _Plan, grids, weights, cleans: list[_Clean], cuts, state, pert, d0) -> list[dict[str, torch.Tensor]]:

@@ -8,11 +8,19 @@ axis is split into classes of similar windows by a small dynamic programme that 
 multiply-adds against the per-chunk overhead (a group is a pair of classes), inner
 windows are shifted inwards at the borders, and the last conv window is the same for
 the whole group. The index tables of a plan are built once and cached by content.
+
+:func:`plan_boxes` plans *changed boxes*: the box of the pixels that a perturbation
+really changes in one state (a black patch over partly black pixels changes fewer
+pixels than its index holds), so the windows follow the change, not the index; each
+box stands for the rows (states) that share it. With up to :data:`_MAX_CLASSES` classes
+per axis, every distinct last-layer interval can get its own class, so the windows can
+be exact (tight) wherever the rows are many enough to pay for their chunks.
 """
 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,12 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["Layer", "Group", "plan_windows"]
+__all__ = ["Layer", "Group", "plan_windows", "plan_boxes"]
 
-#: Cost of one chunk (Python, kernel launches, small-batch inefficiency) in multiply-adds (about 1 ms here).
+#: Cost of one chunk (Python, kernel launches, small-batch inefficiency) in multiply-adds: a chunk's fixed work
+#: took 1 to 2 ms on one loaded core here, where the windows' convolutions reach 15 to 30 GMAC/s; of 1.5e7 to 1e8,
+#: 3e7 to 1e8 gave the fastest maps (within 10 % of each other on Breakout and Ms. Pac-Man states).
 _CHUNK_OVERHEAD_MACS = 5e7
-#: Most window classes per image axis considered by the planner.
-_MAX_CLASSES = 6
+#: Most window classes per image axis considered by the planner: Nature-CNN's 2x2 patches at stride 2 have 13
+#: distinct conv3 intervals per axis, so every one can get its own class (exact windows).
+_MAX_CLASSES = 16
 
 
 @dataclass(frozen=True)
@@ -42,10 +53,11 @@ class Layer:
 class Group:
     """Perturbations whose windows have the same sizes at every layer and the same last window."""
 
-    members: torch.Tensor  # (n,) perturbation indices
-    slot0: torch.Tensor  # (n, K): slot of each perturbed pixel in the first input window
+    members: torch.Tensor  # (n,) perturbation (or box) indices
+    slot0: torch.Tensor  # (n, K): slot of each perturbed pixel in the first input window (in_h·in_w: outside it, unchanged)
     layers: tuple[Layer, ...]
     last: tuple[int, int, int, int]  # origin row, origin col, rows, cols of the last conv window
+    outside: bool = False  # whether some pixel of a member lies outside its first window (its change is zero there)
 
 
 def _intervals(lo: np.ndarray, hi: np.ndarray, specs, axis: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -60,41 +72,43 @@ def _intervals(lo: np.ndarray, hi: np.ndarray, specs, axis: int) -> list[tuple[n
     return out
 
 
-def _axis_classes(chain, weights) -> list[np.ndarray]:
+def _axis_classes(chain, weights, rows: np.ndarray) -> list[np.ndarray]:
     """Partitions of the perturbations into 1 … ``_MAX_CLASSES`` classes along one axis.
 
     ``chain``: per layer, the exact changed interval ``(lo, hi)`` of every
-    perturbation along this axis (numpy arrays). Distinct interval chains are
-    sorted by their last interval and cut into contiguous runs that minimise
-    ``Σ rows × Σ_layers weight × window length`` (dynamic programming), where a
-    run's window is the longest interval of an inner layer and the hull of the
-    last layer's intervals. Returns the class of every perturbation for each
-    number of classes.
+    perturbation along this axis (numpy arrays); ``rows``: how many rows each
+    perturbation stands for. Distinct interval chains are sorted by their last
+    interval and cut into contiguous runs that minimise ``Σ rows × Σ_layers weight ×
+    window length`` (dynamic programming), where a run's window is the longest
+    interval of an inner layer and the hull of the last layer's intervals. Returns the
+    class of every perturbation for each number of classes.
     """
     last = len(chain) - 1
     sig = np.stack([t for lo_hi in chain for t in lo_hi], 1)  # (P, 2L)
-    uniq, inverse, counts = np.unique(sig, axis=0, return_inverse=True, return_counts=True)
+    uniq, inverse = np.unique(sig, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, weights=rows, minlength=len(uniq))
     order = np.lexsort((uniq[:, 2 * last + 1], uniq[:, 2 * last]))
     rank = np.empty(len(uniq), dtype=np.int64)
     rank[order] = np.arange(len(uniq))
     u, n = uniq[order], counts[order]
     d = len(u)
     lens = u[:, 1::2] - u[:, 0::2] + 1  # (D, L)
+    csum = np.concatenate([[0.0], np.cumsum(n)])
+    weights = np.asarray(weights, dtype=float)
     cost = np.full((d + 1, d + 1), np.inf)
-    for a in range(d):
-        for b in range(a + 1, d + 1):
-            win = lens[a:b].max(0).astype(float)
-            win[last] = u[a:b, 2 * last + 1].max() - u[a:b, 2 * last].min() + 1
-            cost[a, b] = n[a:b].sum() * float(np.dot(weights, win))
+    for a in range(d):  # runs a … b−1 for every b at once: running maxima of the window lengths
+        win = np.maximum.accumulate(lens[a:], axis=0).astype(float)
+        win[:, last] = np.maximum.accumulate(u[a:, 2 * last + 1]) - np.minimum.accumulate(u[a:, 2 * last]) + 1
+        cost[a, a + 1:] = (csum[a + 1:] - csum[a]) * (win @ weights)
     m_max = min(_MAX_CLASSES, d)
     best = np.full((m_max + 1, d + 1), np.inf)
     cut = np.zeros((m_max + 1, d + 1), dtype=np.int64)
     best[0, 0] = 0.0
     for m in range(1, m_max + 1):
-        for b in range(m, d + 1):
-            tot = best[m - 1, :b] + cost[:b, b]
-            cut[m, b] = int(np.argmin(tot))
-            best[m, b] = tot[cut[m, b]]
+        tot = best[m - 1][:, None] + cost  # (a, b): the best m − 1 classes up to a, then the run a … b−1
+        cut[m] = np.argmin(tot, axis=0)
+        best[m] = tot[cut[m], np.arange(d + 1)]
     partitions = []
     for m in range(1, m_max + 1):
         cls = np.empty(d, dtype=np.int64)
@@ -103,7 +117,7 @@ def _axis_classes(chain, weights) -> list[np.ndarray]:
             a = cut[c, b]
             cls[a:b] = c - 1
             b = a
-        partitions.append(cls[rank][inverse.reshape(-1)])
+        partitions.append(cls[rank][inverse])
     return partitions
 
 
@@ -129,6 +143,23 @@ def _class_windows(chain, cls: np.ndarray, sizes: Sequence[int]) -> tuple[np.nda
 
 
 _PLANS: OrderedDict = OrderedDict()
+_DIGESTS: dict[int, tuple] = {}
+
+
+def _digest(index: torch.Tensor) -> str:
+    """Content hash of a perturbation index, kept per tensor object while it is alive and unchanged (the
+    explainers keep their index: hashing the blurred Noise Sensitivity's 785 × 729 entries on every call cost
+    several ms)."""
+    got = _DIGESTS.get(id(index))
+    if got is not None and got[0]() is index and got[1] == index._version:
+        return got[2]
+    a = index.detach().cpu().numpy().astype(np.int64)
+    digest = hashlib.blake2b(str(a.shape).encode() + a.tobytes(), digest_size=16).hexdigest()
+    if len(_DIGESTS) > 64:
+        for k in [k for k, v in _DIGESTS.items() if v[0]() is None]:
+            del _DIGESTS[k]
+    _DIGESTS[id(index)] = (weakref.ref(index), index._version, digest)
+    return digest
 
 
 def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
@@ -141,23 +172,51 @@ def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, ro
     rows each perturbation stands for in a call (the states evaluated together),
     for the per-chunk overhead term of the planner.
 
+    The windows are those of the bounding box of each perturbation's pixels
+    (:func:`plan_boxes` with those boxes).
+    """
+    w0 = image_hw[1]
+    ys, xs = index // w0, index % w0
+    boxes = torch.stack([ys.amin(1), ys.amax(1), xs.amin(1), xs.amax(1)], 1)
+    return plan_boxes(index, torch.arange(index.shape[0], device=index.device), boxes,
+                      torch.full((index.shape[0],), rows_per_group), image_hw, specs, macs, batch_size)
+
+
+def plan_boxes(index: torch.Tensor, pert: torch.Tensor, boxes: torch.Tensor, rows: torch.Tensor, image_hw: tuple[int, int],
+               specs, macs, batch_size: int) -> tuple[Group, ...]:
+    """Groups and index tables for changed boxes of perturbations ``index`` ``(P, K)``.
+
+    Box ``v`` is ``boxes[v]`` = (top, bottom, left, right), inclusive, of the pixels that
+    perturbation ``pert[v]`` changes; it stands for ``rows[v]`` rows of a call. The
+    members of a group are box indices; a member's first-window slots cover every pixel
+    of its perturbation, those outside its window (unchanged) on slot ``in_h·in_w``.
+    ``specs`` and ``macs`` as :func:`plan_windows`.
+
     Each axis is split into classes of similar windows (:func:`_axis_classes`); a
     group is a pair of classes. Window sizes are per class and axis, so the cost
     of a pair of partitions is separable and evaluated exactly; the pair with the
     least multiply-adds plus chunk overhead wins. Plans are cached by content.
     """
-    cpu_index = index.detach().cpu().numpy().astype(np.int64)
-    key = (hashlib.blake2b(cpu_index.tobytes(), digest_size=16).hexdigest(), cpu_index.shape, tuple(image_hw),
-           tuple(map(tuple, ((k, s, p, tuple(hw)) for k, s, p, hw in specs))), tuple(macs), rows_per_group, batch_size, str(index.device))
+    cpu_boxes = boxes.detach().cpu().numpy().astype(np.int64)
+    cpu_pert = pert.detach().cpu().numpy().astype(np.int64)
+    cpu_rows = rows.detach().cpu().numpy().astype(np.float64)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(_digest(index).encode())
+    for a in (cpu_pert, cpu_boxes, cpu_rows):
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    key = (h.hexdigest(), tuple(image_hw), tuple(map(tuple, ((k, s, p, tuple(hw)) for k, s, p, hw in specs))), tuple(macs),
+           batch_size, str(index.device))
     if key in _PLANS:
         _PLANS.move_to_end(key)
         return _PLANS[key]
     w0 = image_hw[1]
+    cpu_index = index.detach().cpu().numpy().astype(np.int64)[cpu_pert]
     ys, xs = cpu_index // w0, cpu_index % w0
-    chains = [_intervals(ys.min(1), ys.max(1), specs, 0), _intervals(xs.min(1), xs.max(1), specs, 1)]
+    chains = [_intervals(cpu_boxes[:, 0], cpu_boxes[:, 1], specs, 0), _intervals(cpu_boxes[:, 2], cpu_boxes[:, 3], specs, 1)]
     macs_a = np.asarray(macs, dtype=float)
-    mean_len = [np.array([(hi - lo + 1).mean() for lo, hi in ch]) for ch in chains]
-    parts = [_axis_classes(chains[a], macs_a * mean_len[1 - a]) for a in (0, 1)]
+    mean_len = [np.array([np.average(hi - lo + 1, weights=cpu_rows) for lo, hi in ch]) for ch in chains]
+    parts = [_axis_classes(chains[a], macs_a * mean_len[1 - a], cpu_rows) for a in (0, 1)]
     wins = [[_class_windows(chains[a], cls, [hw[a] for *_, hw in specs]) for cls in parts[a]] for a in (0, 1)]
     best = None
     for iy, cy in enumerate(parts[0]):
@@ -165,9 +224,9 @@ def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, ro
         for ix, cx in enumerate(parts[1]):
             lx = wins[1][ix][0]
             my, mx = ly.shape[1], lx.shape[1]
-            count = np.bincount(cy * mx + cx, minlength=my * mx).reshape(my, mx) * rows_per_group
+            count = np.bincount(cy * mx + cx, weights=cpu_rows, minlength=my * mx).reshape(my, mx)
             area = np.einsum("ly,lx->yx", ly * macs_a[:, None], lx)  # multiply-adds per row of each group
-            chunks = -(-count // batch_size)
+            chunks = np.ceil(count / batch_size)
             total = float((count * area).sum() + chunks.sum() * _CHUNK_OVERHEAD_MACS)
             if best is None or total < best[0]:
                 best = (total, iy, ix)
@@ -200,10 +259,11 @@ def _group_tables(members, ys, xs, lens, origins, specs, dev) -> Group:
         iy, ix = origin[0] * s - pad, origin[1] * s - pad  # input-window origin in the previous map's coordinates
         if li == 0:
             ry, rx = ys - iy[:, None], xs - ix[:, None]
+            # a pixel outside the first window is outside its member's changed box (kernel >= stride: every
+            # changed pixel is in the field of a changed output), so its change is zero: a spare slot takes it
             ok = (ry >= 0) & (ry < ih) & (rx >= 0) & (rx < iw)
-            if not ok.all():  # cannot happen while kernel >= stride: every pixel is in the field of a changed output
-                raise AssertionError("a perturbed pixel fell outside its first window")
-            slot0 = ry * iw + rx
+            slot0 = np.where(ok, ry * iw + rx, ih * iw)
+            outside = not bool(ok.all())
             gather = np.zeros((n, 0), dtype=np.int64)
         else:
             ph, pw = prev_hw
@@ -217,4 +277,4 @@ def _group_tables(members, ys, xs, lens, origins, specs, dev) -> Group:
         layers.append(Layer((ih, iw), (oh, ow), torch.from_numpy(gather).to(dev), torch.from_numpy(clean).to(dev)))
         prev_origin, prev_hw = origin, (oh, ow)
     last = (int(prev_origin[0][0]), int(prev_origin[1][0]), *prev_hw)
-    return Group(torch.from_numpy(members).to(dev), torch.from_numpy(slot0).to(dev), tuple(layers), last)
+    return Group(torch.from_numpy(members).to(dev), torch.from_numpy(slot0).to(dev), tuple(layers), last, outside)

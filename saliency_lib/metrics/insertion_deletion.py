@@ -44,7 +44,11 @@ in a small process-wide cache (:func:`endpoint_outputs`, the last
 ``ENDPOINT_CACHE_ENTRIES`` calls; keyed by the network's identity and parameter
 versions, the states, the recurrent state and the substrate), so insertion and
 deletion, every substrate pass and every method evaluated on the same states
-compute them once. Only the ``T − 1`` inner steps are evaluated per map.
+compute them once. Only the ``T − 1`` inner steps are evaluated per map, and of
+those only the steps that change the image: a step whose pixels hold the same
+value in the state and the substrate in every frame (black pixels revealed on
+the black substrate, or deleted to it) gives the image of the step before, so it
+takes that step's outputs (:func:`unchanged_steps`; exact, no pass).
 The steps of a recurrent Mask-A3C state share its recurrent state, so their
 ConvLSTM computes the recurrent half of its gates once per state
 (:meth:`~saliency_lib.agents.mask_a3c.ConvLSTMCell.forward_shared`).
@@ -77,7 +81,7 @@ from ..validation import check_choice, check_int
 from ._common import as_hidden, as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 
 __all__ = ["SUBSTRATES", "MEASURES", "Insertion", "Deletion", "make_substrate", "random_saliency", "auc", "endpoint_outputs",
-           "ENDPOINT_CACHE_ENTRIES"]
+           "ENDPOINT_CACHE_ENTRIES", "unchanged_steps"]
 
 #: Calls whose endpoint outputs :func:`endpoint_outputs` keeps (each: the substrate images and a few numbers per state).
 ENDPOINT_CACHE_ENTRIES = 8
@@ -148,6 +152,28 @@ def endpoint_outputs(agent: Agent, x: torch.Tensor, hidden=None, *, substrate: s
     return res
 
 SUBSTRATES = ("black", "random", "blur")
+
+
+def unchanged_steps(states: torch.Tensor, substrate: torch.Tensor, rank: torch.Tensor, thresholds: torch.Tensor) -> torch.Tensor:
+    """``(N, T + 1)`` bool: whether step ``t`` of each state's path changes no pixel of step ``t − 1``.
+
+    Step ``t`` switches the pixels of rank ``thresholds[t − 1] … thresholds[t] − 1`` (``rank``
+    ``(N, H·W)``: each pixel's position in the order of the map) between the state and the
+    substrate, in all frames; it leaves the image as it was when every such pixel has the same
+    value in ``states`` and ``substrate`` ``(N, C, H, W)`` in every frame (a black pixel on the
+    black substrate). Such a step has the outputs of the step before, in insertion and deletion
+    alike. Step 0 is never unchanged.
+    """
+    n = states.shape[0]
+    same = (states == substrate).all(1).reshape(n, -1)  # (N, H·W)
+    in_order = torch.empty_like(same)
+    in_order.scatter_(1, rank, same)  # same[i, p] at the rank of pixel p
+    before = torch.nn.functional.pad((~in_order).long().cumsum(1), (1, 0))  # (N, H·W + 1): changing pixels among the first r
+    t = thresholds.to(before.device)
+    changes = before[:, t[1:]] - before[:, t[:-1]]
+    return torch.cat([torch.zeros(n, 1, dtype=torch.bool, device=before.device), changes == 0], 1)
+
+
 #: Measure name → whether a higher value means a more faithful insertion curve.
 MEASURES = {"q_ratio": True, "advantage": True, "prob": True, "value": True}
 _AUC_RULES = ("mean", "trapezoid")
@@ -331,25 +357,31 @@ class _CausalMetric:
             scores[:, 0], scores[:, -1] = first["scores"], last["scores"]
             if want_value:
                 values[:, 0], values[:, -1] = first["value"], last["value"]
-            steps = torch.arange(1, t_count - 1, device=x.device)
+            # a step that changes no pixel takes the outputs of the step before (the last one that did, or step 0)
+            still = unchanged_steps(x, sub, rank, thresholds)
+            step_no = torch.arange(t_count, device=x.device).expand(n, -1)
+            source = torch.where(still, 0, step_no).cummax(1).values  # (N, T + 1): the step whose image each step has
+            inner = (source == step_no) & (step_no > 0) & (step_no < t_count - 1)
+            pair_state, pair_step = inner.nonzero(as_tuple=True)
         else:
             sub = make_substrate(x, self.substrate, seed=self.seed, state_ids=ids, blur_sigma=self.blur_sigma)
-            steps = torch.arange(t_count, device=x.device)
+            source = None
+            pair_state = torch.arange(n, device=x.device).repeat_interleave(t_count)
+            pair_step = torch.arange(t_count, device=x.device).repeat(n)
         flat_scores = scores.view(n * t_count, -1)
         flat_values = None if values is None else values.view(-1)
-        k = len(steps)
-        total = n * k
+        total = len(pair_state)
         bs = self.batch_size or agent.inference_batch
         # a Mask-A3C network's steps of one state share its recurrent state: their ConvLSTM computes
         # the recurrent half of its gates once (with reuse_endpoints, the library's default)
         staged = staged_forward([agent]) if self.reuse_endpoints and hidden is not None else None
-        img = torch.empty((min(bs, total), c, h, w), dtype=x.dtype, device=x.device)
+        img = torch.empty((max(1, min(bs, total)), c, h, w), dtype=x.dtype, device=x.device)
         bitwise = x.dtype == torch.float32
         if bitwise:
             rank32, thresholds32 = rank.to(torch.int32), thresholds.to(torch.int32)
         for start in range(0, total, bs):
             j = torch.arange(start, min(start + bs, total), device=x.device)
-            si, ti = j // k, steps[j % k]
+            si, ti = pair_state[j], pair_step[j]
             if bitwise:
                 # the pixel selection as bit operations on the float32 bit patterns: with m = -1 where a pixel
                 # is changed and 0 elsewhere, b ^ ((a ^ b) & m) is a or b bit for bit, at about half the
@@ -376,6 +408,11 @@ class _CausalMetric:
             flat_scores[at] = out[key].float().cpu()
             if want_value:
                 flat_values[at] = out["value"].float().cpu()
+        if source is not None:  # the unchanged inner steps copy the outputs of the step whose image they have
+            inner_src = source[:, 1:-1].cpu()
+            scores[:, 1:-1] = scores.gather(1, inner_src[..., None].expand(-1, -1, scores.shape[2]))
+            if want_value:
+                values[:, 1:-1] = values.gather(1, inner_src)
         res = {"scores": scores.numpy().astype(np.float64), "fractions": (thresholds.cpu().numpy() / n_pix)}
         if want_value:
             res["value"] = values.numpy().astype(np.float64)
