@@ -163,7 +163,7 @@ def engine_stats(exp, x: torch.Tensor) -> dict:
 
 def local_methods(data: dict, repeats: int, map_states: int) -> dict:
     """The local methods on every game's states: fast path, naive floor, FLOP limit, no-op share, agreement."""
-    from saliency_lib.explainers import _window_plan
+    from saliency_lib.inference import _window_plan
 
     inputs = torch.rand(max(CHUNKS), 4, 84, 84, generator=torch.Generator().manual_seed(0))
     out = {}
@@ -301,7 +301,7 @@ def comparisons(agent, x, tgt, repeats: int) -> dict:
 def cascade_game(agent, x, tgt, repeats: int, naive: bool, names=STUDY_DQN) -> dict:
     """Explaining cost of the sanity check (original + 5 levels) per state on one game's states, and of its
     similarity table; the naive path (model by model, full passes; pairwise similarities) if ``naive``."""
-    from saliency_lib.explainers import _window_plan
+    from saliency_lib.inference import _window_plan
 
     modes = ("naive", "fast") if naive else ("fast",)
     per = {m: {mode: [] for mode in modes} for m in names}
@@ -372,7 +372,7 @@ def degradation_game(agent, x, tgt, repeats: int, naive: bool, names=STUDY_DQN) 
     """Per state and method, the degradation unit as the sweep runs it: the 6 curves on the sanity unit's maps
     (study methods), maps and curves (the §6.2 ablation), curves of the random map; naive if ``naive``:
     every map explained again with full passes, every curve step a full pass (no shared endpoints)."""
-    from saliency_lib.explainers import _window_plan
+    from saliency_lib.inference import _window_plan
 
     ids = list(range(x.shape[0]))
     n = len(ids)

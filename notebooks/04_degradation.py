@@ -77,6 +77,7 @@ from saliency_book.ch4_degradation import (
     side_by_side,
     significance_counts,
     stream_agreement,
+    stream_better,
     stream_results,
     study_agreement,
 )
@@ -94,7 +95,6 @@ from saliency_book.ch4_figures import (
     show_table,
 )
 from saliency_book.common import versions_note
-from saliency_study.advantage_stream import stream_better
 from saliency_study.agreement import insertion_aucs, paper_factor_counts, per_game, pooled
 from saliency_study.evidence import MIN_ESS, verdict_counts
 from saliency_study.paper import GAME_LABELS, GAME_ORDER

@@ -28,7 +28,7 @@ __all__ = [
     "measure_label", "agent_label", "no_agent", "chapter_agents", "degradation_results", "chapter_sweep_table",
     "pick_agent", "auc_summary", "rankings", "ranking_detail", "significance_counts", "side_by_side", "rank_agreement",
     "agreement_counts", "study_agreement", "factors", "mean_curve_table", "measure_degeneracy", "stream_results",
-    "clean_outputs", "stream_agreement",
+    "clean_outputs", "stream_agreement", "stream_better",
 ]
 
 PAPER_GAMES = MappingProxyType({"MsPacman": "Pac-Man", "Breakout": "Breakout", "Frostbite": "Frostbite",
@@ -245,3 +245,8 @@ def stream_agreement(results: pd.DataFrame, stream: pd.DataFrame, game: str, **k
     """:func:`~saliency_study.advantage_stream.stream_agreement`, or a Note for a game the paper did not run."""
     a = adv.stream_agreement(results, stream, game, **kw)
     return a if len(a) else _not_in_paper(game)
+
+
+def stream_better(agreement: pd.DataFrame | Note) -> dict[str, object]:
+    """:func:`~saliency_study.advantage_stream.stream_better`; "–" for both counts without an agreement table."""
+    return {"better": "–", "settings": "–"} if isinstance(agreement, Note) else adv.stream_better(agreement)

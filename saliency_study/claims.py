@@ -252,10 +252,18 @@ def _score_claim() -> Claim:
     except (FileNotFoundError, ValueError):
         return Claim("itaya-score", "Mask attention lets A3C achieve a higher score (Breakout)", "itaya2021",
                      "not tested", "higher", None, section=SECTIONS["masks"])
+    from .variants import equivalent
+
     d = c.difference
-    verdict = {"higher": "reproduced", "lower": "differs"}.get(c.verdict, "inconclusive" if c.verdict else "withheld")
+    # "higher" is the claim; an interval inside the equivalence margin rules out an effect of the margin's
+    # size, so the claim differs; no detectable difference is inconclusive, with what the design detects.
+    verdict = {"higher": "reproduced", "lower": "differs", equivalent(): "differs"}.get(
+        c.verdict, "inconclusive" if c.verdict else "withheld")
     seeds = f"{d['n_treatment']} and {d['n_baseline']} seeds"
-    ours = (f"Mask-A3C − A3C {d['diff']:+.1f}, 95 % CI {d['ci_low']:+.1f} to {d['ci_high']:+.1f} (sticky, {seeds})"
+    base = float(c.table.set_index("variant").loc["none", "mean"]) if "none" in set(c.table["variant"]) else np.nan
+    mde = (f"; detects {d['mde']:.0f} ({d['mde'] / abs(base):.0%} of A3C's mean)"
+           if np.isfinite(d.get("mde", np.nan)) and np.isfinite(base) and base else "")
+    ours = (f"Mask-A3C − A3C {d['diff']:+.1f}, 95 % CI {d['ci_low']:+.1f} to {d['ci_high']:+.1f} (sticky, {seeds}{mde})"
             if np.isfinite(d["ci_low"]) else None)
     seeds_of = {v: [int(s) for s in row["seed_ids"]] for v, row in c.table.set_index("variant").iterrows()
                 if v in ("none", "double")}

@@ -17,8 +17,9 @@ modules are private; this package is their one import path.
 """
 
 from ._cascade import SharedReadouts, StagedForward, forward_all, stage_cuts, staged_forward, staged_support
-from ._incremental import IncrementalDQN, delta_from_values, engine_for, gather_rows, incremental_support, notice_once
+from ._incremental import IncrementalDQN, delta_from_values, engine_for, incremental_support, notice_once
 from ._incremental_a3c import IncrementalMaskA3C, mask_a3c_support
+from ._rows import gather_rows
 from ._window_plan import Group, Layer, plan_windows
 
 __all__ = [

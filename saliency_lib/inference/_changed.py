@@ -1,6 +1,6 @@
 """Which (state, perturbation) rows of a local method change their input, and where.
 
-:class:`~saliency_lib.explainers._incremental.IncrementalDQN` evaluates only the rows whose
+:class:`~saliency_lib.inference._incremental.IncrementalDQN` evaluates only the rows whose
 input changes (a black patch over pixels that are black in all frames changes nothing: its
 outputs are the clean ones, for every network) and plans each row's windows from the box of the
 pixels it changes. :func:`changed_rows` finds both, from a table of the pixels that a perturbation
@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ._rows import gather_rows
+
 __all__ = ["changed_rows", "PROJECT_ABOVE"]
 
 
@@ -21,14 +23,13 @@ def changed_rows(x_cl: torch.Tensor, index: torch.Tensor, delta, n: int, image_h
     ``(R,)``, and the box (top, bottom, left, right) of the pixels each may change ``(R, 4)``.
 
     ``x_cl``: the ``N`` states channels-last ``(N·H·W, C)``; ``index`` ``(P, K)`` and ``delta`` as
-    :meth:`~saliency_lib.explainers._incremental.IncrementalDQN.readouts`. With ``changed``
+    :meth:`~saliency_lib.inference._incremental.IncrementalDQN.readouts`. With ``changed``
     (``(N, H, W)`` bool, the pixels a perturbation may change; a superset is fine) the boxes come
     from that table (for perturbations of more than :data:`PROJECT_ABOVE` pixels from row and
     column counts in their bounding box); else the changes are evaluated in slices of about
     ``scan_elements`` values and dropped (the chunks evaluate them again for the rows kept) and the
     boxes are those of their nonzero pixels.
     """
-    from ._incremental import gather_rows  # (the engine imports this module)
 
     p, k = index.shape
     hh, ww = image_hw

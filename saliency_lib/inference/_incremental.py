@@ -81,9 +81,10 @@ from ..agents.base import Agent, QAgent
 from ..agents.dqn import AdvantageStream, DQNNet
 from ._cascade import stage_cuts
 from ._changed import changed_rows
+from ._rows import copy_rows_, fill_rows_, gather_rows
 from ._window_plan import Group, Layer, plan_boxes, plan_windows
 
-__all__ = ["IncrementalDQN", "incremental_support", "notice_once", "engine_for", "delta_from_values", "gather_rows"]
+__all__ = ["IncrementalDQN", "incremental_support", "notice_once", "engine_for", "delta_from_values"]
 
 _log = logging.getLogger(__name__)
 _NOTICES: set[str] = set()
@@ -529,7 +530,7 @@ _OWN_PLAN_BELOW = 0.8
 
 def _conv1_window(boxes: torch.Tensor, spec) -> torch.Tensor:
     """``(R, 4)``: first and last conv1 output row, first and last column whose field meets each pixel box
-    (top, bottom, left, right); as :func:`~saliency_lib.explainers._window_plan._intervals` for conv1."""
+    (top, bottom, left, right); as :func:`~saliency_lib.inference._window_plan._intervals` for conv1."""
     k, s, pad, hw = spec
     lo = (boxes[:, 0::2] + pad - k + 1 + s - 1).div(s, rounding_mode="floor").clamp(min=0)
     hi = torch.minimum((boxes[:, 1::2] + pad).div(s, rounding_mode="floor"), torch.tensor(hw, device=boxes.device) - 1)
@@ -554,39 +555,6 @@ def _schedule(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> 
     ids, slots = ids[order], slot_of[member[order]]
     bounds = [0, *torch.cumsum(torch.bincount(row_group, minlength=len(groups)), 0).tolist()]
     return [(g, ids[bounds[i]:bounds[i + 1]], slots[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups) if bounds[i + 1] > bounds[i]]
-
-
-def _as_rows(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous 2-D ``t`` ``(R, C)`` as a 1-D tensor of ``R`` elements where a row is 8 or
-    16 bytes (a 4-frame float32 pixel is one complex128), else ``t`` itself: gathering and
-    scattering whole pixels is then one element copy each, several times faster than a
-    row-wise ``index_select``/``index_copy_`` of such short rows."""
-    nbytes = t.shape[1] * t.element_size()
-    if t.is_contiguous() and nbytes in (8, 16) and (t.storage_offset() * t.element_size()) % nbytes == 0:
-        return t.view(torch.complex128 if nbytes == 16 else torch.float64).view(-1)
-    return t
-
-
-def gather_rows(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``t[index]`` for a contiguous 2-D ``t`` ``(R, C)`` and a 1-D ``index``: ``(len(index), C)``."""
-    rows = _as_rows(t)
-    if rows is t:
-        return t.index_select(0, index)
-    return rows.index_select(0, index).view(t.dtype).view(-1, t.shape[1])
-
-
-def fill_rows_(dst: torch.Tensor, index: torch.Tensor, value: float) -> None:
-    """``dst[index] = value`` for a contiguous 2-D ``dst``."""
-    _as_rows(dst).index_fill_(0, index, value)
-
-
-def copy_rows_(dst: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> None:
-    """``dst[index] = src`` for contiguous 2-D ``dst`` and ``src`` with the same row length."""
-    rows_d, rows_s = _as_rows(dst), _as_rows(src)
-    if rows_d is dst or rows_s is src:
-        dst.index_copy_(0, index, src)
-    else:
-        rows_d.index_copy_(0, index, rows_s)
 
 
 def _conv_delta(weight: torch.Tensor, stride, lay: Layer, src: torch.Tensor, gather, pre_t: torch.Tensor, clean_at: torch.Tensor) -> torch.Tensor:
