@@ -19,7 +19,7 @@ from toy_models import PatchQNet, as_agent, random_states
 
 from saliency_lib.agents import AdvantageStream, DQNConfig, DQNNet, QAgent
 from saliency_lib.explainers import SARFA, NoiseSensitivity, Occlusion, get_explainer
-from saliency_lib.explainers import _incremental as inc
+from saliency_lib.inference import _incremental as inc
 
 torch.set_num_threads(1)
 AGENT_DIR = Path(__file__).resolve().parents[1] / "data" / "agents" / "dqn-Breakout-s0"

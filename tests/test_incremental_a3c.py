@@ -18,8 +18,8 @@ from test_incremental import assert_same_maps, norm
 
 from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet
 from saliency_lib.explainers import SARFA, NoiseSensitivity, Occlusion, get_explainer
-from saliency_lib.explainers import _incremental as inc
 from saliency_lib.inference import IncrementalMaskA3C, mask_a3c_support
+from saliency_lib.inference import _incremental as inc
 
 torch.set_num_threads(1)
 AGENTS = Path(__file__).resolve().parents[1] / "data" / "agents"
