@@ -5,7 +5,7 @@ Compares, for 8 Breakout envs with random actions (agent steps per second):
 * gymnasium ``SyncVectorEnv`` and ``AsyncVectorEnv`` over our own ``make_env`` wrappers
   (exactly the presets, Python wrappers);
 * ale-py's C++ ``AtariVectorEnv`` (frames equal to the ``dqn`` preset pixel for pixel,
-  see tests/test_envs.py; RGB mode for the ``mask_a3c`` preset);
+  see tests/lib/test_envs.py; RGB mode for the ``mask_a3c`` preset);
 * envpool (``pip install envpool``), if installed.
 
 Usage: ``python benchmarks/envs.py --json data/benchmarks/envs.json``

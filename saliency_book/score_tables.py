@@ -7,7 +7,7 @@ file that ``saliency-study ship`` writes) and ``scripts/update_findings.py`` wri
 
 * :func:`dqn_table`, :func:`actor_critic_table`: the two Markdown tables.
 * :data:`DQN_PLAN`, :data:`ACTOR_CRITIC_PLAN`: the runs of the study; ``scripts/train_agents.sh``
-  trains exactly these (``tests/test_score_tables.py``).
+  trains exactly these (``tests/book/test_score_tables.py``).
 * :func:`training_sentence`: which planned runs are not shipped yet.
 * :func:`scores_block`: all of it, as the README shows it.
 """

@@ -96,7 +96,7 @@ ACTION_COUNTS: dict[str, int] = {
     "Pong": 6,
 }
 """Size of each game's minimal action set in ALE (``<game>NoFrameskip-v4``'s action space), the actions
-of our environments; ``tests/test_agents.py`` checks it against ale-py."""
+of our environments; ``tests/lib/test_agents.py`` checks it against ale-py."""
 
 HUBER_GAMES: tuple[str, ...] = ("Breakout", "MsPacman", "SpaceInvaders", "Frostbite")
 """The four games of Huber et al.'s benchmark: the one game order of every table and figure."""

@@ -4,7 +4,7 @@ The data file holds both of chapter 1's tables and describes its fields. :func:`
 our shipped agents' training settings from their ``meta.json`` by the expressions the file names and
 checks each against the paper's value; :func:`methods_table` gives the explainers' and metrics'
 deviations for a profile. Each deviation of the explainers and metrics names the docstring that
-documents it (checked by ``tests/test_ch1_deviations.py``).
+documents it (checked by ``tests/book/test_ch1_deviations.py``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ MIN_ESS = 30.0
 a significant difference between methods, a comparison with a paper (the issue "Reproduced, or
 not"). Consecutive states of one game are correlated; 997 of them may be worth 15. At an
 effective sample size of 30 the t interval of a mean covers at its nominal level on autocorrelated
-series (tests/test_interval_coverage.py), and a margin of a tenth of a similarity's range is
+series (tests/lib/test_interval_coverage.py), and a margin of a tenth of a similarity's range is
 resolvable: below it, the verdict is withheld."""
 
 WITHHELD = "withheld"

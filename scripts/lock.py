@@ -3,7 +3,7 @@
 The lock pins every package that ``make env`` installs, for Linux x86-64 and CPython 3.11,
 with ``uv pip compile``. Its header records a hash of the dependency lists it was made from
 (``project.dependencies`` and the optional-dependency groups in :data:`EXTRAS`);
-``tests/test_lock.py`` fails when ``pyproject.toml``'s lists change and the lock was not
+``tests/lib/test_lock.py`` fails when ``pyproject.toml``'s lists change and the lock was not
 regenerated.
 
 Existing pins are kept unless ``--upgrade`` is given (uv prefers the versions already in the

@@ -1,7 +1,7 @@
 """Record OCAtari's RAM-mode objects on fixed trajectories, in OCAtari's own environment.
 
 The fixture ``tests/fixtures/ocatari_objects.json`` is the reference for
-``tests/test_objects_extraction.py``: OCAtari 2.2.1 declares ``numpy<2`` because its RAM
+``tests/lib/test_objects_extraction.py``: OCAtari 2.2.1 declares ``numpy<2`` because its RAM
 arithmetic on ``uint8`` values overflows under NumPy 2, and :mod:`saliency_lib.objects`
 passes the RAM as ``int64`` instead. The fixture is made under NumPy 1.26, where OCAtari runs
 as its authors ran it, so the test shows that the two give the same objects.

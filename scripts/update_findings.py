@@ -10,7 +10,7 @@ README also carries the shipped agents' score tables. Each block sits between it
 The claims come from saliency_study.claims (packed units only, cached by what they are computed
 from; a first run after new results takes a few minutes). The score tables come from
 saliency_book.score_tables: data/agents/scores.csv, which `saliency-study ship` writes.
-tests/test_claims.py checks the same agreement on every test run.
+tests/book/test_claims.py checks the same agreement on every test run.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Shared fixtures. Tests run on 1 torch thread; official checkpoints come from MASK_A3C_OFFICIAL_DIR."""
+"""Shared fixtures. Tests run on 1 torch thread; official checkpoints come from MASK_A3C_OFFICIAL_DIR.
+
+The tests live in ``lib/``, ``study/`` and ``book/``; the helper modules beside this file (``toy_models``,
+``toy_study``, ``import_walk``, ``faults``) are importable from all three, since this folder is on ``sys.path``."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ import torch
 
 import saliency_study.paths  # noqa: E402,F401  (the study's copy of the official checkpoints is the default)
 
-sys.path.insert(0, str(Path(__file__).parent))  # toy_models
-torch.set_num_threads(1)
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules, for every folder of tests
+torch.set_num_threads(1)  # collection and module-scoped fixtures too; _one_thread keeps it per test
 
 
 def _official_dir() -> Path | None:
@@ -20,6 +23,16 @@ def _official_dir() -> Path | None:
 
     d = official_dir()
     return d if (d / "trained_models").is_dir() or any(d.glob("*.dat")) else None
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Every test on one torch thread; the count before the test comes back after it, so a command under test
+    that sets its own (``--threads``) does not carry it into the next test."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
 
 
 @pytest.fixture(scope="session")

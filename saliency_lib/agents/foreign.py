@@ -50,7 +50,7 @@ from the ones they were trained on. SB3's ``AtariWrapper`` (defaults) against ou
   raw frames, as we do.
 
 In ``mode="train"`` our preset reproduces SB3's states bit for bit (same seed,
-same actions; checked for Breakout in ``tests/test_adapters.py``). SB3's
+same actions; checked for Breakout in ``tests/lib/test_adapters.py``). SB3's
 ``make_atari_env`` needs the ALE environments registered first:
 ``gymnasium.register_envs(ale_py)`` (importing :mod:`saliency_lib.envs` does it).
 

@@ -56,7 +56,7 @@ on it unchanged.
   therefore reordered to ``(C, H, W)`` before transposing to torch's ``(hidden, H·W·C)``.
 * Dense kernels ``(in, out)`` → torch ``(out, in)``: ``kernel.T``.
 
-The Q-values agree with Keras' own forward pass within 1e-5 (``tests/test_keras_agent.py``,
+The Q-values agree with Keras' own forward pass within 1e-5 (``tests/study/test_keras_agent.py``,
 a model built and saved by Keras 3, and a Keras-2-layout file checked against a
 hand-built channels-last network).
 

@@ -4,7 +4,7 @@ Nothing here touches an agent. Every function builds tensors for a whole batch a
 once (no Python loop over masks), takes explicit sizes and, when it draws random
 numbers, an explicit :class:`torch.Generator`. The reference semantics of each
 function (SciPy, scikit-image, OpenCV) are stated in its docstring and checked
-against that library in ``tests/test_explainers_masks.py``.
+against that library in ``tests/lib/test_explainers_masks.py``.
 """
 
 from __future__ import annotations

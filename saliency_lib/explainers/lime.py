@@ -100,7 +100,7 @@ def lime_weights(design, y, *, kernel_width: float = 0.25, alpha: float = 1.0) -
     algebra as scikit-learn's Cholesky solver (weighted centring, rows scaled by
     the square root of the weights, ``(XᵀX + αI) w = Xᵀy``) in PyTorch, which
     follows ``torch.set_num_threads`` and avoids an oversubscribed BLAS thread
-    pool; ``tests/test_explainers_lime.py`` checks it against scikit-learn.
+    pool; ``tests/lib/test_explainers_crosscheck.py`` checks it against scikit-learn.
 
     Parameters
     ----------

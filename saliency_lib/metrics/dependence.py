@@ -21,7 +21,7 @@ that account for the dependence, on top of well-kept libraries:
 Which interval: ``"ess_t"`` (default) or ``"block"``
 ----------------------------------------------------
 Both were run on stationary AR(1) series of n = 1000 whose ESS spans 10–300, 95 % intervals,
-true mean covered (``tests/test_interval_coverage.py`` keeps the check, on fewer series; here
+true mean covered (``tests/lib/test_interval_coverage.py`` keeps the check, on fewer series; here
 2000 series per row for the t interval and the first 400 of them for the bootstrap, with 999
 resamples each):
 

@@ -35,7 +35,7 @@ maximising pixels that lie in the mask (1 or 0 for a unique maximum). A constant
 scores chance on rank and pointing, and never depends on pixel order. Without ties the measures
 equal Quantus's ``RelevanceRankAccuracy`` and ``PointingGame`` (``normalise=False``,
 ``abs=False``); relevance mass with ``baseline="zero"`` equals ``RelevanceMassAccuracy`` on
-non-negative maps (``tests/test_metrics_localisation.py`` checks all three).
+non-negative maps (``tests/lib/test_metrics_localisation.py`` checks all three).
 
 An empty mask, or a map without positive mass (relevance mass), gives NaN.
 

@@ -14,7 +14,7 @@ Stages, for one state recorded with ``collect_states(..., rams=True)``:
    2.2.1 does its arithmetic on the RAM's own uint8 values, which NumPy 2 keeps in uint8, so
    Space Invaders' bullet rows wrap around and Ms. Pac-Man's score raises ``OverflowError``
    (under NumPy 1.26, for which OCAtari pins ``numpy<2``, the same expressions were promoted).
-   ``tests/test_objects_extraction.py`` compares this with OCAtari run as released under
+   ``tests/lib/test_objects_extraction.py`` compares this with OCAtari run as released under
    NumPy 1.26 on fixed trajectories of the four games.
 3. **Settling.** The readers keep state between calls: an object that appears is created at its
    class's default position and only moved to the RAM's position at the next call (Ms.

@@ -11,7 +11,7 @@ combine exactly (Chan, Golub & LeVeque 1979)::
     m2 = m2_a + m2_b + n_a·n_b/n · (mean_a − mean_b)²
 
 so the mean curve and its band over all states are the same, to float rounding, whatever the
-chunking of the states into units (``tests/test_store_compact.py`` checks it).
+chunking of the states into units (``tests/study/test_store_compact.py`` checks it).
 
 Only the metric's measures are summarised (Q-ratio, advantage, V, π(a): the curves with an
 AUC). The raw network outputs per step (``q[j]``, ``logits[j]``) are stored by the metric so

@@ -394,7 +394,7 @@ def compute_unit(unit: Unit, agent, states, *, maps_cache: MutableMapping | None
     ``maps_cache`` (optional) carries the original model's maps from a sanity unit to the
     degradation unit of the same :func:`maps_key`: a sanity unit puts them there, a
     degradation unit takes them out instead of explaining the states again. The maps are the
-    same bit for bit (``tests/test_maps_reuse.py``), so the rows do not depend on the cache.
+    same bit for bit (``tests/study/test_maps_reuse.py``), so the rows do not depend on the cache.
     """
     from ..explainers import get_explainer
     from ..metrics import Deletion, Insertion, RandomisationTest

@@ -47,7 +47,7 @@ class RunArgs:
     precision: str = "bf16"
     """'bf16' (autocast of the convolutions and linear layers in acting and learning; weights,
     optimiser state and loss stay float32) or 'fp32'. ``benchmarks/training.py`` measured each
-    trainer 1.35-1.4x faster in bf16 on this CPU; ``tests/test_train.py`` checks that the loss and
+    trainer 1.35-1.4x faster in bf16 on this CPU; ``tests/study/test_train.py`` checks that the loss and
     the gradient direction agree with float32."""
 
     def __post_init__(self):
