@@ -376,6 +376,7 @@ class NormalizeObservation(gym.ObservationWrapper):
         self.n = 0
 
     def observation(self, obs):
+        """The frame ``obs`` normalised by the running mean and standard deviation, updated with it first."""
         self.n += 1
         a = self.alpha
         self.mean = self.mean * a + float(obs.mean()) * (1 - a)

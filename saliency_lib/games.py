@@ -173,7 +173,6 @@ DQN_10M_SOURCE = "Nature DQN at 10M frames: Pritzel et al. (2017), Neural Episod
 
 def published_scores(game: str) -> dict:
     """Random, human, Nature-DQN (200 M frames) and DQN-at-10 M-frames scores of ``game`` (NaN where not published)."""
-
     info = game_info(game)
     nan = float("nan")
     dqn = DQN_NATURE.get(game, (nan, nan))

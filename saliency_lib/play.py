@@ -100,9 +100,11 @@ class Episode:
 
 
 def play_env(agent: Agent, first: bool, protocol: Protocol = PROTOCOLS["greedy"]):
-    """The evaluation environment of ``agent``'s preset: the first game of a run (``first``) from
-    Huber et al.'s fixed start (DQN agents), later ones after 1–30 NOOPs; sticky actions as the
-    ``protocol`` says."""
+    """The evaluation environment of ``agent``'s preset for one game of a run.
+
+    The first game of a run (``first``) starts from Huber et al.'s fixed start (DQN agents), later
+    ones after 1–30 NOOPs; sticky actions as the ``protocol`` says.
+    """
     p = protocol.repeat_action_probability
     if agent.preset == "dqn":
         # Huber's protocol: the fixed start; later games of the same run start with 1..30 NOOPs.
@@ -122,8 +124,11 @@ def _fingerprint_step(h, chain: list, obs: np.ndarray, action: int, reward: floa
 
 
 def count_distinct(chains: list[list[bytes]]) -> int:
-    """Games that replay no other game: a game whose running hash after its last step equals
-    another (longer or equally long, already counted) game's at that step is a replay of it."""
+    """The number of games that replay no other game, from their running hashes ``chains``.
+
+    A game whose running hash after its last step equals another (longer or equally long, already
+    counted) game's at that step is a replay of it.
+    """
     kept: list[list[bytes]] = []
     for c in sorted(chains, key=len, reverse=True):
         n = len(c)
@@ -184,9 +189,11 @@ class _Game:
 
 
 def _fast_agent(agent: Agent) -> Agent:
-    """The agent to run batched forward passes with: a channels-last copy for the ``mask_a3c`` networks,
-    whose max-pooling is several times faster on channels-last tensors (PyTorch CPU). Our
-    :class:`~saliency_lib.agents.MaskA3CNet` is built channels-last, so it plays as it is."""
+    """The agent to run batched forward passes with: a channels-last copy for ``mask_a3c`` networks.
+
+    Their max-pooling is several times faster on channels-last tensors (PyTorch CPU). Our
+    :class:`~saliency_lib.agents.MaskA3CNet` is built channels-last, so it plays as it is.
+    """
     if agent.preset != "mask_a3c":
         return agent
     convs = [m.weight for m in agent.net.modules() if isinstance(m, torch.nn.Conv2d)]

@@ -358,8 +358,10 @@ def saliency_frame(frame: np.ndarray, heat: np.ndarray, values: Sequence[float],
 
 # -- the explainer and the agent's outputs ---------------------------------------------------
 def check_method(method: str) -> str:
-    """``method`` if it is a name of :data:`saliency_lib.explainers.EXPLAINERS`, else a ``ValueError``
-    that names the closest registered names and lists them all."""
+    """``method`` if it is a name of :data:`saliency_lib.explainers.EXPLAINERS`, else a ``ValueError``.
+
+    The error names the closest registered names and lists them all.
+    """
     from .explainers import EXPLAINERS
 
     if method not in EXPLAINERS:
@@ -431,6 +433,7 @@ class VideoSummary:
     forward_passes: int = 0  # network rows evaluated per map, the clean pass included
 
     def to_dict(self) -> dict:
+        """The summary as a plain dict, e.g. for a JSON line."""
         return asdict(self)
 
     def line(self) -> str:

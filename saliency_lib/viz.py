@@ -54,6 +54,7 @@ def map84_to_frame(map84: np.ndarray, frame_hw: tuple[int, int] = (210, 160)) ->
 
 
 def side_by_side(*frames: np.ndarray, gap: int = 4) -> np.ndarray:
+    """Frames of any widths side by side, top-aligned, separated by white gaps ``gap`` pixels wide."""
     h = max(f.shape[0] for f in frames)
     parts = []
     for i, f in enumerate(frames):

@@ -74,22 +74,31 @@ class Agent:
     # -- interface -----------------------------------------------------------------
     @property
     def recurrent(self) -> bool:
+        """Whether :meth:`forward` takes and returns a recurrent state ``hidden``."""
         return False
 
     @property
     def device(self) -> torch.device:
+        """The device of the network's parameters."""
         return next(self.net.parameters()).device
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
+        """The shape ``(C, H, W)`` of one state of the agent's preset."""
         from ..envs import obs_shape
 
         return obs_shape(self.preset)
 
     def forward(self, x: torch.Tensor, hidden: Hidden = None) -> dict[str, torch.Tensor]:
+        """The named outputs of the network on states ``x`` ``(N, C, H, W)``.
+
+        Subclasses implement it. ``hidden`` is the recurrent state of recurrent agents (``None``: the
+        zero state); the outputs are the names in :attr:`outputs`, each with ``N`` rows.
+        """
         raise NotImplementedError
 
     def __call__(self, x: torch.Tensor, hidden: Hidden = None) -> dict[str, torch.Tensor]:
+        """The same as :meth:`forward`: the named outputs on states ``x``."""
         return self.forward(x, hidden)
 
     def scores(self, x: torch.Tensor, hidden: Hidden = None) -> torch.Tensor:
@@ -102,6 +111,7 @@ class Agent:
         return self.scores(self.check_states(x), hidden).argmax(dim=1)
 
     def initial_hidden(self, n: int) -> Hidden:
+        """The zero recurrent state of a batch of ``n`` states, or ``None`` for a feed-forward agent."""
         return None
 
     @property
@@ -241,6 +251,7 @@ class Agent:
         return f"{head}: {' and '.join(diffs)}; {PRESET_STATES.get(self.preset, '')}".rstrip("; ")
 
     def to(self, device) -> Agent:
+        """Move the network to ``device`` in place; returns the agent itself."""
         self.net.to(device)
         return self
 
@@ -275,6 +286,11 @@ class QAgent(Agent):
     default_output = "q"
 
     def forward(self, x, hidden=None):
+        """``q`` and ``advantage`` ``(N, A)`` of states ``x``, and ``features`` where the network has them.
+
+        A network with ``features`` and ``head`` methods yields its penultimate-layer ``features``; any
+        other network is called as a whole and gives no ``features``.
+        """
         net = self.net
         if hasattr(net, "features") and hasattr(net, "head"):
             feats = net.features(x)
@@ -301,6 +317,7 @@ class ActorCriticAgent(Agent):
 
     @property
     def outputs(self):
+        """The output names of this network: the policy and value ones, and the attention masks it has."""
         names = ["logits", "probs", "value", "features"]
         cfg = getattr(self.net, "config", None)
         if getattr(cfg, "policy_mask", False):
@@ -311,14 +328,17 @@ class ActorCriticAgent(Agent):
 
     @property
     def recurrent(self) -> bool:
+        """Whether the network has a ConvLSTM (``config.convlstm``)."""
         return bool(getattr(getattr(self.net, "config", None), "convlstm", False))
 
     def initial_hidden(self, n: int) -> Hidden:
+        """The network's zero recurrent state for ``n`` states on the agent's device, or ``None``."""
         if not self.recurrent:
             return None
         return self.net.initial_hidden(n, self.device)
 
     def forward(self, x, hidden=None):
+        """The network's outputs on states ``x``, with ``probs``, the softmax of ``logits``, added."""
         out = dict(self.net(x, hidden))
         out["probs"] = torch.softmax(out["logits"], dim=1)
         return out

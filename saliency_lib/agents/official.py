@@ -47,9 +47,12 @@ def _file_name(game: str) -> str:
 
 
 def official_dir() -> Path:
-    """``$MASK_A3C_OFFICIAL_DIR``, else ``mask_a3c_official`` in the user's cache directory
+    """The directory that holds the official Mask-A3C checkpoints.
+
+    ``$MASK_A3C_OFFICIAL_DIR``, else ``mask_a3c_official`` in the user's cache directory
     (``$XDG_CACHE_HOME/saliency_lib``, default ``~/.cache/saliency_lib``). The study sets the
-    variable to its own copy (:data:`saliency_study.paths.OFFICIAL_DIR`)."""
+    variable to its own copy (:data:`saliency_study.paths.OFFICIAL_DIR`).
+    """
     env = os.environ.get("MASK_A3C_OFFICIAL_DIR")
     if env:
         return Path(env)

@@ -77,9 +77,11 @@ class NatureTrunk(nn.Module):
         self.linear = nn.Sequential(nn.Linear(n_flatten, features_dim), nn.ReLU())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The ReLU features ``(N, features_dim)`` of states ``x``."""
         return self.linear(self.cnn(x))
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the last layer down, for cascading randomisation."""
         return [("fc", [self.linear[0]]), ("conv3", [self.cnn[4]]), ("conv2", [self.cnn[2]]), ("conv1", [self.cnn[0]])]
 
 
@@ -121,15 +123,18 @@ class SB3QNetwork(nn.Module):
         return self.q_net[:-1](h)
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` from the last layer's input ``h``, averaged over quantiles for QR-DQN."""
         out = self.q_net[-1](h)
         if self.n_quantiles:
             out = out.view(-1, self.n_quantiles, self.n_actions).mean(dim=1)
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` of states ``x``."""
         return self.head(self.features(x))
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the output down (the ``q_net`` layers, then the trunk's)."""
         lin = _linears(self.q_net)
         hidden = [(f"q_hidden{i + 1}", [m]) for i, m in enumerate(lin[:-1])][::-1]
         return [("output", [lin[-1]]), *hidden, *self.features_extractor.layer_groups()]
@@ -158,6 +163,7 @@ class SB3ActorCritic(nn.Module):
         self.input_scale = float(input_scale)
 
     def forward(self, x: torch.Tensor, hidden=None) -> dict[str, torch.Tensor]:
+        """``logits``, ``value`` and ``features`` (the policy latent) of states ``x``; ``hidden`` is ignored."""
         if self.input_scale != 1.0:
             x = x * self.input_scale
         h_pi = self.features_extractor(x)
@@ -167,6 +173,11 @@ class SB3ActorCritic(nn.Module):
         return {"logits": self.action_net(latent_pi), "value": self.value_net(latent_vf)[:, 0], "features": latent_pi}
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the output down, for cascading randomisation.
+
+        The actor and critic heads form one group, the policy and value MLP layers of one depth another,
+        and a separate value trunk joins the policy trunk's groups layer by layer.
+        """
         pi, vf = _linears(self.mlp_extractor.policy_net), _linears(self.mlp_extractor.value_net)
         hidden = []
         for i in reversed(range(max(len(pi), len(vf)))):
@@ -203,7 +214,7 @@ def _trunk_from(state: Mapping[str, torch.Tensor], label: str) -> NatureTrunk:
 
 
 def _linear_shapes(state: Mapping[str, torch.Tensor], label: str, *, step: int) -> list[tuple[int, int]]:
-    """(in, out) of the linear layers of a ``Sequential`` whose weights are at indices 0, step, 2·step …"""
+    """The (in, out) sizes of the linear layers of a ``Sequential`` with weights at indices 0, step, 2·step …."""
     idx = sorted({int(k.split(".")[0]) for k in state if k.split(".")[0].isdigit()})
     expected = list(range(0, step * len(idx), step))
     if idx != expected or any(f"{i}.{p}" not in state for i in idx for p in ("weight", "bias")):

@@ -77,9 +77,11 @@ class WrappedQAgent(QAgent):
 
     @property
     def outputs(self):
+        """``q`` and ``advantage``, and ``features`` where the wrapped module declares them."""
         return ("q", "advantage", *(("features",) if "features" in self.net.names else ()))
 
     def forward(self, x, hidden=None):
+        """``q`` and ``advantage`` ``(N, A)`` of states ``x``, and ``features`` where declared."""
         out = self.net(x)
         q = out["q"]
         res = {"q": q, "advantage": q - q.mean(dim=1, keepdim=True)}
@@ -93,10 +95,12 @@ class WrappedActorCriticAgent(ActorCriticAgent):
 
     @property
     def outputs(self):
+        """``logits`` and ``probs``, and ``value`` and ``features`` where the wrapped module declares them."""
         return ("logits", "probs", *(n for n in ("value", "features") if n in self.net.names))
 
     @property
     def recurrent(self) -> bool:
+        """Always ``False``: :func:`wrap_agent` takes feed-forward modules only."""
         return False
 
 

@@ -36,6 +36,7 @@ def _cmd_evaluate(args) -> int:
 
 
 def add_evaluate_parser(sub) -> None:
+    """Add the ``evaluate`` command to the sub-parsers ``sub``."""
     e = sub.add_parser("evaluate", help="play greedy games and print one JSON line of scores")
     e.add_argument("agent", help="checkpoint directory, official:<Game>, sb3:[<Game>:]model.zip, cleanrl:[<Game>:]file or keras:[<Game>:]file.h5")
     e.add_argument("--episodes", type=int, default=None, help="games (default: the protocol's, 10 greedy or 30 sticky)")

@@ -1,5 +1,8 @@
-"""The base class of the perturbation methods: chunked, batched forward passes over a flat
-index of ``(state, perturbation)`` pairs, and incremental inference for local perturbations."""
+"""The base class of the perturbation methods.
+
+It runs chunked, batched forward passes over a flat index of ``(state, perturbation)`` pairs, and
+incremental inference for local perturbations.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +47,11 @@ class PerturbationExplainer(Explainer):
     naive: bool = False
 
     def _set_naive(self, naive: bool) -> None:
-        """Record the ``naive`` switch (kept by :meth:`for_agent`, not part of :attr:`config`:
-        it changes the arithmetic, not the maps)."""
+        """Record the ``naive`` switch (full forward passes instead of incremental inference).
+
+        :meth:`for_agent` keeps it; it is not part of :attr:`config`, as it changes the arithmetic,
+        not the maps.
+        """
         from ..validation import check_bool
 
         self.naive = check_bool("naive", naive)
@@ -220,9 +226,11 @@ class PerturbationExplainer(Explainer):
         return outs
 
     def _local_table(self, index: torch.Tensor, rows: int, c: int, hw: int) -> torch.Tensor:
-        """Flat indices ``(P, C, K)`` of every perturbed value in the chunk buffer of
-        :meth:`_local_perturbed_readouts` (perturbation ``k`` lives in buffer row ``k mod rows``),
-        cached per geometry."""
+        """Flat indices ``(P, C, K)`` of every perturbed value in the chunk buffer, cached per geometry.
+
+        The buffer is that of :meth:`_local_perturbed_readouts`; perturbation ``k`` lives in its row
+        ``k mod rows``.
+        """
         key = (rows, c, hw, index.device, index.data_ptr(), tuple(index.shape))
         cache = self.__dict__.setdefault("_local_cache", {})
         if key not in cache:

@@ -76,6 +76,7 @@ class MaskAttention(Explainer):
 
     @property
     def method_name(self) -> str:
+        """Registry name of this configured method: ``mask_policy`` or ``mask_value``."""
         return f"mask_{self.branch}"
 
     def _resolve_output(self, output):

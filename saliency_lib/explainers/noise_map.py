@@ -91,6 +91,7 @@ class MapStatistics:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """The ``(H, W)`` shape of the reference maps."""
         return tuple(self.amplitude.shape)
 
     def __repr__(self) -> str:

@@ -71,8 +71,10 @@ class PointPerturbation(PerturbationExplainer):
         return gaussian_blur(x, self.blur_sigma, dims)
 
     def _masks(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Flat pixel indices ``(P, K)`` of every perturbation and, for ``"blur"``, the mask
-        values there ``(P, K)``; computed once per device."""
+        """Flat pixel indices ``(P, K)`` of every perturbation, and the mask values there for ``"blur"``.
+
+        The mask values are ``(P, K)`` too (``None`` otherwise); both are computed once per device.
+        """
         cache = self.__dict__.setdefault("_mask_cache", {})
         if device not in cache:
             h, w = self._hw
@@ -87,9 +89,11 @@ class PointPerturbation(PerturbationExplainer):
         return cache[device]
 
     def _frame_masks(self, device: torch.device, dtype: torch.dtype, frames: int) -> torch.Tensor:
-        """The blurred masks repeated over the ``frames`` stacked frames, ``(P, K, C)`` (computed once per
-        device, dtype and frame count): the incremental delta's product then runs without broadcasting,
-        twice as fast."""
+        """The blurred masks repeated over the ``frames`` stacked frames, ``(P, K, C)``.
+
+        Computed once per device, dtype and frame count: the incremental delta's product then runs
+        without broadcasting, twice as fast.
+        """
         cache = self.__dict__.setdefault("_frame_mask_cache", {})
         key = (device, dtype, frames)
         if key not in cache:
@@ -238,6 +242,7 @@ class NoiseSensitivity(PointPerturbation):
 
     @property
     def method_name(self) -> str:
+        """Registry name of this configured method: ``ns_`` and the variant (e.g. ``ns_chosen``)."""
         return f"ns_{self.variant}"
 
     def _bf16_ok(self) -> bool:

@@ -182,9 +182,11 @@ class StagedForward:
 
 
 def staged_forward(agents: Sequence[Agent]) -> StagedForward | None:
-    """A :class:`StagedForward` for several agents of one supported architecture (or for one
-    Mask-A3C agent, whose ConvLSTM stage computes the recurrent half of its gates once per run of
-    rows that share a recurrent state), else ``None``."""
+    """A :class:`StagedForward` for several agents of one supported architecture, else ``None``.
+
+    One Mask-A3C agent gets one too: its ConvLSTM stage computes the recurrent half of its gates
+    once per run of rows that share a recurrent state.
+    """
     if (len(agents) < 2 and not (agents and isinstance(agents[0].net, MaskA3CNet))) or any(staged_support(a) is not None for a in agents):
         return None
     try:

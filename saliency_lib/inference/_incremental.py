@@ -135,10 +135,12 @@ def incremental_support(agent: Agent) -> str | None:
 
 
 def engine_for(explainer, agents: Sequence[Agent], hidden):
-    """The incremental engine of ``explainer`` for ``agents`` (cached on the explainer), or ``None``
-    for full forward passes: ``naive``, ``bf16`` or an unsupported network (logged once per
-    network type). :class:`IncrementalDQN` for Nature-CNN Q-networks (no recurrent state),
-    :class:`~saliency_lib.inference._incremental_a3c.IncrementalMaskA3C` for Mask-A3C networks."""
+    """The incremental engine of ``explainer`` for ``agents`` (cached on the explainer), or ``None``.
+
+    ``None`` means full forward passes: ``naive``, ``bf16`` or an unsupported network (logged once
+    per network type). :class:`IncrementalDQN` serves Nature-CNN Q-networks (no recurrent state),
+    :class:`~saliency_lib.inference._incremental_a3c.IncrementalMaskA3C` Mask-A3C networks.
+    """
     from ._incremental_a3c import IncrementalMaskA3C, mask_a3c_support
 
     if explainer.naive or explainer.precision != "fp32":
@@ -164,8 +166,10 @@ def engine_for(explainer, agents: Sequence[Agent], hidden):
 
 
 def delta_from_values(values: Callable, p: int) -> Callable:
-    """A ``delta(state, pert, clean, at)`` for :meth:`IncrementalDQN.readouts` from an explainer's
-    ``values(i, clean)`` (perturbed values ``(P, C, K)`` of state ``i``, or one float)."""
+    """A ``delta(state, pert, clean, at)`` for :meth:`IncrementalDQN.readouts` from an explainer's values.
+
+    ``values(i, clean)`` gives the perturbed values ``(P, C, K)`` of state ``i``, or one float.
+    """
     def delta(state, pert, clean, at):
         out = torch.empty_like(clean)
         for i in torch.unique(state).tolist():
@@ -195,8 +199,10 @@ class _Net:
         self.refresh()
 
     def refresh(self) -> None:
-        """Channels-last copies of the conv weights (the windows are channels-last), rebuilt
-        when a weight was replaced or changed in place since the last call."""
+        """Channels-last copies of the conv weights (the windows are channels-last).
+
+        They are rebuilt when a weight was replaced or changed in place since the last call.
+        """
         key = tuple((c.weight.data_ptr(), c.weight._version) for c in self.convs)
         if key != self._weights_key:
             self.conv_weights = tuple(c.weight.detach().contiguous(memory_format=torch.channels_last) for c in self.convs)
@@ -231,8 +237,10 @@ class _Net:
         return m
 
     def fc_rows(self, grid: tuple[int, int]) -> torch.Tensor:
-        """The fc weight as ``(h₃·w₃·C₃, hidden)`` rows in (y, x, c) order (channels-last), cached
-        per weight version: the columns of a window row are one contiguous block of rows."""
+        """The fc weight as ``(h₃·w₃·C₃, hidden)`` rows in (y, x, c) order (channels-last).
+
+        Cached per weight version: the columns of a window row are one contiguous block of rows.
+        """
         w = self.core.fc.weight
         key = (w.data_ptr(), w._version)
         if self._wsub.get("key") != key:
@@ -301,10 +309,14 @@ class IncrementalDQN:
         self.reset_stats()
 
     def reset_stats(self) -> None:
-        """Zero :attr:`stats`: ``rows`` (state, perturbation) pairs, ``noop_rows`` skipped as unchanged,
-        ``window_positions`` and ``changed_positions`` per conv layer (``conv1`` …) summed over the rows
-        evaluated (the first network's, with ``collect_stats``), and ``fc_positions`` / ``fc_positions_used``
-        of the conv3 windows before and after dropping the positions that are ReLU-dead in a whole chunk."""
+        """Zero :attr:`stats`, the counters of the work done.
+
+        They are ``rows`` (state, perturbation) pairs, ``noop_rows`` skipped as unchanged,
+        ``window_positions`` and ``changed_positions`` per conv layer (``conv1`` …) summed over the
+        rows evaluated (the first network's, with ``collect_stats``), and ``fc_positions`` /
+        ``fc_positions_used`` of the conv3 windows before and after dropping the positions that are
+        ReLU-dead in a whole chunk.
+        """
         self.stats = {"rows": 0, "noop_rows": 0, "fc_positions": 0, "fc_positions_used": 0,
                       **{f"{k}_conv{i}": 0 for k in ("window_positions", "changed_positions") for i in (1, 2, 3)}}
 
@@ -528,8 +540,11 @@ _OWN_PLAN_BELOW = 0.8
 
 
 def _conv1_window(boxes: torch.Tensor, spec) -> torch.Tensor:
-    """``(R, 4)``: first and last conv1 output row, first and last column whose field meets each pixel box
-    (top, bottom, left, right); as :func:`~saliency_lib.explainers._window_plan._intervals` for conv1."""
+    """The conv1 output window ``(R, 4)`` whose receptive fields meet each pixel box.
+
+    Per box (top, bottom, left, right): the first and last conv1 output row and the first and last
+    column; as :func:`~saliency_lib.explainers._window_plan._intervals` for conv1.
+    """
     k, s, pad, hw = spec
     lo = (boxes[:, 0::2] + pad - k + 1 + s - 1).div(s, rounding_mode="floor").clamp(min=0)
     hi = torch.minimum((boxes[:, 1::2] + pad).div(s, rounding_mode="floor"), torch.tensor(hw, device=boxes.device) - 1)
@@ -541,8 +556,11 @@ def _area(iv: torch.Tensor) -> torch.Tensor:
 
 
 def _schedule(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> list:
-    """``(group, row ids, row slots)`` per group: the rows ``ids`` whose planned member (perturbation or box)
-    is ``member``, ordered by group, with each row's slot in its group's tables."""
+    """The rows of ``ids`` per window group, as ``(group, row ids, row slots)``.
+
+    A row belongs to the group of its planned member (perturbation or box) ``member``; the rows come
+    ordered by group, with each row's slot in its group's tables.
+    """
     dev = ids.device
     group_of = torch.empty(members, dtype=torch.long, device=dev)
     slot_of = torch.empty(members, dtype=torch.long, device=dev)
@@ -557,10 +575,12 @@ def _schedule(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> 
 
 
 def _as_rows(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous 2-D ``t`` ``(R, C)`` as a 1-D tensor of ``R`` elements where a row is 8 or
-    16 bytes (a 4-frame float32 pixel is one complex128), else ``t`` itself: gathering and
-    scattering whole pixels is then one element copy each, several times faster than a
-    row-wise ``index_select``/``index_copy_`` of such short rows."""
+    """A contiguous 2-D ``t`` ``(R, C)`` as a 1-D tensor of ``R`` elements where a row is 8 or 16 bytes.
+
+    A 4-frame float32 pixel is then one complex128; any other ``t`` is returned as it is. Gathering
+    and scattering whole pixels is one element copy each, several times faster than a row-wise
+    ``index_select``/``index_copy_`` of such short rows.
+    """
     nbytes = t.shape[1] * t.element_size()
     if t.is_contiguous() and nbytes in (8, 16) and (t.storage_offset() * t.element_size()) % nbytes == 0:
         return t.view(torch.complex128 if nbytes == 16 else torch.float64).view(-1)

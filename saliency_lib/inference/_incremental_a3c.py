@@ -206,8 +206,10 @@ def _plan(index: torch.Tensor, hw: tuple[int, int]) -> _Plan:
 
 # -- the engine ----------------------------------------------------------------------
 def _take(rows: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
-    """Rows ``at`` of a channels-last ``(R, C)`` table (the layers have 32 to 256 channels, so
-    a row-wise ``index_select`` copies whole cache lines)."""
+    """Rows ``at`` of a channels-last ``(R, C)`` table.
+
+    The layers have 32 to 256 channels, so a row-wise ``index_select`` copies whole cache lines.
+    """
     return rows.index_select(0, at)
 
 

@@ -122,8 +122,11 @@ def _axis_classes(chain, weights, rows: np.ndarray) -> list[np.ndarray]:
 
 
 def _class_windows(chain, cls: np.ndarray, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per class and layer, the window length along one axis ``(L, classes)``, and the
-    window origin of every perturbation ``(L, P)`` (the last layer's is its class's)."""
+    """The window lengths and origins of the perturbations along one axis.
+
+    Per class and layer, the window length ``(L, classes)``, and the window origin of every
+    perturbation ``(L, P)`` (the last layer's is its class's).
+    """
     m = int(cls.max()) + 1
     last = len(chain) - 1
     lens = np.zeros((len(chain), m), dtype=np.int64)
@@ -147,9 +150,11 @@ _DIGESTS: dict[int, tuple] = {}
 
 
 def _digest(index: torch.Tensor) -> str:
-    """Content hash of a perturbation index, kept per tensor object while it is alive and unchanged (the
-    explainers keep their index: hashing the blurred Noise Sensitivity's 785 × 729 entries on every call cost
-    several ms)."""
+    """Content hash of a perturbation index, kept per tensor object while it is alive and unchanged.
+
+    The explainers keep their index: hashing the blurred Noise Sensitivity's 785 × 729 entries on
+    every call cost several ms.
+    """
     got = _DIGESTS.get(id(index))
     if got is not None and got[0]() is index and got[1] == index._version:
         return got[2]
@@ -246,8 +251,11 @@ def plan_boxes(index: torch.Tensor, pert: torch.Tensor, boxes: torch.Tensor, row
 
 
 def _group_tables(members, ys, xs, lens, origins, specs, dev) -> Group:
-    """Index tables of one group: window lengths ``lens`` (per axis, per layer) and
-    per-member window origins ``origins`` (per axis, ``(L, n)``)."""
+    """Index tables of one group of perturbations that share their window lengths.
+
+    The window lengths ``lens`` are per axis and layer; the window origins ``origins`` per axis and
+    member, ``(L, n)``.
+    """
     n = len(members)
     layers = []
     prev_origin, prev_hw = None, None

@@ -1,4 +1,4 @@
-"""Localisation: does a saliency map put its weight on the game's objects?
+"""Localisation: whether a saliency map puts its weight on the game's objects.
 
 Each measure compares one map ``s`` (``H × W``) with a boolean mask ``M`` of object pixels
 (the union of object boxes, :meth:`saliency_lib.objects.StateObjects.mask`):

@@ -150,7 +150,7 @@ def randomise_modules(modules: Sequence[nn.Module], *, init: str = "glorot", see
 
 
 def randomised_models(agent: Agent, *, order: str = "cascading", init: str = "glorot", seed: int = 0, levels: int | None = None) -> Iterator[tuple[int, str, Agent]]:
-    """Yield ``(level, layer_name, randomised_agent)`` for levels 1, 2, …
+    """Yield ``(level, layer_name, randomised_agent)`` for each level, from the output layer down.
 
     Parameters
     ----------

@@ -85,8 +85,11 @@ class Unit:
 
     @property
     def precision(self) -> str | None:
-        """The precision of the unit's maps: its parameters' ``precision`` (the plan writes a default
-        other than ``"fp32"`` there), else ``"fp32"``; ``None`` for the random baseline."""
+        """The precision of the unit's maps; ``None`` for the random baseline.
+
+        Its parameters' ``precision`` (the plan writes a default other than ``"fp32"`` there), else
+        ``"fp32"``.
+        """
         return None if self.method == RANDOM_BASELINE else json.loads(self.params).get("precision", "fp32")
 
     @property
@@ -200,11 +203,13 @@ def _index_path(results_dir, cfg: dict) -> Path:
 
 
 def state_index(states) -> dict:
-    """What a plan needs to know of a state set without loading it: its size, how many of its
-    states are distinct (:func:`~saliency_lib.states.duplicate_states`) and, for a ``"distinct"``
+    """What a plan needs to know of a state set without loading it.
+
+    Its size, how many of its states are distinct (:func:`~saliency_lib.states.duplicate_states`) and, for a ``"distinct"``
     selection, ``first_change`` (the states before it are those of the plain ``"first"``
     selection), ``skipped`` and ``games``. :func:`study_states` adds ``plain_repeats``: how many of
-    the plain trajectory's first ``n`` states repeat an earlier one."""
+    the plain trajectory's first ``n`` states repeat an earlier one.
+    """
     from ..states import duplicate_states
 
     index = {"n": len(states), "distinct_states": int((duplicate_states(states) < 0).sum())}
@@ -305,8 +310,11 @@ def spec_states(spec: SweepSpec, agent_spec: str | None = None, *, results_dir, 
 
 
 class one_thread:
-    """Run a block with one torch thread and one BLAS/OpenMP thread: the same floating-point
-    reductions in every executor (Ray workers default to one BLAS thread, a local process not)."""
+    """Run a block with one torch thread and one BLAS/OpenMP thread.
+
+    Every executor then does the same floating-point reductions (Ray workers default to one BLAS
+    thread, a local process not).
+    """
 
     def __enter__(self):
         from threadpoolctl import threadpool_limits
@@ -383,8 +391,11 @@ def _hidden(states, ids):
 
 
 def maps_key(unit: Unit) -> tuple:
-    """What a unit's original-model maps depend on: the sanity and the degradation unit of the
-    same agent, method, parameters, states and batch size explain the same maps."""
+    """What a unit's original-model maps depend on.
+
+    The sanity and the degradation unit of the same agent, method, parameters, states and batch
+    size explain the same maps.
+    """
     return (unit.agent, unit.method, unit.params, unit.states, unit.state_config, unit.batch_size)
 
 

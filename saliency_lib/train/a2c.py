@@ -59,9 +59,11 @@ __all__ = ["A2CArgs", "train_a2c", "rollout_step", "a3c_targets", "a3c_loss", "R
 
 @dataclass(frozen=True)
 class A2CArgs(RunArgs):
-    """Hyper-parameters of the synchronous Mask-A3C trainer (one agent step = 4 frames): the run
-    settings of :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. In bf16 the
-    ConvLSTM's cell state, the log-probabilities and the values stay float32."""
+    """Hyper-parameters of the synchronous Mask-A3C trainer (one agent step = 4 frames).
+
+    The run settings of :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. In bf16
+    the ConvLSTM's cell state, the log-probabilities and the values stay float32.
+    """
 
     # Algorithm specific arguments
 
@@ -191,6 +193,7 @@ class RunningNorm:
         self.count = np.zeros(n)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The normalised frames ``x`` ``(N, 1, H, W)``, one running normalisation per environment, updated first."""
         a = self.alpha
         self.count += 1
         self.mean = self.mean * a + x.mean(axis=(1, 2, 3)) * (1 - a)
@@ -200,9 +203,11 @@ class RunningNorm:
         return ((x - m[:, None, None, None]) / (s[:, None, None, None] + 1e-8)).astype(np.float32)
 
     def state(self) -> str:
+        """The running statistics as JSON, for a checkpoint (:meth:`load` reads it back)."""
         return json.dumps({"mean": self.mean.tolist(), "std": self.std.tolist(), "count": self.count.tolist()})
 
     def load(self, s: str) -> None:
+        """Restore the running statistics from :meth:`state`'s JSON ``s``."""
         d = json.loads(s)
         self.mean, self.std, self.count = (np.array(d[k]) for k in ("mean", "std", "count"))
 

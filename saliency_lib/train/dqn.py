@@ -54,9 +54,11 @@ __all__ = ["DQNArgs", "train_dqn", "make_dqn_vec_env", "td_loss"]
 
 @dataclass(frozen=True)
 class DQNArgs(RunArgs):
-    """Hyper-parameters of the DQN trainer (one agent step = 4 frames): the run settings of
-    :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. The shipped DQN agents were
-    trained in bf16; no fp32 run of the same length was made."""
+    """Hyper-parameters of the DQN trainer (one agent step = 4 frames).
+
+    The run settings of :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. The
+    shipped DQN agents were trained in bf16; no fp32 run of the same length was made.
+    """
 
     # Algorithm specific arguments
 

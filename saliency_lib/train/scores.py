@@ -62,8 +62,10 @@ def read_scores(csv_path: str | os.PathLike, protocol: str | None = None) -> pd.
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """An exclusive lock on ``path``'s directory (a shipping run and a re-evaluation may write at once);
-    no lock file is left next to the table."""
+    """An exclusive lock on ``path``'s directory; no lock file is left next to the table.
+
+    A shipping run and a re-evaluation may write at once.
+    """
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True)
