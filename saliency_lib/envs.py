@@ -253,7 +253,8 @@ class RecordRam(gym.Wrapper):
     def _push(self, info) -> None:
         ram = info.get("ram")
         if ram is None:
-            raise RuntimeError("RecordRam needs MaxAndSkip(record_ram=True) below it; build the env with make_env(..., record_ram=True)")
+            raise RuntimeError("RecordRam needs MaxAndSkip(record_ram=True) below it; "
+                               "build the env with make_env(..., record_ram=True)")
         self.rams.append(np.asarray(ram, dtype=np.int16))
 
     def reset(self, **kwargs):

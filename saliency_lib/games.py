@@ -40,8 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "GameInfo", "GAMES", "ACTION_COUNTS", "HUBER_GAMES", "BENCHMARK_STATES", "EPISODE_STEP_CAP", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop",
-    "HUMAN", "DQN_NATURE", "DQN_10M_NEC", "DQN_10M_DOPAMINE", "DQN_10M_SOURCE", "published_scores",
+    "GameInfo", "GAMES", "ACTION_COUNTS", "HUBER_GAMES", "BENCHMARK_STATES", "EPISODE_STEP_CAP", "game_info", "valid_games",
+    "MASK_A3C_CROPS", "mask_a3c_crop", "HUMAN", "DQN_NATURE", "DQN_10M_NEC", "DQN_10M_DOPAMINE", "DQN_10M_SOURCE",
+    "published_scores",
 ]
 
 

@@ -108,7 +108,8 @@ def play_env(agent: Agent, first: bool, protocol: Protocol = PROTOCOLS["greedy"]
     p = protocol.repeat_action_probability
     if agent.preset == "dqn":
         # Huber's protocol: the fixed start; later games of the same run start with 1..30 NOOPs.
-        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if first else 30, repeat_action_probability=p)
+        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if first else 30,
+                        repeat_action_probability=p)
     return make_env(agent.game, "mask_a3c", mode="eval", repeat_action_probability=p)
 
 
@@ -138,8 +139,8 @@ def count_distinct(chains: list[list[bytes]]) -> int:
 
 
 @torch.no_grad()
-def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = False, max_steps: int | None = None, sig5: bool = False,
-                 protocol: str | Protocol = "greedy") -> Episode:
+def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = False, max_steps: int | None = None,
+                 sig5: bool = False, protocol: str | Protocol = "greedy") -> Episode:
     """Play one full game greedily and return its raw score.
 
     ``dqn`` agents use Huber's evaluation wrapper with the fixed start (``first``) or
@@ -227,7 +228,8 @@ def _greedy_actions(agent: Agent, x: torch.Tensor, hidden, scores: torch.Tensor)
 
 
 @torch.no_grad()
-def _play_batched(agent: Agent, episodes: int, seed: int, protocol: Protocol, max_steps: int | None, envs: int, bar) -> tuple[list[Episode], int]:
+def _play_batched(agent: Agent, episodes: int, seed: int, protocol: Protocol, max_steps: int | None, envs: int,
+                  bar) -> tuple[list[Episode], int]:
     fast = _fast_agent(agent)
     init = agent.initial_hidden(1)
     ties = 0
@@ -278,7 +280,8 @@ def _play_batched(agent: Agent, episodes: int, seed: int, protocol: Protocol, ma
             _set_rows(hidden, reset_rows, init)
         if len(keep) < len(games):
             games = [games[j] for j in keep]
-            hidden = agent.index_hidden(hidden, torch.tensor(keep, dtype=torch.long, device=x.device)) if hidden is not None and keep else None
+            hidden = (agent.index_hidden(hidden, torch.tensor(keep, dtype=torch.long, device=x.device))
+                      if hidden is not None and keep else None)
         steps += 1
         if steps % 100 == 0 and time.monotonic() - shown > 5:  # the step count, at most every 5 s (logs stay short)
             shown = time.monotonic()
@@ -300,8 +303,8 @@ def _summary(eps: list[Episode], protocol: Protocol, ties: int | None = None) ->
     return out
 
 
-def evaluate(agent: Agent, episodes: int | None = 10, seed: int = 0, *, protocol: str | Protocol = "greedy", max_steps: int | None = None,
-             progress: bool = True, batched: bool = True, envs: int | None = None) -> dict:
+def evaluate(agent: Agent, episodes: int | None = 10, seed: int = 0, *, protocol: str | Protocol = "greedy",
+             max_steps: int | None = None, progress: bool = True, batched: bool = True, envs: int | None = None) -> dict:
     """Scores of ``episodes`` greedy games under an evaluation protocol.
 
     Parameters

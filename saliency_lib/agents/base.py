@@ -213,20 +213,23 @@ class Agent:
                 )
             rng = self.input_range
             if rng is not None and (lo < rng[0] - _RANGE_SLACK or hi > rng[1] + _RANGE_SLACK):
-                hint = (" (values up to 255 look like raw pixel values: divide by 255)" if rng == (0.0, 1.0) and 1 < hi <= 255 and lo >= 0
-                        else "")
+                hint = (" (values up to 255 look like raw pixel values: divide by 255)"
+                        if rng == (0.0, 1.0) and 1 < hi <= 255 and lo >= 0 else "")
                 raise ValueError(
-                    f"states must lie in [{rng[0]:g}, {rng[1]:g}] for preset {self.preset!r}, got values in [{lo:.4g}, {hi:.4g}]{hint}; "
-                    f"{type(self).__name__} takes {PRESET_STATES.get(self.preset, 'states in that range')}"
+                    f"states must lie in [{rng[0]:g}, {rng[1]:g}] for preset {self.preset!r}, got values in [{lo:.4g}, "
+                    f"{hi:.4g}]{hint}; {type(self).__name__} takes {PRESET_STATES.get(self.preset, 'states in that range')}"
                 )
         return x
 
     def _dtype_message(self, x: torch.Tensor) -> str:
-        msg = f"states have dtype {x.dtype}, but {type(self).__name__} of preset {self.preset!r} takes {PRESET_STATES.get(self.preset, 'float states')}; "
+        msg = (f"states have dtype {x.dtype}, but {type(self).__name__} of preset {self.preset!r} takes "
+               f"{PRESET_STATES.get(self.preset, 'float states')}; ")
         if self.preset == "dqn":
             return msg + ("for raw uint8 frames pass states = obs.float() / 255, or states_from_obs(obs, layout=...) "
-                          "(saliency_lib.agents) for Stable-Baselines3 or CleanRL observations; integer states are never cast silently")
-        return msg + f"build states with make_env(game, {self.preset!r}) and pass them as float32; integer states are never cast silently"
+                          "(saliency_lib.agents) for Stable-Baselines3 or CleanRL observations; "
+                          "integer states are never cast silently")
+        return msg + (f"build states with make_env(game, {self.preset!r}) and pass them as float32; "
+                      "integer states are never cast silently")
 
     def _shape_message(self, got: tuple[int, ...]) -> str:
         c, h, w = self.input_shape
@@ -270,7 +273,8 @@ class Agent:
 
     def __repr__(self) -> str:
         src = self.meta.get("source", "")
-        return f"{type(self).__name__}({type(self.net).__name__}, game={self.game!r}, preset={self.preset!r}, n_actions={self.n_actions}{', source=' + repr(src) if src else ''})"
+        return (f"{type(self).__name__}({type(self.net).__name__}, game={self.game!r}, preset={self.preset!r}, "
+                f"n_actions={self.n_actions}{', source=' + repr(src) if src else ''})")
 
 
 class QAgent(Agent):

@@ -123,7 +123,8 @@ def load_cleanrl(path: str | os.PathLike, *, game: str | None = None, device: st
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no CleanRL model at {str(path)!r}: expected the .cleanrl_model state dict saved by dqn_atari.py or ppo_atari.py")
+        raise FileNotFoundError(f"no CleanRL model at {str(path)!r}: expected the .cleanrl_model state dict saved by "
+                                "dqn_atari.py or ppo_atari.py")
     state = load_tensors(path, str(path))
     keys = set(state)
     script = next((s for s, layout in _CLEANRLLAYOUTS.items() if keys == layout), None)

@@ -204,7 +204,8 @@ class PerturbationExplainer(Explainer):
         outs: list[torch.Tensor | None] = [None] * len(agents)
         with torch.no_grad():
             for i in range(n):  # per state: chunks never straddle two states
-                clean = x[i].reshape(c, hw).index_select(1, index.view(-1)).view(c, p, -1).transpose(0, 1).contiguous()  # (P, C, K)
+                # (P, C, K)
+                clean = x[i].reshape(c, hw).index_select(1, index.view(-1)).view(c, p, -1).transpose(0, 1).contiguous()
                 new = values(i, clean)
                 buf.copy_(x[i].reshape(1, c, hw).expand(rows, -1, -1))
                 h_i = Agent.index_hidden(hidden, torch.full((rows,), i, dtype=torch.long, device=x.device))

@@ -46,7 +46,8 @@ class PointPerturbation(PerturbationExplainer):
     def _init_perturbation(self, radius, stride, perturbation, blur_sigma, blur_frames) -> None:
         h, w = self._hw
         radius = check_int("radius", radius, minimum=1, maximum=min(h, w), hint=f"; the disk must fit the {h}×{w} input")
-        stride = radius if stride is None else check_int("stride", stride, minimum=1, maximum=min(h, w), hint=f"; the grid step must fit the {h}×{w} input")
+        stride = radius if stride is None else check_int("stride", stride, minimum=1, maximum=min(h, w),
+                                                         hint=f"; the grid step must fit the {h}×{w} input")
         perturbation = check_choice("perturbation", perturbation, PERTURBATIONS)
         blur_sigma = check_float("blur_sigma", blur_sigma, low=0.0, low_open=True)
         blur_frames = check_bool("blur_frames", blur_frames)
@@ -105,8 +106,8 @@ class PointPerturbation(PerturbationExplainer):
         """Readouts ``(N, P, K)`` for every centre of the grid."""
         index, weight = self._masks(x.device)
         if self.perturbation == "black":
-            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size, delta=lambda state, pert, clean, at: -clean,
-                                                  changed=(x != 0).any(1))
+            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size,
+                                                  delta=lambda state, pert, clean, at: -clean, changed=(x != 0).any(1))
         # I' = I + M·(G(I) − I) on each mask's support window
         n, c = x.shape[:2]
         diff = (self.blurred(x) - x).reshape(n, c, -1)
@@ -127,7 +128,8 @@ class PointPerturbation(PerturbationExplainer):
             return torch.addcmul(clean, d, self._frame_masks(x.device, x.dtype, c).index_select(0, pert), out=d).sub_(clean)
 
         # where the blurred copy equals the state (inside uniform regions, e.g. black ones) nothing changes
-        return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta, changed=(diff != 0).any(1).view(n, *x.shape[2:]))
+        return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta,
+                                              changed=(diff != 0).any(1).view(n, *x.shape[2:]))
 
 
 class NoiseSensitivity(PointPerturbation):

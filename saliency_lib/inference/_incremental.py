@@ -212,7 +212,8 @@ class _Net:
         """Parameters per stage: conv1, conv2, conv3, fc, head."""
         core = self.core
         heads = [m for m in (getattr(core, n, None) for n in ("out", "out_value", "out_adv")) if m is not None]
-        return [list(c.parameters()) for c in self.convs] + [list(core.fc.parameters()), [p for m in heads for p in m.parameters()]]
+        return ([list(c.parameters()) for c in self.convs]
+                + [list(core.fc.parameters()), [p for m in heads for p in m.parameters()]])
 
     def clean(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Pre-activations of conv1…conv3 ``(N, C, h, w)`` and of fc ``(N, hidden)``, as ``DQNNet.features``."""
@@ -245,7 +246,9 @@ class _Net:
         key = (w.data_ptr(), w._version)
         if self._wsub.get("key") != key:
             c3 = self.convs[-1].out_channels
-            self._wsub = {"key": key, "rows": w.detach().view(w.shape[0], c3, grid[0] * grid[1]).permute(2, 1, 0).reshape(-1, w.shape[0]).contiguous()}
+            self._wsub = {"key": key,
+                          "rows": w.detach().view(w.shape[0], c3, grid[0] * grid[1]).permute(2, 1, 0)
+                                   .reshape(-1, w.shape[0]).contiguous()}
         return self._wsub["rows"]
 
     def fc_delta(self, z: torch.Tensor, dh: torch.Tensor, last: tuple[int, int, int, int], grid: tuple[int, int]) -> torch.Tensor:
@@ -339,7 +342,10 @@ class IncrementalDQN:
         return stage_cuts([[(params, None) for params in net.params()] for net in self.nets])
 
     def plan(self, index: torch.Tensor, image_hw, out_hws, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
-        """The groups and index tables of ``index`` (cached by content, see :func:`~saliency_lib.inference._window_plan.plan_windows`)."""
+        """The groups and index tables of ``index``.
+
+        Cached by content, see :func:`~saliency_lib.inference._window_plan.plan_windows`.
+        """
         net = self.nets[0]
         return plan_windows(index, tuple(image_hw), net.specs(out_hws), net.macs(), rows_per_group, batch_size)
 
@@ -399,7 +405,8 @@ class IncrementalDQN:
         out_hws = [tuple(z.shape[2:]) for z in cleans[0][0]]
         # per agent: fc pre-activations (N, hidden)
         # per agent and layer, channels-last (N·h·w, 2C): [min(z, 0), −relu(z)] of the clean pre-activation z
-        pre_t = [[torch.cat([z.clamp(max=0), z.clamp(min=0).neg_()], 1).permute(0, 2, 3, 1).reshape(-1, 2 * z.shape[1]) for z in zs]
+        pre_t = [[torch.cat([z.clamp(max=0), z.clamp(min=0).neg_()], 1).permute(0, 2, 3, 1).reshape(-1, 2 * z.shape[1])
+                  for z in zs]
                  for zs, _ in cleans]
         zfc = [zf for _, zf in cleans]
         # clean outputs, as the explainer's clean pass computes them: rows whose change dies out
@@ -474,7 +481,8 @@ class IncrementalDQN:
             for a, net in enumerate(nets):
                 if a and cuts[a] > li:
                     continue
-                new[a] = _conv_delta(net.conv_weights[li], net.convs[li].stride, lay, deltas.get(a, deltas[0]), gather, pre_t[a][li], clean_at)
+                new[a] = _conv_delta(net.conv_weights[li], net.convs[li].stride, lay, deltas.get(a, deltas[0]), gather,
+                                     pre_t[a][li], clean_at)
             deltas = new
             if self.collect_stats:
                 body = deltas[0][:, :-1]
@@ -571,7 +579,8 @@ def _schedule(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> 
     order = torch.argsort(row_group, stable=True)
     ids, slots = ids[order], slot_of[member[order]]
     bounds = [0, *torch.cumsum(torch.bincount(row_group, minlength=len(groups)), 0).tolist()]
-    return [(g, ids[bounds[i]:bounds[i + 1]], slots[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups) if bounds[i + 1] > bounds[i]]
+    return [(g, ids[bounds[i]:bounds[i + 1]], slots[bounds[i]:bounds[i + 1]])
+            for i, g in enumerate(groups) if bounds[i + 1] > bounds[i]]
 
 
 def _as_rows(t: torch.Tensor) -> torch.Tensor:
@@ -609,7 +618,8 @@ def copy_rows_(dst: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> Non
         rows_d.index_copy_(0, index, rows_s)
 
 
-def _conv_delta(weight: torch.Tensor, stride, lay: Layer, src: torch.Tensor, gather, pre_t: torch.Tensor, clean_at: torch.Tensor) -> torch.Tensor:
+def _conv_delta(weight: torch.Tensor, stride, lay: Layer, src: torch.Tensor, gather, pre_t: torch.Tensor,
+                clean_at: torch.Tensor) -> torch.Tensor:
     """``Δh`` of one conv layer as a ``(B, h·w + 1, C_out)`` buffer whose last row is zero.
 
     ``src`` is the delta of the layer's input: the first input window itself

@@ -66,7 +66,8 @@ def _intervals(lo: np.ndarray, hi: np.ndarray, specs, axis: int) -> list[tuple[n
     for k, s, pad, hw in specs:
         size = hw[axis]
         o_hi = np.minimum((hi + pad) // s, size - 1)
-        o_lo = np.minimum(np.maximum(-((k - 1 - lo - pad) // s), 0), o_hi)  # ceil((lo + pad − k + 1) / s); an empty change keeps one entry
+        # ceil((lo + pad − k + 1) / s); an empty change keeps one entry
+        o_lo = np.minimum(np.maximum(-((k - 1 - lo - pad) // s), 0), o_hi)
         out.append((o_lo, o_hi))
         lo, hi = o_lo, o_hi
     return out
@@ -167,7 +168,8 @@ def _digest(index: torch.Tensor) -> str:
     return digest
 
 
-def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
+def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, rows_per_group: int,
+                 batch_size: int) -> tuple[Group, ...]:
     """Groups and index tables for perturbations ``index`` ``(P, K)`` through conv layers ``specs``.
 
     ``specs``: ``(kernel, stride, pad_before, out_hw)`` per conv layer; the input
@@ -242,7 +244,8 @@ def plan_boxes(index: torch.Tensor, pert: torch.Tensor, boxes: torch.Tensor, row
     for g in np.unique(cy * lx.shape[1] + cx):
         members = np.nonzero(cy * lx.shape[1] + cx == g)[0]
         a, b = divmod(int(g), lx.shape[1])
-        groups.append(_group_tables(members, ys[members], xs[members], (ly[:, a], lx[:, b]), (oy[:, members], ox[:, members]), specs, index.device))
+        groups.append(_group_tables(members, ys[members], xs[members], (ly[:, a], lx[:, b]), (oy[:, members], ox[:, members]),
+                                    specs, index.device))
     plan = tuple(groups)
     _PLANS[key] = plan
     while len(_PLANS) > 16:

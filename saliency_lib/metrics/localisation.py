@@ -54,8 +54,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["LOCALISATION_MEASURES", "BASELINES", "positive_part", "relevance_mass", "relevance_rank", "pointing_game", "chance_level",
-           "localisation_scores", "object_masks", "localisation_table"]
+__all__ = ["LOCALISATION_MEASURES", "BASELINES", "positive_part", "relevance_mass", "relevance_rank", "pointing_game",
+           "chance_level", "localisation_scores", "object_masks", "localisation_table"]
 
 #: The measures, in the order of the tables.
 LOCALISATION_MEASURES = ("relevance_mass", "relevance_rank", "pointing_game")

@@ -60,8 +60,8 @@ from ._verify import QUARANTINE, check_loose, check_pack, check_units, quarantin
 if TYPE_CHECKING:  # units import the store, not the other way round
     from ._units import Unit
 
-__all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves",
-           "unit_versions", "stored_versions", "stored_bytes", "verified_keys", "sweep_files"]
+__all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units",
+           "mean_curves", "unit_versions", "stored_versions", "stored_bytes", "verified_keys", "sweep_files"]
 
 _EXTRA = ("n", "nonfinite", "m2")
 """Columns of a stored file beyond the tidy schema: the curve summaries' statistics."""
@@ -439,7 +439,8 @@ def load_rows(units: list[Unit], results_dir, reader: Reader) -> pd.DataFrame:
             by_file[src.path] = dict(tuple(read(src.path).tidy.groupby("config_hash", sort=False)))
         parts.append(by_file[src.path].get(u.key))
     # files stored before rows recorded their precision: the unit's parameters say it
-    parts = [p if u.precision is None or not p["precision"].isna().any() else p.assign(precision=p["precision"].fillna(u.precision))
+    parts = [p if u.precision is None or not p["precision"].isna().any()
+             else p.assign(precision=p["precision"].fillna(u.precision))
              for p, u in zip(parts, units) if p is not None]
     if not parts:
         return empty_table()

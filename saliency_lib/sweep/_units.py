@@ -182,7 +182,8 @@ def applicable(method: str, agent) -> bool:
     return True
 
 
-def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first", episode_cap: int = EPISODE_STEP_CAP) -> dict:
+def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first",
+                 episode_cap: int = EPISODE_STEP_CAP) -> dict:
     """What determines a sweep's state set; it goes into every unit key (but see :func:`plan_units`).
 
     The ``"first"`` selection records no selection at all, so the keys of the units stored
@@ -367,7 +368,8 @@ def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
         if degradation:
             extra = [m for m in spec.degradation_only if applicable(m, agent)]
             kinds.append(("degradation", degradation,
-                          list(dict.fromkeys([*methods, *extra, RANDOM_BASELINE] if spec.random_baseline else [*methods, *extra]))))
+                          list(dict.fromkeys([*methods, *extra, RANDOM_BASELINE] if spec.random_baseline
+                                             else [*methods, *extra]))))
         metric = {k: v for k, v in json.loads(canonical_json(spec.metric)).items() if METRIC_OPTIONS[k] != v}
         for experiment, pairs, names in kinds:
             for method in names:

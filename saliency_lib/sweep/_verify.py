@@ -48,8 +48,8 @@ from ._claims import StoreWarning, stale_temporary
 if TYPE_CHECKING:
     from ._units import Unit
 
-__all__ = ["quarantine_dir", "quarantine", "quarantine_bytes", "check_loose", "check_pack", "check_units", "remove_stale_temporaries",
-           "FileStamp", "stamp"]
+__all__ = ["quarantine_dir", "quarantine", "quarantine_bytes", "check_loose", "check_pack", "check_units",
+           "remove_stale_temporaries", "FileStamp", "stamp"]
 
 QUARANTINE = "quarantine"
 _LOG = "quarantine.jsonl"

@@ -67,7 +67,8 @@ def seed_everything(seed: int) -> None:
 
 def rng_state(np_rng: np.random.Generator | None = None) -> dict:
     """RNG states as tensors and plain types only (loadable with ``weights_only=True``)."""
-    st = {"torch": torch.get_rng_state(), "python": json.dumps(random.getstate()), "numpy": json.dumps(np.random.get_state()[1].tolist())}
+    st = {"torch": torch.get_rng_state(), "python": json.dumps(random.getstate()),
+          "numpy": json.dumps(np.random.get_state()[1].tolist())}
     if np_rng is not None:
         st["np_rng"] = json.dumps(np_rng.bit_generator.state)
     return st
