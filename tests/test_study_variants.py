@@ -27,7 +27,8 @@ def ship_fake_run(agents_dir, variant, seed, score, frames=2_000_000, logs=True,
                                              "frames": frames, "eval_score": score, "arch": "MaskA3CNet"}))
     if logs:
         f = np.arange(1, 11) * frames / 10
-        pd.DataFrame({"step": f / 4, "frames": f, "episode_score": np.linspace(0, score, 10)}).to_csv(d / "train_log.csv", index=False)
+        pd.DataFrame({"step": f / 4, "frames": f, "episode_score": np.linspace(0, score, 10)}).to_csv(d / "train_log.csv",
+                                                                                                        index=False)
         means = [score / 2, score] if evals is None else list(evals)
         fe = np.linspace(frames / len(means), frames, len(means))
         pd.DataFrame({"step": fe / 4, "frames": fe, "eval_mean": means, "eval_std": 0.0,
@@ -202,7 +203,8 @@ def test_actor_critic_runs_and_final_scores(tmp_path):
     pd.DataFrame({"agent": ["a3c-Breakout-double-s1"], "episodes": [10], "mean": [40.0], "std": [3.0]}).to_csv(
         agents / "scores.csv", index=False)
     (runs / "a3c-Breakout-value-s0").mkdir(parents=True)
-    pd.DataFrame({"frames": [100, 200], "episode_score": [1.0, 2.0]}).to_csv(runs / "a3c-Breakout-value-s0" / "train_log.csv", index=False)
+    pd.DataFrame({"frames": [100, 200], "episode_score": [1.0, 2.0]}).to_csv(runs / "a3c-Breakout-value-s0" / "train_log.csv",
+                                                                             index=False)
     (runs / "a3c-Breakout-double-s0").mkdir()  # the shipped copy wins
     r = va.actor_critic_runs("Breakout", agents, runs)
     assert list(r["agent"]) == ["a3c-Breakout-none-s0", "a3c-Breakout-value-s0", "a3c-Breakout-double-s0",
