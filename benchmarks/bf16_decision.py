@@ -138,7 +138,8 @@ def main(argv=None) -> int:
     for kind, methods in res["decision"].items():
         print(f"\n{kind}")
         for name, d in methods.items():
-            print(f"  {name:18s} {d['precision']}  min rho {d['min_spearman']:.4f}  bf16 x{d['min_bf16_speedup']:.2f}  {d['reason']}")
+            print(f"  {name:18s} {d['precision']}  min rho {d['min_spearman']:.4f}  bf16 "
+                  f"x{d['min_bf16_speedup']:.2f}  {d['reason']}")
     return 0
 
 

@@ -26,7 +26,8 @@ class QNetwork(nn.Module):
         return self.network(x / 255.0)
 
 
-def run(game: str = "Breakout", total_steps: int = 10_000, learning_starts: int = 2_000, buffer_size: int = 100_000, seed: int = 0):
+def run(game: str = "Breakout", total_steps: int = 10_000, learning_starts: int = 2_000, buffer_size: int = 100_000,
+        seed: int = 0):
     from saliency_lib.envs import make_env
 
     env = make_env(game, "dqn", mode="train")
@@ -64,7 +65,8 @@ def run(game: str = "Breakout", total_steps: int = 10_000, learning_starts: int 
         if step > learning_starts and step % 4 == 0:
             idx = rng.integers(0, full, 32)
             with torch.no_grad():
-                y = torch.from_numpy(rew_buf[idx]) + 0.99 * target(torch.from_numpy(next_buf[idx]).float()).max(1).values * (1 - torch.from_numpy(done_buf[idx]))
+                y = (torch.from_numpy(rew_buf[idx]) + 0.99 * target(torch.from_numpy(next_buf[idx]).float()).max(1).values
+                     * (1 - torch.from_numpy(done_buf[idx])))
             qa = q(torch.from_numpy(obs_buf[idx]).float()).gather(1, torch.from_numpy(act_buf[idx])[:, None])[:, 0]
             loss = F.mse_loss(qa, y)
             opt.zero_grad()

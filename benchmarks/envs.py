@@ -60,14 +60,16 @@ def main():
     try:
         import envpool
 
-        env = envpool.make_gymnasium("Breakout-v5", num_envs=n, episodic_life=False, reward_clip=False, repeat_action_probability=0.0)
+        env = envpool.make_gymnasium("Breakout-v5", num_envs=n, episodic_life=False, reward_clip=False,
+                                     repeat_action_probability=0.0)
         env.reset()
         res["envpool_gray84"] = _rate(env.step, n, 4)
         env.close()
     except Exception as e:  # envpool is optional and absent on many Pythons
         res["envpool_gray84"] = f"unavailable: {type(e).__name__}: {e}"
-    out = {"num_envs": n, "agent_steps_per_s": res, "cpu_count": os.cpu_count(), "machine": platform.processor() or platform.machine(),
-           "load_avg": os.getloadavg(), "note": "random actions, Breakout; measured while other processes may run (see load_avg)"}
+    out = {"num_envs": n, "agent_steps_per_s": res, "cpu_count": os.cpu_count(),
+           "machine": platform.processor() or platform.machine(), "load_avg": os.getloadavg(),
+           "note": "random actions, Breakout; measured while other processes may run (see load_avg)"}
     print(json.dumps(out, indent=2))
     if a.json:
         with open(a.json, "w") as f:

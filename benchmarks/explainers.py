@@ -40,7 +40,8 @@ from saliency_lib.explainers import get_explainer
 from saliency_lib.states import collect_states
 
 CHUNKS = (64, 128, 256, 512)
-PERTURBATION_METHODS = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa", "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb")
+PERTURBATION_METHODS = ("occlusion", "ns_original", "ns_chosen", "ns_black", "sarfa", "rise", "lime_slic", "lime_quickshift",
+                        "lime_felzenszwalb")
 OTHER_METHODS = ("gradient", "integrated_gradients", "gradcam", "random")
 TARGETS = {"occlusion": 1.25, "ns_original": 1.25, "ns_chosen": 1.25, "ns_black": 1.25, "sarfa": 1.25, "rise": 1.25,
            "lime_slic": 2.0, "lime_quickshift": 2.0, "lime_felzenszwalb": 2.0}
@@ -149,10 +150,12 @@ def ours(agent, x, name: str, repeats: int, precision: str = "fp32", with_floor:
                 runs[("floor", cs)].append(time.perf_counter() - t)
     med = {k: 1e3 * statistics.median(v) for k, v in runs.items()}
     best = min(CHUNKS, key=lambda cs: med[("ours", cs)])
-    out = {"ms": med[("ours", best)], "chunk": best, "ms_per_chunk": {cs: med[("ours", cs)] for cs in CHUNKS}, "forward_passes": passes}
+    out = {"ms": med[("ours", best)], "chunk": best, "ms_per_chunk": {cs: med[("ours", cs)] for cs in CHUNKS},
+           "forward_passes": passes}
     if with_floor:
         fbest = min(CHUNKS, key=lambda cs: med[("floor", cs)])
-        out.update(floor_ms=med[("floor", fbest)], floor_chunk=fbest, floor_ms_per_chunk={cs: med[("floor", cs)] for cs in CHUNKS})
+        out.update(floor_ms=med[("floor", fbest)], floor_chunk=fbest,
+                   floor_ms_per_chunk={cs: med[("floor", cs)] for cs in CHUNKS})
         out["overhead_ratio"] = out["ms"] / out["floor_ms"]
     return out
 
@@ -236,8 +239,10 @@ def main(argv=None) -> int:
         "agent": "DQNNet(DQNConfig(n_actions=9)), random weights (torch.manual_seed(0)), dueling, valid padding",
         "state": "MsPacman, make_env('MsPacman', 'dqn', fixed_start=True).reset(seed=0), 1 state per call",
         "threads": "torch.set_num_threads(1); BLAS pools limited to 1 thread (threadpoolctl)",
-        "contention": "the machine has 2 CPU cores and two DQN trainings (at nice priority) use both during the measurement (load average ≈ 4, see machine); times are noisy, hence the paired rounds",
-        "statistic": f"median of {args.repeats} rounds after a warm-up; each round times the method and the bare-network floor at every chunk size back to back; best chunk size of each",
+        "contention": "the machine has 2 CPU cores and two DQN trainings (at nice priority) use both during the measurement "
+                      "(load average ≈ 4, see machine); times are noisy, hence the paired rounds",
+        "statistic": f"median of {args.repeats} rounds after a warm-up; each round times the method and the bare-network floor "
+                     "at every chunk size back to back; best chunk size of each",
         "chunks": list(CHUNKS),
     }}
     results["forward_variants_ms_per_row"] = forward_variants(net, args.repeats)
@@ -255,7 +260,8 @@ def main(argv=None) -> int:
             rho = spearman(make(name, agent).attribute(x).maps, make(name, agent, "bf16").attribute(x).maps)
             r["bf16_spearman_random_dqn"] = rho
         rows[name] = r
-        print(f"{name:22s} {r['ms']:9.1f} ms  passes {r['forward_passes']:5d}  floor {r['floor_ms']:8.1f} ms  ratio {r['overhead_ratio']:.2f}", flush=True)
+        print(f"{name:22s} {r['ms']:9.1f} ms  passes {r['forward_passes']:5d}  floor {r['floor_ms']:8.1f} ms  ratio "
+              f"{r['overhead_ratio']:.2f}", flush=True)
     results["methods"] = rows
 
     comparisons = {}
@@ -299,16 +305,18 @@ def notes(res: dict) -> list[str]:
         base = v["no_grad"]
         out.append(
             f"bare network, chunk {cs}: inference_mode {v['inference_mode'] / base:.2f}×, channels_last input "
-            f"{v['no_grad+channels_last_input'] / base:.2f}×, bf16 autocast {v['no_grad+bf16_autocast'] / base:.2f}× the no_grad time per row"
+            f"{v['no_grad+channels_last_input'] / base:.2f}×, bf16 autocast {v['no_grad+bf16_autocast'] / base:.2f}× the "
+            "no_grad time per row"
         )
     best = {k: min(v[k] for v in fv.values()) for k in next(iter(fv.values()))}
     cl = [v["no_grad+channels_last_input"] / v["no_grad"] for v in fv.values()]
     out.append(
         f"best chunk size: inference_mode {best['inference_mode'] / best['no_grad']:.2f}×, channels_last input "
-        f"{best['no_grad+channels_last_input'] / best['no_grad']:.2f}×, bf16 {best['no_grad+bf16_autocast'] / best['no_grad']:.2f}× "
-        f"the no_grad time per row; channels_last per chunk size ranges {min(cl):.2f}×–{max(cl):.2f}×. The explainers keep "
-        "torch.no_grad and contiguous NCHW inputs: inference_mode is not faster here, and channels_last would make the "
-        "perturbed passes' arithmetic differ from the NCHW clean pass for a gain that is not consistent on this contended machine"
+        f"{best['no_grad+channels_last_input'] / best['no_grad']:.2f}×, bf16 "
+        f"{best['no_grad+bf16_autocast'] / best['no_grad']:.2f}× the no_grad time per row; "
+        f"channels_last per chunk size ranges {min(cl):.2f}×–{max(cl):.2f}×. The explainers keep torch.no_grad and contiguous "
+        "NCHW inputs: inference_mode is not faster here, and channels_last would make the perturbed passes' arithmetic differ "
+        "from the NCHW clean pass for a gain that is not consistent on this contended machine"
     )
     for name, r in res["methods"].items():
         if r.get("meets_overhead_target") is False:
@@ -330,8 +338,9 @@ def notes(res: dict) -> list[str]:
     if "methods" in b:
         keep = [k for k, v in b["methods"].items() if v["keeps_0.99"]]
         drop = [k for k, v in b["methods"].items() if not v["keeps_0.99"]]
-        out.append(f"bf16 keeps Spearman >= 0.99 on the trained agent for: {', '.join(keep) or 'none'}; not for: {', '.join(drop) or 'none'}. "
-                   "The library offers precision='bf16' only for the former (Explainer.bf16_validated); float32 stays the default.")
+        out.append(f"bf16 keeps Spearman >= 0.99 on the trained agent for: {', '.join(keep) or 'none'}; not for: "
+                   f"{', '.join(drop) or 'none'}. The library offers precision='bf16' only for the former "
+                   "(Explainer.bf16_validated); float32 stays the default.")
     elif "skipped" in b:
         out.append(f"bf16 agreement not measured: {b['skipped']}")
     return out
@@ -342,10 +351,12 @@ def print_table(res: dict) -> None:
     for name, r in res["methods"].items():
         tgt = f"≤{r['target_overhead']:.2f}" if "target_overhead" in r else "   -  "
         bf = f"{r['bf16_speedup']:.2f}×" if "bf16_speedup" in r else "-"
-        print(f"{name:22s} {r['ms']:8.1f} {r['forward_passes']:7d} {r['floor_ms']:10.1f} {r['overhead_ratio']:9.2f}  {tgt:6s}  {bf}")
+        print(f"{name:22s} {r['ms']:8.1f} {r['forward_passes']:7d} {r['floor_ms']:10.1f} "
+              f"{r['overhead_ratio']:9.2f}  {tgt:6s}  {bf}")
     print("\ncomparison                                   their ms   ratio (theirs/ours)  target")
     for name, c in res["comparisons"].items():
-        print(f"{name:44s} {c['ms']:9.1f} {c['ratio_vs_ours']:12.2f}          ≥{c['target_ratio']:.1f}  {'met' if c['meets_target'] else 'MISSED'}")
+        print(f"{name:44s} {c['ms']:9.1f} {c['ratio_vs_ours']:12.2f}          ≥{c['target_ratio']:.1f}  "
+              f"{'met' if c['meets_target'] else 'MISSED'}")
     print("\nnotes:")
     for line in res.get("notes", []):
         print("  -", line)

@@ -170,8 +170,9 @@ def sizes_and_driver(spec: SweepSpec, states_src: Path) -> tuple[dict, dict]:
         "degradation_frame_bytes": max((b for b, _ in by["degradation"]), default=None),
         "context_bytes": len(pickle.dumps(context)), "agent_bytes": agent_bytes,
         "states_bytes_per_state": states_bytes / sset.states.shape[0],
-        "sanity_frame_bytes_per_state": per_state.get("sanity"), "degradation_frame_bytes_per_state": per_state.get("degradation"),
-        "sanity_rows_per_state": rows_per_state.get("sanity"), "degradation_rows_per_state": rows_per_state.get("degradation"),
+        "sanity_frame_bytes_per_state": per_state.get("sanity"),
+        "degradation_frame_bytes_per_state": per_state.get("degradation"), "sanity_rows_per_state": rows_per_state.get("sanity"),
+        "degradation_rows_per_state": rows_per_state.get("degradation"),
         "full_study_frame_bytes": max(per_state.values()) * full.chunk,
         "full_study_context_bytes": agent_bytes + states_bytes / sset.states.shape[0] * full.n_states,
         "what": "pickle.dumps sizes: a task ships its arguments (the Unit and a list holding the context's object "

@@ -213,7 +213,8 @@ def local_methods(data: dict, repeats: int, map_states: int) -> dict:
             "floor_chunks": list(CHUNKS), "forward_passes": passes,
             "speedup_vs_naive_floor": speedup, "speedup_rounds": [round(v, 3) for v in pooled],
             "speedup_mean_of_games": statistics.mean(v["speedup_vs_naive_floor"] for v in per_game.values()),
-            "speedup_vs_naive_path": statistics.mean(v["naive_ms"] for v in per_game.values()) / statistics.mean(v["ms"] for v in per_game.values()),
+            "speedup_vs_naive_path": (statistics.mean(v["naive_ms"] for v in per_game.values())
+                                      / statistics.mean(v["ms"] for v in per_game.values())),
             "flop_limit_speedup": limit["flop_limit_speedup"], "fraction_of_limit": speedup / limit["flop_limit_speedup"],
             "flop_limit": limit, "noop_share": {g: v["noop_share"] for g, v in per_game.items()},
             "max_abs_map_diff": max(v["max_abs_map_diff"] for v in per_game.values()),
@@ -225,9 +226,11 @@ def local_methods(data: dict, repeats: int, map_states: int) -> dict:
         if name in TARGETS:
             row["target_speedup_vs_naive_floor"] = TARGETS[name]
         out[name] = row
-        games = "  ".join(f"{g[:5]} x{v['speedup_vs_naive_floor']:.1f} ({100 * v['noop_share']:.0f}% no-op)" for g, v in per_game.items())
-        print(f"{name:12s} {row['ms']:7.1f} ms  floor {row['naive_floor_ms']:7.1f}  x{speedup:.2f} of limit x{limit['flop_limit_speedup']:.2f} "
-              f"({100 * row['fraction_of_limit']:.0f}%)  max diff {row['max_abs_map_diff']:.1e}  rho {row['min_spearman']:.6f} | {games}", flush=True)
+        games = "  ".join(f"{g[:5]} x{v['speedup_vs_naive_floor']:.1f} ({100 * v['noop_share']:.0f}% no-op)"
+                          for g, v in per_game.items())
+        print(f"{name:12s} {row['ms']:7.1f} ms  floor {row['naive_floor_ms']:7.1f}  x{speedup:.2f} of limit "
+              f"x{limit['flop_limit_speedup']:.2f} ({100 * row['fraction_of_limit']:.0f}%)  max diff "
+              f"{row['max_abs_map_diff']:.1e}  rho {row['min_spearman']:.6f} | {games}", flush=True)
     return out
 
 
@@ -264,7 +267,8 @@ def comparisons(agent, x, tgt, repeats: int) -> dict:
     t = [int(a) for a in tgt]
     pairs = {  # name: (our method, setting key, settings, make(setting, states, targets, segments))
         "captum.attr.Occlusion vs occlusion": (
-            occ, "perturbations_per_eval", baselines.CAPTUM_CHUNKS, lambda k, xx, tt, sg: baselines.captum_occlusion(agent, xx, tt, k)),
+            occ, "perturbations_per_eval", baselines.CAPTUM_CHUNKS,
+            lambda k, xx, tt, sg: baselines.captum_occlusion(agent, xx, tt, k)),
         "captum.attr.Lime vs lime_slic": (
             slic, "perturbations_per_eval", baselines.CAPTUM_CHUNKS,
             lambda k, xx, tt, sg: baselines.captum_surrogate("Lime", agent, xx, tt, sg, slic.n_samples, k)),
@@ -294,7 +298,8 @@ def comparisons(agent, x, tgt, repeats: int) -> dict:
             "ratio_rounds": [round(a / b, 3) for a, b in zip(theirs, mine)], "states": n,
             **({"n_samples": slic.n_samples} if ours is slic else {}),
         }
-        print(f"{name:38s} {out[name]['ms']:9.1f} ms  ours {out[name]['ours_ms']:8.1f} ms  x{out[name]['ratio_vs_ours']:.2f}", flush=True)
+        print(f"{name:38s} {out[name]['ms']:9.1f} ms  ours {out[name]['ours_ms']:8.1f} ms  x{out[name]['ratio_vs_ours']:.2f}",
+              flush=True)
     return out
 
 
@@ -328,7 +333,8 @@ def cascade_game(agent, x, tgt, repeats: int, naive: bool, names=STUDY_DQN) -> d
         out["naive_ms_per_state"] = sum(d["naive"] for d in med.values())
         out["similarity_naive_ms_per_state"] = sum(1e3 * statistics.median(v) for v in sim_naive.values())
     print(f"cascade {agent.game}: {out['ms_per_state']:.0f} ms per state" +
-          (f" (naive {out['naive_ms_per_state']:.0f})" if naive else "") + f"; similarity table {out['similarity_ms_per_state']:.0f} ms", flush=True)
+          (f" (naive {out['naive_ms_per_state']:.0f})" if naive else "") +
+          f"; similarity table {out['similarity_ms_per_state']:.0f} ms", flush=True)
     return out
 
 
@@ -337,7 +343,8 @@ def cascade(data: dict, repeats: int, naive_game: str) -> dict:
     ref = per_game[naive_game]
     fast = statistics.mean(v["ms_per_state"] for v in per_game.values())
     per_method = {m: {"naive": ref["per_method_ms_per_state"][m]["naive"],
-                      "fast": statistics.mean(v["per_method_ms_per_state"][m]["fast"] for v in per_game.values())} for m in STUDY_DQN}
+                      "fast": statistics.mean(v["per_method_ms_per_state"][m]["fast"] for v in per_game.values())}
+                  for m in STUDY_DQN}
     sim = statistics.mean(v["similarity_ms_per_state"] for v in per_game.values())
     return {"naive_ms_per_state": ref["naive_ms_per_state"], "ms_per_state": fast, "speedup": ref["naive_ms_per_state"] / fast,
             "methods": list(STUDY_DQN), "levels": 5, "per_method_ms_per_state": per_method, "similarity_ms_per_state": sim,
@@ -381,7 +388,8 @@ def degradation_game(agent, x, tgt, repeats: int, naive: bool, names=STUDY_DQN) 
     def curves(maps, m, reuse):
         for metric in (Insertion, Deletion):
             for sub in SUBSTRATES:
-                metric(substrate=sub, reuse_endpoints=reuse).evaluate(agent, x, saliency=maps, target=tgt, state_ids=ids, method=m)
+                metric(substrate=sub, reuse_endpoints=reuse).evaluate(agent, x, saliency=maps, target=tgt, state_ids=ids,
+                                                                      method=m)
 
     methods = [*names, *ABLATION_METHODS, "random"]
     rounds = {"fast": [], "maps": [], "naive": []}
@@ -428,7 +436,8 @@ def degradation(data: dict, repeats: int, naive_game: str) -> dict:
     return {"naive_ms_per_state": ref["naive_ms_per_state"], "ms_per_state": fast, "speedup": ref["naive_ms_per_state"] / fast,
             "methods": methods, "substrates": list(SUBSTRATES), "experiments": ["insertion", "deletion"],
             "per_method_ms_per_state": {m: {"naive": ref["per_method_ms_per_state"][m]["naive"],
-                                            "fast": statistics.mean(v["per_method_ms_per_state"][m]["fast"] for v in per_game.values())}
+                                            "fast": statistics.mean(v["per_method_ms_per_state"][m]["fast"]
+                                                                    for v in per_game.values())}
                                         for m in methods},
             "naive_game": naive_game, "per_game": per_game,
             "what": "per state, the degradation units as the sweep runs them: fast = the 6 curves on the sanity units' maps "
@@ -444,9 +453,9 @@ def machine() -> dict:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         rev = ""
-    return {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "commit": rev, "cpu": cpu, "logical_cpus": os.cpu_count(),
-            "load_average": list(os.getloadavg()), "python": sys.version.split()[0], "torch": torch.__version__,
-            "numpy": np.__version__, "torch_threads": torch.get_num_threads()}
+    return {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "commit": rev, "cpu": cpu,
+            "logical_cpus": os.cpu_count(), "load_average": list(os.getloadavg()), "python": sys.version.split()[0],
+            "torch": torch.__version__, "numpy": np.__version__, "torch_threads": torch.get_num_threads()}
 
 
 def game_data(args) -> dict:
@@ -487,7 +496,8 @@ def main(argv=None) -> int:
     parts = set(args.only or ("methods", "comparisons", "cascade", "degradation", "projection"))
     res: dict = {"machine": start, "setting": {
         "agent": f"{args.agents_dir}/dqn-<Game>-s0 for {', '.join(args.games)}",
-        "states": f"per game, every {args.spacing}th step of the fixed-start greedy game (saliency_lib.states.collect_states, seed 0)",
+        "states": f"per game, every {args.spacing}th step of the fixed-start greedy game "
+                  "(saliency_lib.states.collect_states, seed 0)",
         "games": list(args.games), "states_per_call": args.states, "map_states": args.map_states,
         "cascade_states": args.cascade_states, "comparison_states": args.comparison_states, "repeats": args.repeats,
         "naive_game": args.naive_game,

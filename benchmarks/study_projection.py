@@ -145,7 +145,8 @@ def _a3c_hours(a3c: dict, states: int, sim: float, sim_before: float, passes: di
     cascade_passes = 6 * sum(v for k, v in passes.items() if not k.startswith("mask_"))
     row, row_after = a3c["row_ms"], a3c.get("row_ms_inference_batch", a3c["row_ms"])
     # before: every map explained in the sanity unit and again in the degradation unit, full passes throughout
-    before = states * (cascade_passes * a3c["cascade_naive_ms_per_pass"] + (maps_passes + curve_passes) * row + sim_before) / 3.6e6
+    before = (states * (cascade_passes * a3c["cascade_naive_ms_per_pass"] + (maps_passes + curve_passes) * row + sim_before)
+              / 3.6e6)
     endpoint_saving = (86 - 83) / 86  # inner steps only; endpoints shared
     casc = {k: v["cascade_ms_per_pass"] for k, v in a3c.get("local", {}).items()}
     casc_ms = sum(6 * v * casc.get(k, a3c["cascade_fast_ms_per_pass"]) for k, v in passes.items() if not k.startswith("mask_"))
@@ -181,8 +182,8 @@ def projection(cascade: dict, degradation: dict, a3c: dict) -> dict:
         "dqn": {"agents": DQN_AGENTS, "states": DQN_STATES, "core_hours_before": dqn_before, "core_hours_after": dqn_after,
                 "ms_per_state_after": after_ms, "ms_per_state_before": before_ms, "per_game_ms_per_state": per_game,
                 "before_measured_on": ref},
-        "mask_a3c": {"states": a3c_states, "parts": dict(A3C_PARTS), "core_hours_before": a3c_before, "core_hours_after": a3c_after,
-                     "passes_per_state": passes, **a3c},
+        "mask_a3c": {"states": a3c_states, "parts": dict(A3C_PARTS), "core_hours_before": a3c_before,
+                     "core_hours_after": a3c_after, "passes_per_state": passes, **a3c},
         "paper_scale": {"dqn_agents": PAPER_DQN_AGENTS, "mask_a3c_states": PAPER_A3C_STATES,
                         "core_hours_before": paper_before + pa_before, "core_hours_after": paper_after + pa_after},
     }

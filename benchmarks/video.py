@@ -50,9 +50,9 @@ def measure(spec: str, method: str, max_steps: int, out_dir: Path) -> dict:
     frames_read = int(iio.imread(path, index=None, plugin="FFMPEG").shape[0])
     return {"agent": spec, "method": method, "max_steps": max_steps, "frames": s.frames, "frames_read_back": frames_read,
             "maps_per_second": round(s.maps_per_second, 2), "explain_seconds": round(s.explain_seconds, 2),
-            "wall_seconds": round(s.wall_seconds, 2), "total_seconds": round(total, 2), "forward_passes_per_map": s.forward_passes,
-            "mp4_bytes": path.stat().st_size, "load_avg_before": [round(x, 2) for x in load_before],
-            "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
+            "wall_seconds": round(s.wall_seconds, 2), "total_seconds": round(total, 2),
+            "forward_passes_per_map": s.forward_passes, "mp4_bytes": path.stat().st_size,
+            "load_avg_before": [round(x, 2) for x in load_before], "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def main() -> None:
@@ -69,10 +69,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for spec, method in RUNS:
             if spec.startswith("official:") and not (official_dir() / "trained_models").is_dir():
-                runs.append({"agent": spec, "method": method, "skipped": "official checkpoints not found (set MASK_A3C_OFFICIAL_DIR)"})
+                runs.append({"agent": spec, "method": method,
+                             "skipped": "official checkpoints not found (set MASK_A3C_OFFICIAL_DIR)"})
                 continue
             r = measure(spec, method, a.max_steps, Path(tmp))
-            print(f"{spec} {method}: {r['maps_per_second']} maps/s, {r['wall_seconds']} s video, {r['total_seconds']} s with loading")
+            print(f"{spec} {method}: {r['maps_per_second']} maps/s, {r['wall_seconds']} s video, "
+                  f"{r['total_seconds']} s with loading")
             runs.append(r)
     out = {"what": "saliency-study video: one greedy game, 200 steps, MP4", "runs": runs, "torch_threads": 1,
            "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "torch": torch.__version__,

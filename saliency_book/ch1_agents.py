@@ -1,7 +1,8 @@
 """Chapter 1 (Agents): which agents the study explains, how well they play, how they learned.
 
-The score tables and the evaluations are :mod:`saliency_study.scores`'. A function that needs a missing input (no trained agent yet, official checkpoints not fetched) returns a
-:class:`~saliency_book.common.Note` that says what is missing and how to get it.
+The score tables and the evaluations are :mod:`saliency_study.scores`'. A function that needs a missing input (no
+trained agent yet, official checkpoints not fetched) returns a :class:`~saliency_book.common.Note` that says what is
+missing and how to get it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ __all__ = ["training_table", "methods_table", "show_training", "show_methods"]
 def _coarse(profile: str) -> str | None:
     """The profile's coarser explainer parameters, as the ``{coarse}`` field of the methods table."""
     parts = [f"{who}: {describe_params(dict(p), label=method_label)}"
-             for kind, who in (("dqn", "DQN agents"), ("mask_a3c", "Mask-A3C agents")) if (p := sweep_sizes(profile, kind).params)]
+             for kind, who in (("dqn", "DQN agents"), ("mask_a3c", "Mask-A3C agents"))
+             if (p := sweep_sizes(profile, kind).params)]
     if not parts:
         return None
     full = "" if any(sweep_sizes("full", k).params for k in ("dqn", "mask_a3c")) else " Profile `full`: all at the paper's."

@@ -139,7 +139,10 @@ def our_mask_plays(cfg: MaskAttentionChapter) -> dict[str, MaskPlay] | Note:
 # -- what the section shows --------------------------------------------------------------------
 
 def show_mask_summary(summary: pd.DataFrame, game: str, caption: str):
-    """:func:`~saliency_study.masks.series_summary` as a Styler: mean ± sd per agent, with the reference notes' whole-game values."""
+    """:func:`~saliency_study.masks.series_summary` as a Styler.
+
+    Mean ± sd per agent, with the reference notes' whole-game values.
+    """
     if summary.empty:
         return Note(f"No Mask-A3C agent for {game} played, so there are no mask statistics.", title="No masks")
     wide = {}

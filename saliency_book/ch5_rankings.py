@@ -176,7 +176,10 @@ def show_mask_ranks(rankings: pd.DataFrame | dict | Note, caption: str):
 
 
 def show_agreement(agreement: pd.DataFrame | Note, caption: str):
-    """:func:`~saliency_study.rankings.rank_agreement` with one column per seed (``#rank of K``), the range, Kendall's W and the verdict."""
+    """:func:`~saliency_study.rankings.rank_agreement` as a Styler.
+
+    One column per seed (``#rank of K``), then the range, Kendall's W and the verdict.
+    """
     if isinstance(agreement, Note):
         return agreement
     rows = []

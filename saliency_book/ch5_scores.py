@@ -188,7 +188,8 @@ def show_comparison(comparisons: dict | Note, caption: str):
         ci = f"{c.level:.0%} CI over seeds (t)"
         extra += [k for k in c.table.columns if k not in _HIDDEN and k not in extra]
         for r in c.table.to_dict("records"):
-            games = f"{int(r['games'])}" + ("" if not np.isfinite(r["distinct_games"]) else f" ({int(r['distinct_games'])} distinct)")
+            games = f"{int(r['games'])}" + ("" if not np.isfinite(r["distinct_games"])
+                                            else f" ({int(r['distinct_games'])} distinct)")
             rows.append({"Measure": MEASURES.get(key, key), "Variant": r["label"], "Seeds": r["seeds"],
                          "Per seed": ", ".join(f"{x:,.1f}" for x in r["per_seed"]), "Mean over seeds": r["mean"],
                          ci: "–" if not np.isfinite(r["ci_low"]) else f"{r['ci_low']:,.1f} to {r['ci_high']:,.1f}",

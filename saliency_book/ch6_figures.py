@@ -87,8 +87,9 @@ def show_video(table, caption: str):
     """:func:`~saliency_study.runtime.video_table`, with every further field the benchmark records."""
     return _show(table, caption, {
         "agent": ("Agent", None), "label": ("Method", None), "forward_passes_per_map": ("Passes per map", "{:,.0f}"),
-        "maps_per_second": ("Maps/s", "{:,.1f}"), "frames": ("Frames", "{:,.0f}"), "explain_seconds": ("Explaining (s)", "{:,.1f}"),
-        "wall_seconds": ("Video (s)", "{:,.1f}"), "total_seconds": ("With loading (s)", "{:,.1f}"),
+        "maps_per_second": ("Maps/s", "{:,.1f}"), "frames": ("Frames", "{:,.0f}"),
+        "explain_seconds": ("Explaining (s)", "{:,.1f}"), "wall_seconds": ("Video (s)", "{:,.1f}"),
+        "total_seconds": ("With loading (s)", "{:,.1f}"),
         "mp4_bytes": ("MP4 (bytes)", "{:,.0f}")}, hide={"method", "max_steps", "frames_read_back"})
 
 

@@ -288,7 +288,8 @@ def explorer(cfg: ExplorerChapter, *, games: list[str] | None = None):
 def explorer_stats(ex: Explorer | Note) -> dict:
     """What the static page embeds, for the chapter's prose (zeros for a Note)."""
     if isinstance(ex, Note):
-        return dict.fromkeys(("images", "megabytes", "stacks", "states", "methods", "targets", "alphas"), 0) | {"agents": "no agent"}
+        return (dict.fromkeys(("images", "megabytes", "stacks", "states", "methods", "targets", "alphas"), 0)
+                | {"agents": "no agent"})
     return {"images": len(ex._images), "megabytes": round(sum(len(i.value) for i in ex._images.values()) / 1e6, 2),
             "stacks": len(ex.levels), "agents": " and the ".join(who.label for who in ex.kinds if who),
             "states": ex.n_states, "methods": len(ex.methods), "targets": len(TARGETS), "alphas": len(ALPHAS)}

@@ -42,7 +42,10 @@ def as_float(name: str, value, **bounds) -> float:
 
 
 def as_bool(name: str, value) -> bool:
-    """``value`` as a bool (papermill's ``"true"``/``"false"`` included), checked by :func:`~saliency_lib.validation.check_bool`."""
+    """``value`` as a bool (papermill's ``"true"``/``"false"`` included).
+
+    Checked by :func:`~saliency_lib.validation.check_bool`.
+    """
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         value = value.strip().lower() == "true"
     return check_bool(name, value)

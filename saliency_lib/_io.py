@@ -16,8 +16,11 @@ TMP_PREFIX = ".tmp-"
 
 
 def host_name() -> str:
-    """This machine's host name, with every character outside ``[A-Za-z0-9_-]`` replaced by ``-``
-    (so that it never holds the ``.`` that separates the fields of a temporary file's name)."""
+    """The host name of this machine, safe to use as a field of a temporary file's name.
+
+    Every character outside ``[A-Za-z0-9_-]`` is replaced by ``-``, so that it never holds the ``.``
+    that separates the fields of a temporary file's name.
+    """
     return re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname()) or "unknown"
 
 

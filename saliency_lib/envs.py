@@ -253,7 +253,8 @@ class RecordRam(gym.Wrapper):
     def _push(self, info) -> None:
         ram = info.get("ram")
         if ram is None:
-            raise RuntimeError("RecordRam needs MaxAndSkip(record_ram=True) below it; build the env with make_env(..., record_ram=True)")
+            raise RuntimeError("RecordRam needs MaxAndSkip(record_ram=True) below it; "
+                               "build the env with make_env(..., record_ram=True)")
         self.rams.append(np.asarray(ram, dtype=np.int16))
 
     def reset(self, **kwargs):
@@ -376,6 +377,7 @@ class NormalizeObservation(gym.ObservationWrapper):
         self.n = 0
 
     def observation(self, obs):
+        """The frame ``obs`` normalised by the running mean and standard deviation, updated with it first."""
         self.n += 1
         a = self.alpha
         self.mean = self.mean * a + float(obs.mean()) * (1 - a)

@@ -13,7 +13,8 @@ from .viz import labelled_panels, mask_to_frame, overlay
 __all__ = ["write_gif"]
 
 
-def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, every: int = 2, fps: int = 15, display: str = "mask") -> Episode:
+def write_gif(agent: Agent, path: str, *, seed: int = 0, max_steps: int = 1500, every: int = 2, fps: int = 15,
+              display: str = "mask") -> Episode:
     """Write a GIF (or, for a ``.mp4`` path, an MP4) of one game. Mask-A3C agents get their policy and value masks overlaid.
 
     The file is written by :class:`saliency_lib.video.VideoWriter`, the writer of the

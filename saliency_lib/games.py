@@ -40,8 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "GameInfo", "GAMES", "ACTION_COUNTS", "HUBER_GAMES", "BENCHMARK_STATES", "EPISODE_STEP_CAP", "game_info", "valid_games", "MASK_A3C_CROPS", "mask_a3c_crop",
-    "HUMAN", "DQN_NATURE", "DQN_10M_NEC", "DQN_10M_DOPAMINE", "DQN_10M_SOURCE", "published_scores",
+    "GameInfo", "GAMES", "ACTION_COUNTS", "HUBER_GAMES", "BENCHMARK_STATES", "EPISODE_STEP_CAP", "game_info", "valid_games",
+    "MASK_A3C_CROPS", "mask_a3c_crop", "HUMAN", "DQN_NATURE", "DQN_10M_NEC", "DQN_10M_DOPAMINE", "DQN_10M_SOURCE",
+    "published_scores",
 ]
 
 
@@ -173,7 +174,6 @@ DQN_10M_SOURCE = "Nature DQN at 10M frames: Pritzel et al. (2017), Neural Episod
 
 def published_scores(game: str) -> dict:
     """Random, human, Nature-DQN (200 M frames) and DQN-at-10 M-frames scores of ``game`` (NaN where not published)."""
-
     info = game_info(game)
     nan = float("nan")
     dqn = DQN_NATURE.get(game, (nan, nan))

@@ -137,7 +137,8 @@ def highlights_div(
     ValueError
         For mismatched lengths, negative context or gap, or a budget below 1.
     """
-    imp = np.asarray(importance_scores.detach().cpu() if isinstance(importance_scores, torch.Tensor) else importance_scores, dtype=np.float64).reshape(-1)
+    imp = np.asarray(importance_scores.detach().cpu() if isinstance(importance_scores, torch.Tensor) else importance_scores,
+                     dtype=np.float64).reshape(-1)
     f = _features(features)
     n = imp.shape[0]
     if f.shape[0] != n:
@@ -149,7 +150,8 @@ def highlights_div(
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
     if np.isnan(imp).any():
         raise ValueError("importance_scores contain NaN")
-    thr = float(threshold) if threshold is not None else diversity_threshold(f, percentile=percentile, n_sample=n_sample, seed=seed)
+    thr = (float(threshold) if threshold is not None
+           else diversity_threshold(f, percentile=percentile, n_sample=n_sample, seed=seed))
     span = context_length + minimum_gap
     chosen: list[int] = []
     for s in np.argsort(-imp, kind="stable"):

@@ -100,13 +100,16 @@ class Episode:
 
 
 def play_env(agent: Agent, first: bool, protocol: Protocol = PROTOCOLS["greedy"]):
-    """The evaluation environment of ``agent``'s preset: the first game of a run (``first``) from
-    Huber et al.'s fixed start (DQN agents), later ones after 1–30 NOOPs; sticky actions as the
-    ``protocol`` says."""
+    """The evaluation environment of ``agent``'s preset for one game of a run.
+
+    The first game of a run (``first``) starts from Huber et al.'s fixed start (DQN agents), later
+    ones after 1–30 NOOPs; sticky actions as the ``protocol`` says.
+    """
     p = protocol.repeat_action_probability
     if agent.preset == "dqn":
         # Huber's protocol: the fixed start; later games of the same run start with 1..30 NOOPs.
-        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if first else 30, repeat_action_probability=p)
+        return make_env(agent.game, "dqn", mode="eval", fixed_start=True, noop_max=1 if first else 30,
+                        repeat_action_probability=p)
     return make_env(agent.game, "mask_a3c", mode="eval", repeat_action_probability=p)
 
 
@@ -122,8 +125,11 @@ def _fingerprint_step(h, chain: list, obs: np.ndarray, action: int, reward: floa
 
 
 def count_distinct(chains: list[list[bytes]]) -> int:
-    """Games that replay no other game: a game whose running hash after its last step equals
-    another (longer or equally long, already counted) game's at that step is a replay of it."""
+    """The number of games that replay no other game, from their running hashes ``chains``.
+
+    A game whose running hash after its last step equals another (longer or equally long, already
+    counted) game's at that step is a replay of it.
+    """
     kept: list[list[bytes]] = []
     for c in sorted(chains, key=len, reverse=True):
         n = len(c)
@@ -133,8 +139,8 @@ def count_distinct(chains: list[list[bytes]]) -> int:
 
 
 @torch.no_grad()
-def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = False, max_steps: int | None = None, sig5: bool = False,
-                 protocol: str | Protocol = "greedy") -> Episode:
+def play_episode(agent: Agent, *, seed: int, first: bool = True, record: bool = False, max_steps: int | None = None,
+                 sig5: bool = False, protocol: str | Protocol = "greedy") -> Episode:
     """Play one full game greedily and return its raw score.
 
     ``dqn`` agents use Huber's evaluation wrapper with the fixed start (``first``) or
@@ -184,9 +190,11 @@ class _Game:
 
 
 def _fast_agent(agent: Agent) -> Agent:
-    """The agent to run batched forward passes with: a channels-last copy for the ``mask_a3c`` networks,
-    whose max-pooling is several times faster on channels-last tensors (PyTorch CPU). Our
-    :class:`~saliency_lib.agents.MaskA3CNet` is built channels-last, so it plays as it is."""
+    """The agent to run batched forward passes with: a channels-last copy for ``mask_a3c`` networks.
+
+    Their max-pooling is several times faster on channels-last tensors (PyTorch CPU). Our
+    :class:`~saliency_lib.agents.MaskA3CNet` is built channels-last, so it plays as it is.
+    """
     if agent.preset != "mask_a3c":
         return agent
     convs = [m.weight for m in agent.net.modules() if isinstance(m, torch.nn.Conv2d)]
@@ -220,7 +228,8 @@ def _greedy_actions(agent: Agent, x: torch.Tensor, hidden, scores: torch.Tensor)
 
 
 @torch.no_grad()
-def _play_batched(agent: Agent, episodes: int, seed: int, protocol: Protocol, max_steps: int | None, envs: int, bar) -> tuple[list[Episode], int]:
+def _play_batched(agent: Agent, episodes: int, seed: int, protocol: Protocol, max_steps: int | None, envs: int,
+                  bar) -> tuple[list[Episode], int]:
     fast = _fast_agent(agent)
     init = agent.initial_hidden(1)
     ties = 0
@@ -271,7 +280,8 @@ def _play_batched(agent: Agent, episodes: int, seed: int, protocol: Protocol, ma
             _set_rows(hidden, reset_rows, init)
         if len(keep) < len(games):
             games = [games[j] for j in keep]
-            hidden = agent.index_hidden(hidden, torch.tensor(keep, dtype=torch.long, device=x.device)) if hidden is not None and keep else None
+            hidden = (agent.index_hidden(hidden, torch.tensor(keep, dtype=torch.long, device=x.device))
+                      if hidden is not None and keep else None)
         steps += 1
         if steps % 100 == 0 and time.monotonic() - shown > 5:  # the step count, at most every 5 s (logs stay short)
             shown = time.monotonic()
@@ -293,8 +303,8 @@ def _summary(eps: list[Episode], protocol: Protocol, ties: int | None = None) ->
     return out
 
 
-def evaluate(agent: Agent, episodes: int | None = 10, seed: int = 0, *, protocol: str | Protocol = "greedy", max_steps: int | None = None,
-             progress: bool = True, batched: bool = True, envs: int | None = None) -> dict:
+def evaluate(agent: Agent, episodes: int | None = 10, seed: int = 0, *, protocol: str | Protocol = "greedy",
+             max_steps: int | None = None, progress: bool = True, batched: bool = True, envs: int | None = None) -> dict:
     """Scores of ``episodes`` greedy games under an evaluation protocol.
 
     Parameters

@@ -304,8 +304,10 @@ def read_table_metadata(path: str | os.PathLike) -> dict[str, str]:
 
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a table written by :func:`write_table` and validate it (a column of
-    :data:`LATER_COLUMNS` missing from an older file reads as NA)."""
+    """Read a table written by :func:`write_table` and validate it.
+
+    A column of :data:`LATER_COLUMNS` missing from an older file reads as NA.
+    """
     path = Path(path)
     fmt = _fmt(path)
     df = pd.read_parquet(path, engine="pyarrow") if fmt == ".parquet" else pd.read_csv(path, keep_default_na=True)

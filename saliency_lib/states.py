@@ -138,8 +138,11 @@ class StateSet:
     _ARRAYS = ("frames", "steps", "episode", "rams")
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the set with ``torch.save``, atomically; arrays as tensors, ``meta`` as JSON,
-        so that :meth:`load` can use the tensors-only unpickler."""
+        """Write the set with ``torch.save``, atomically.
+
+        Arrays are stored as tensors and ``meta`` as JSON, so that :meth:`load` can use the
+        tensors-only unpickler.
+        """
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         for k in self._ARRAYS:
             d[k] = None if d[k] is None else torch.from_numpy(np.ascontiguousarray(d[k]))

@@ -165,7 +165,8 @@ class VideoWriter:
             raise ValueError(f"the video {str(self.path)!r} is closed; open a new VideoWriter to write more frames")
         frame = np.asarray(frame)
         if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
-            raise ValueError(f"a video frame must be an (H, W, 3) uint8 RGB array, got shape {frame.shape} and dtype {frame.dtype}")
+            raise ValueError("a video frame must be an (H, W, 3) uint8 RGB array, "
+                             f"got shape {frame.shape} and dtype {frame.dtype}")
         if self._shape is None:
             self._shape = frame.shape
             if self.format == ".mp4":
@@ -188,7 +189,8 @@ class VideoWriter:
         try:
             import imageio_ffmpeg
         except ImportError:  # pragma: no cover - a runtime dependency; the message says how to get it
-            raise ValueError("writing MP4 needs the package imageio-ffmpeg: pip install imageio-ffmpeg (or write a .gif)") from None
+            raise ValueError("writing MP4 needs the package imageio-ffmpeg: "
+                             "pip install imageio-ffmpeg (or write a .gif)") from None
         h, w = shape[:2]
         size = (w + (-w % _MACRO_BLOCK), h + (-h % _MACRO_BLOCK))
         self._mp4 = imageio_ffmpeg.write_frames(str(self._tmp), size, fps=self.fps, quality=self.quality, codec="libx264",
@@ -230,7 +232,8 @@ class VideoWriter:
 
 
 # -- one frame of a saliency video -----------------------------------------------------------
-def map_heat(map_: np.ndarray, *, preset: str, game: str, frame_hw: tuple[int, int] = (210, 160)) -> tuple[np.ndarray, np.ndarray | None]:
+def map_heat(map_: np.ndarray, *, preset: str, game: str,
+             frame_hw: tuple[int, int] = (210, 160)) -> tuple[np.ndarray, np.ndarray | None]:
     """A saliency map as a [0, 1] heat map on the raw frame, and where it is defined.
 
     The map is min-max scaled over itself (a constant map gives zeros) and resized to the
@@ -358,8 +361,10 @@ def saliency_frame(frame: np.ndarray, heat: np.ndarray, values: Sequence[float],
 
 # -- the explainer and the agent's outputs ---------------------------------------------------
 def check_method(method: str) -> str:
-    """``method`` if it is a name of :data:`saliency_lib.explainers.EXPLAINERS`, else a ``ValueError``
-    that names the closest registered names and lists them all."""
+    """``method`` if it is a name of :data:`saliency_lib.explainers.EXPLAINERS`, else a ``ValueError``.
+
+    The error names the closest registered names and lists them all.
+    """
     from .explainers import EXPLAINERS
 
     if method not in EXPLAINERS:
@@ -431,6 +436,7 @@ class VideoSummary:
     forward_passes: int = 0  # network rows evaluated per map, the clean pass included
 
     def to_dict(self) -> dict:
+        """The summary as a plain dict, e.g. for a JSON line."""
         return asdict(self)
 
     def line(self) -> str:
@@ -533,7 +539,8 @@ def write_saliency_video(agent: Agent, method, path: str | os.PathLike, *, max_s
         for (_, action, values, _, rgb, t), m in zip(buf, maps):
             heat, where = map_heat(m, preset=agent.preset, game=agent.game, frame_hw=rgb.shape[:2])
             title = f"{agent.game} {'game ' + str(game + 1) + ' ' if episodes > 1 else ''}step {t}: {names[action]}"
-            writer.append(saliency_frame(rgb, heat, values, names, action, where=where, title=title, output_label=label, scale=scale))
+            writer.append(saliency_frame(rgb, heat, values, names, action, where=where, title=title, output_label=label,
+                                         scale=scale))
         summary.frames += len(buf)
 
     with VideoWriter(path, fps=fps) as writer, tqdm(total=max_steps * episodes, desc=f"video {explainer.method_name}", unit="map",

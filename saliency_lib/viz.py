@@ -16,7 +16,8 @@ def colorize(values: np.ndarray, cmap: str = "inferno") -> np.ndarray:
     return (rgba[..., :3] * 255).astype(np.uint8)
 
 
-def overlay(rgb: np.ndarray, heat01: np.ndarray, *, alpha: float = 0.7, cmap: str = "inferno", where: np.ndarray | None = None) -> np.ndarray:
+def overlay(rgb: np.ndarray, heat01: np.ndarray, *, alpha: float = 0.7, cmap: str = "inferno",
+            where: np.ndarray | None = None) -> np.ndarray:
     """Blend a [0, 1] heat map (same H×W as ``rgb``) onto a frame.
 
     The blend weight is ``alpha · heat``, so unimportant regions keep the game's own
@@ -30,7 +31,8 @@ def overlay(rgb: np.ndarray, heat01: np.ndarray, *, alpha: float = 0.7, cmap: st
     return out.clip(0, 255).astype(np.uint8)
 
 
-def mask_to_frame(mask10: np.ndarray, crop: tuple[int, int, int], frame_hw: tuple[int, int] = (210, 160)) -> tuple[np.ndarray, np.ndarray]:
+def mask_to_frame(mask10: np.ndarray, crop: tuple[int, int, int],
+                  frame_hw: tuple[int, int] = (210, 160)) -> tuple[np.ndarray, np.ndarray]:
     """Upsample a 10×10 Mask-A3C mask back through the crop, as the official visualiser.
 
     Bilinear resize to 80 × ``dimension2``, then to 160 × (160 − crop1 + crop2), pasted at
@@ -54,6 +56,7 @@ def map84_to_frame(map84: np.ndarray, frame_hw: tuple[int, int] = (210, 160)) ->
 
 
 def side_by_side(*frames: np.ndarray, gap: int = 4) -> np.ndarray:
+    """Frames of any widths side by side, top-aligned, separated by white gaps ``gap`` pixels wide."""
     h = max(f.shape[0] for f in frames)
     parts = []
     for i, f in enumerate(frames):

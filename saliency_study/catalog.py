@@ -29,8 +29,8 @@ from .cache import LOCAL
 from .paths import AGENTS_DIR, REPO_ROOT, RESULTS_DIR, repo_path
 
 __all__ = [
-    "STUDY_METHODS", "ABLATION_METHODS", "SEED_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent", "study_agent",
-    "train_study_agent", "recorded_study_agent", "study_agents", "official_available", "load_spec", "agent_preset",
+    "STUDY_METHODS", "ABLATION_METHODS", "SEED_METHODS", "STUDY_AGENTS_JSON", "rel_path", "shipped_agents", "record_study_agent",
+    "study_agent", "train_study_agent", "recorded_study_agent", "study_agents", "official_available", "load_spec", "agent_preset",
 ]
 
 
@@ -125,7 +125,8 @@ def study_agent(game: str, *, results_dir: str | os.PathLike = RESULTS_DIR, agen
 
 
 def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str | os.PathLike = RESULTS_DIR,
-                      out: str | os.PathLike | None = None, eval_max_steps: int = EPISODE_STEP_CAP, progress: bool = False) -> str:
+                      out: str | os.PathLike | None = None, eval_max_steps: int = EPISODE_STEP_CAP,
+                      progress: bool = False) -> str:
     """Train a DQN agent with :func:`saliency_lib.train.train_dqn` and record it for the study.
 
     The run goes to ``out`` (default ``<results_dir>/_local/runs/study-dqn-<game>-s<seed>-<frames>``,
@@ -146,8 +147,8 @@ def train_study_agent(game: str, frames: int, *, seed: int = 0, results_dir: str
         eval_episodes=1, eval_max_steps=eval_max_steps,
     )
     agent_dir = out / "agent"
-    done = (agent_dir / "meta.json").is_file() and json.loads((agent_dir / "meta.json").read_text()).get("train_args") == json.loads(
-        json.dumps(asdict(args)))
+    done = ((agent_dir / "meta.json").is_file()
+            and json.loads((agent_dir / "meta.json").read_text()).get("train_args") == json.loads(json.dumps(asdict(args))))
     if not done:
         train_dqn(args, out, progress=progress)
     record_study_agent(game, agent_dir, results_dir=results_dir, source="trained in chapter 1", frames=frames, seed=seed)

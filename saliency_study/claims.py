@@ -349,7 +349,8 @@ def _inputs(results_dir) -> dict:
     root = repo_path(results_dir) / "sweep"
     # Each file is named relative to where it lives (the results may sit outside the repository,
     # as in the tiny test book), so the key is the same on every checkout.
-    files = [(f, f.relative_to(root).as_posix()) for f in sorted([*root.glob("packs/*/*.parquet"), *root.glob("states/states-*.json")])]
+    files = [(f, f.relative_to(root).as_posix())
+             for f in sorted([*root.glob("packs/*/*.parquet"), *root.glob("states/states-*.json")])]
     files.append((repo_path(AGENT_SCORES_CSV), "agents/scores.csv"))
     h = hashlib.sha256()
     for f, name in files:

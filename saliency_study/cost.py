@@ -37,7 +37,8 @@ from pathlib import Path
 
 from .paths import repo_path
 
-__all__ = ["STUDY_COST_JSON", "SCALEOUT_JSON", "SweepEstimate", "read_costs", "unit_seconds", "estimate_sweep", "full_pass_reason"]
+__all__ = ["STUDY_COST_JSON", "SCALEOUT_JSON", "SweepEstimate", "read_costs", "unit_seconds", "estimate_sweep",
+           "full_pass_reason"]
 
 STUDY_COST_JSON = "data/benchmarks/study_cost.json"
 """The measured per-state costs (``benchmarks/study_cost.py``)."""

@@ -454,7 +454,8 @@ def cost_numbers(table) -> dict:
     for name, row in (("dear", real.iloc[-1] if len(real) else None), ("cheap", real.iloc[0] if len(real) else None)):
         out[f"{name}_label"], out[f"{name}_ms"] = (row["label"], float(row["ms"])) if row is not None else ("NA", np.nan)
     out["dear_over_cheap"] = out["dear_ms"] / out["cheap_ms"]
-    for name, row in (("paper_min", paper.iloc[0] if len(paper) else None), ("paper_max", paper.iloc[-1] if len(paper) else None)):
+    for name, row in (("paper_min", paper.iloc[0] if len(paper) else None),
+                      ("paper_max", paper.iloc[-1] if len(paper) else None)):
         out[name], out[f"{name}_label"] = (float(row["paper_over_ours"]), row["label"]) if row is not None else (np.nan, "NA")
     out["paper_none"] = t.loc[t["paper_s"].isna(), "label"].tolist()
     return out
@@ -483,9 +484,11 @@ def spot_numbers(table, kinds=("dqn", "mask_a3c")) -> dict:
     (``spot_<kind>_ratio``); NaN where the kind was not timed or the profile timed only cheap methods."""
     out = {}
     for kind in kinds:
-        g = table[table["agent"].str.startswith("official:") == (kind != "dqn")] if isinstance(table, pd.DataFrame) else pd.DataFrame()
+        g = (table[table["agent"].str.startswith("official:") == (kind != "dqn")] if isinstance(table, pd.DataFrame)
+             else pd.DataFrame())
         many = g[g["forward_passes"] >= 100] if len(g) else g
         mine = float(many["ms_per_pass"].median()) if len(many) else np.nan
         bench = float((many["benchmark_ms"] / many["benchmark_passes"]).median()) if len(many) else np.nan
-        out.update({f"spot_{kind}_ms_per_pass": mine, f"spot_{kind}_bench_ms_per_pass": bench, f"spot_{kind}_ratio": mine / bench})
+        out.update({f"spot_{kind}_ms_per_pass": mine, f"spot_{kind}_bench_ms_per_pass": bench,
+                    f"spot_{kind}_ratio": mine / bench})
     return out

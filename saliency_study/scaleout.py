@@ -28,7 +28,8 @@ from .runtime import CAPTUM_EQUIVALENT, LIME_PACKAGE_EQUIVALENT, Benchmarks, Mis
 
 __all__ = ["CLUSTER_CORES", "MACHINE_CORES", "MASK_A3C_AGENTS", "TARGETS", "run_of", "before_after_table",
            "study_before_after_table", "mask_a3c_local_table", "executor_table", "overhead_table", "shipped_table",
-           "study_tasks", "projection", "check_projection", "projection_table", "before_after_numbers", "scaleout_numbers", "row_costs"]
+           "study_tasks", "projection", "check_projection", "projection_table", "before_after_numbers", "scaleout_numbers",
+           "row_costs"]
 
 MACHINE_CORES = 2
 """Cores of the study's machine."""
@@ -329,7 +330,8 @@ def scaleout_numbers(executors, overhead, proj) -> dict:
     out = {"local_rate": float(local.iloc[0]) if len(local) else np.nan}
     for ex in ("processes", "ray"):
         two = e[(e["executor"] == ex) & (e["workers"] == 2)]
-        out[f"{ex}_rate"], out[f"{ex}_efficiency"] = ((float(two["steady_units_per_min"].iloc[0]), float(two["efficiency"].iloc[0]))
+        out[f"{ex}_rate"], out[f"{ex}_efficiency"] = ((float(two["steady_units_per_min"].iloc[0]),
+                                                       float(two["efficiency"].iloc[0]))
                                                       if len(two) else (np.nan, np.nan))
     o = overhead.set_index("key")["value"].to_dict() if isinstance(overhead, pd.DataFrame) else {}
     out.update(noop_ms=o.get("noop_ms_per_task", np.nan), per_unit_diff_s=o.get("per_unit_difference_s", np.nan))

@@ -23,7 +23,8 @@ from saliency_lib.train.scores import evaluate_protocols, scores_row, update_sco
 __all__ = ["plot_learning_curve", "ship_agent", "update_scores"]
 
 
-def plot_learning_curve(run_dir: str | os.PathLike, path: str | os.PathLike, *, title: str | None = None, window: int = 50) -> Path:
+def plot_learning_curve(run_dir: str | os.PathLike, path: str | os.PathLike, *, title: str | None = None,
+                        window: int = 50) -> Path:
     """Training-game scores (rolling mean over ``window`` games) and greedy evaluations, against frames."""
     import matplotlib
 
@@ -35,12 +36,14 @@ def plot_learning_curve(run_dir: str | os.PathLike, path: str | os.PathLike, *, 
     games = tr.dropna(subset=["episode_score"])
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
     if len(games):
-        ax.plot(games["frames"] / 1e6, games["episode_score"].rolling(window, min_periods=1).mean(), lw=1.2, color="#3b528b", label=f"training games (mean of {window})")
+        ax.plot(games["frames"] / 1e6, games["episode_score"].rolling(window, min_periods=1).mean(), lw=1.2, color="#3b528b",
+                label=f"training games (mean of {window})")
     ev_path = run_dir / "eval_log.csv"
     if ev_path.exists():
         ev = read_log(ev_path)
         if len(ev):
-            ax.errorbar(ev["frames"] / 1e6, ev["eval_mean"], yerr=ev["eval_std"], fmt="o", ms=3, color="#dd513a", label="greedy evaluation")
+            ax.errorbar(ev["frames"] / 1e6, ev["eval_mean"], yerr=ev["eval_std"], fmt="o", ms=3, color="#dd513a",
+                        label="greedy evaluation")
     ax.set_xlabel("frames (millions)")
     ax.set_ylabel("game score")
     ax.set_title(title or run_dir.name)
@@ -52,9 +55,9 @@ def plot_learning_curve(run_dir: str | os.PathLike, path: str | os.PathLike, *, 
     return Path(path)
 
 
-def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes: int = 10, seed: int = 0, sticky_episodes: int = 30,
-               published: float | None = None, published_source: str = "", scores_csv: str | os.PathLike | None = None,
-               progress: bool = True) -> dict:
+def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes: int = 10, seed: int = 0,
+               sticky_episodes: int = 30, published: float | None = None, published_source: str = "",
+               scores_csv: str | os.PathLike | None = None, progress: bool = True) -> dict:
     """Copy a run's final agent and logs to ``dest``, evaluate it under both protocols and record its scores.
 
     ``episodes`` greedy games (the papers' protocol; their mean goes to ``meta.json`` as
@@ -76,7 +79,8 @@ def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes:
     rows = {}
 
     def record(protocol: str, result: dict) -> None:
-        rows[protocol] = scores_row(dest.name, agent.meta, agent.game, result, published=published, published_source=published_source)
+        rows[protocol] = scores_row(dest.name, agent.meta, agent.game, result, published=published,
+                                    published_source=published_source)
         if protocol == "greedy":  # the agent's files first, so that a row never names an agent that is not there
             _copy_run(run_dir, dest, agent, result, episodes)
         update_scores(csv, rows[protocol])
@@ -87,11 +91,13 @@ def ship_agent(run_dir: str | os.PathLike, dest: str | os.PathLike, *, episodes:
 
 def _copy_run(run_dir: Path, dest: Path, agent, result: dict, episodes: int) -> None:
     dest.mkdir(parents=True, exist_ok=True)
-    save_agent(agent, dest, eval_score=result["mean"], eval_std=result["std"], eval_episodes=episodes, eval_scores=result["scores"])
+    save_agent(agent, dest, eval_score=result["mean"], eval_std=result["std"], eval_episodes=episodes,
+               eval_scores=result["scores"])
     for name in ("train_log.csv", "eval_log.csv"):  # without the rows that a resume played again
         if (run_dir / name).exists():
             log = read_log(run_dir / name)
             atomic_write(dest / name, lambda tmp, log=log: log.to_csv(tmp, index=False))
     if (run_dir / "args.json").exists():
         shutil.copyfile(run_dir / "args.json", dest / "args.json")
-    plot_learning_curve(run_dir, dest / "learning_curve.png", title=f"{agent.meta.get('algo', '')} {agent.game} seed {agent.meta.get('seed', '')}")
+    plot_learning_curve(run_dir, dest / "learning_curve.png",
+                        title=f"{agent.meta.get('algo', '')} {agent.game} seed {agent.meta.get('seed', '')}")

@@ -69,7 +69,8 @@ def seed_specs(profile: str = "full", game: str = "Breakout", *, agents_dir="dat
     """
     prof = get_profile(profile)
     table = shipped_agents(agents_dir)
-    masked = table[(table["game"] == game) & table["variant"].isin(["policy", "value", "double"])].sort_values(["variant", "seed"])
+    masked = (table[(table["game"] == game) & table["variant"].isin(["policy", "value", "double"])]
+              .sort_values(["variant", "seed"]))
     n, chunk, params = prof.sweep_size("mask_a3c")
     n = prof.actor_critic_states or n
     return [SweepSpec(agents=(str(Path(agents_dir, a)),), methods=SEED_METHODS, n_states=n, chunk=chunk, seed=seed,

@@ -294,8 +294,10 @@ def compare_variants(scores: pd.DataFrame, *, protocol: str, game: str = "Breako
     games = df["scores"].map(lambda s: len(json.loads(s)) if isinstance(s, str) and s.startswith("[") else np.nan)
     per_seed = pd.DataFrame({
         "variant": df["variant"], "seed": pd.to_numeric(df["seed"], errors="coerce"),
-        "value": pd.to_numeric(df["mean"], errors="coerce"), "games": games.fillna(pd.to_numeric(df["episodes"], errors="coerce")),
-        "distinct_games": pd.to_numeric(df["distinct_games"], errors="coerce"), "frames": pd.to_numeric(df["frames"], errors="coerce")})
+        "value": pd.to_numeric(df["mean"], errors="coerce"),
+        "games": games.fillna(pd.to_numeric(df["episodes"], errors="coerce")),
+        "distinct_games": pd.to_numeric(df["distinct_games"], errors="coerce"),
+        "frames": pd.to_numeric(df["frames"], errors="coerce")})
     return _compare(per_seed, protocol=protocol, game=game, variants=variants, baseline=baseline, treatment=treatment,
                     level=level, labels={**VARIANT_NAMES, **(labels or {})}, margin=margin, measure="final",
                     what=f"{protocol} evaluation")

@@ -61,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
             n = episodes[proto]
             old = read_scores(csv) if csv.exists() else None
             row = old[(old["agent"] == d.name) & (old["protocol"] == proto)] if old is not None else None
-            if not args.force and row is not None and len(row) and row["distinct_games"].notna().all() and (row["episodes"] == n).all():
-                print(f"[{d.name}] {proto}: done ({row['mean'].iloc[0]:.1f}, {int(row['distinct_games'].iloc[0])} distinct of {n})", flush=True)
+            if (not args.force and row is not None and len(row) and row["distinct_games"].notna().all()
+                    and (row["episodes"] == n).all()):
+                print(f"[{d.name}] {proto}: done ({row['mean'].iloc[0]:.1f}, "
+                      f"{int(row['distinct_games'].iloc[0])} distinct of {n})", flush=True)
                 continue
             agent = load_agent(d)
             greedy = old[(old["agent"] == d.name) & (old["protocol"] == "greedy")] if old is not None else None

@@ -41,7 +41,8 @@ def official_available() -> Path:
     d = _official_dir()
     if d is None:
         if os.environ.get("SALIENCY_REQUIRE_OFFICIAL") == "1":
-            pytest.fail("official Mask-A3C checkpoints are required (SALIENCY_REQUIRE_OFFICIAL=1) but missing; run make fetch-official")
+            pytest.fail("official Mask-A3C checkpoints are required (SALIENCY_REQUIRE_OFFICIAL=1) but missing; "
+                        "run make fetch-official")
         pytest.skip("official Mask-A3C checkpoints not fetched (make fetch-official)")
     return d
 

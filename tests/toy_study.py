@@ -71,7 +71,8 @@ def ship_fake_run(agents_dir, variant, seed, score, frames=2_000_000, logs=True,
                                              "frames": frames, "eval_score": score, "arch": "MaskA3CNet"}))
     if logs:
         f = np.arange(1, 11) * frames / 10
-        pd.DataFrame({"step": f / 4, "frames": f, "episode_score": np.linspace(0, score, 10)}).to_csv(d / "train_log.csv", index=False)
+        log = pd.DataFrame({"step": f / 4, "frames": f, "episode_score": np.linspace(0, score, 10)})
+        log.to_csv(d / "train_log.csv", index=False)
         means = [score / 2, score] if evals is None else list(evals)
         fe = np.linspace(frames / len(means), frames, len(means))
         pd.DataFrame({"step": fe / 4, "frames": fe, "eval_mean": means, "eval_std": 0.0,

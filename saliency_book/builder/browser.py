@@ -198,7 +198,8 @@ class _Page:
     def evaluate(self, expression: str, timeout: float = 30.0):
         r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, timeout)
         if "exceptionDetails" in r:
-            raise RuntimeError(f"page script failed: {r['exceptionDetails'].get('text')} {r['exceptionDetails'].get('exception', {}).get('description', '')}")
+            raise RuntimeError(f"page script failed: {r['exceptionDetails'].get('text')} "
+                               f"{r['exceptionDetails'].get('exception', {}).get('description', '')}")
         return r["result"].get("value")
 
     def events(self, pump: float = 0.0) -> list[dict]:
@@ -290,7 +291,8 @@ _PROBE = r"""(() => {
   const imgs = [...document.images];
   const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
   const subareas = [...document.querySelectorAll('.widget-subarea')];
-  const tb = [...document.querySelectorAll('pre, .output')].filter(e => /Traceback \(most recent call last\)|^\s*\w+Error: /m.test(e.innerText || ''));
+  const tb = [...document.querySelectorAll('pre, .output')]
+    .filter(e => /Traceback \(most recent call last\)|^\s*\w+Error: /m.test(e.innerText || ''));
   return {
     title: document.title,
     images: imgs.map(i => ({src: (i.currentSrc || i.src || '').slice(0, 200), ok: i.complete && i.naturalWidth > 0,
@@ -304,14 +306,16 @@ _PROBE = r"""(() => {
     math: document.querySelectorAll('div.math, span.math').length,
     mathjax: document.querySelectorAll('mjx-container').length,
     text_length: (main.innerText || '').length,
-    launch: [...document.querySelectorAll('.dropdown-launch-buttons a[href]')].map(a => ({text: (a.textContent || '').trim(), href: a.href})),
+    launch: [...document.querySelectorAll('.dropdown-launch-buttons a[href]')]
+      .map(a => ({text: (a.textContent || '').trim(), href: a.href})),
   };
 })()"""
 
 _READY = ("document.readyState === 'complete' && [...document.images].every(i => i.complete) && "
           "(document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length <= "
           "[...document.querySelectorAll('.widget-subarea')].filter(e => e.children.length > 0).length) && "
-          "(document.querySelectorAll('div.math, span.math').length === 0 || document.querySelectorAll('mjx-container').length > 0)")
+          "(document.querySelectorAll('div.math, span.math').length === 0 || "
+          "document.querySelectorAll('mjx-container').length > 0)")
 
 
 @dataclass

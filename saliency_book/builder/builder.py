@@ -453,7 +453,8 @@ def add_book_parser(subparsers, func: Callable | None = None) -> argparse.Argume
     p.add_argument("--only", action="append", metavar="NOTEBOOK", help="execute only this chapter (repeatable), e.g. 01_agents")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="where the study's sweep runs before the chapters (default: local)")
-    p.add_argument("--ray-address", default=None, help="with --executor ray: an existing cluster (default $RAY_ADDRESS or a local Ray)")
+    p.add_argument("--ray-address", default=None,
+                   help="with --executor ray: an existing cluster (default $RAY_ADDRESS or a local Ray)")
     p.add_argument("--param", "-p", action="append", type=_param, metavar="KEY=VALUE",
                    help="extra chapter parameter, JSON-parsed when possible (repeatable), e.g. -p game=MsPacman")
     p.add_argument("--games", type=_games, default=None, metavar="G1,G2",

@@ -67,7 +67,8 @@ def game_page(nb, game: str):
         if name:
             labels.add(name)
     suffix = f"-{game.lower()}"
-    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(labels, key=len, reverse=True))) + r")(?![\w-])") if labels else None
+    pattern = (re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(labels, key=len, reverse=True))) + r")(?![\w-])")
+               if labels else None)
     titled = False
     for cell in nb.cells:
         if cell.cell_type == "markdown":

@@ -91,7 +91,8 @@ def add_report_parser(subparsers, func: Callable | None = None) -> argparse.Argu
     p.add_argument("--results-dir", default=RESULTS_DIR, help=f"result store, shared with the study (default {RESULTS_DIR})")
     p.add_argument("--force", action="store_true", help="execute every page even if its inputs are unchanged")
     p.add_argument("--check", action="store_true", help="then load every page in headless Chromium")
-    p.add_argument("--estimate-only", action="store_true", help="print what the sweep would compute, and for how long; run nothing")
+    p.add_argument("--estimate-only", action="store_true",
+                   help="print what the sweep would compute, and for how long; run nothing")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=func or run_report)
     return p

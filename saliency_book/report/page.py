@@ -164,7 +164,8 @@ def sanity_beside(cfg: ReportPage) -> pd.DataFrame | Note:
     study = _study_spec(cfg, preset)
     stored = huber.stored_rows(cfg.study_profile, [cfg.game], experiments=("sanity",), preset=preset, seed=cfg.seed,
                                results_dir=cfg.results_dir, packed_only=True) if study else pd.DataFrame()
-    stored = stored[(stored["agent"] == study) & (stored["measure"] == "spearman") & stored["level"].notna()] if len(stored) else stored
+    stored = (stored[(stored["agent"] == study) & (stored["measure"] == "spearman") & stored["level"].notna()]
+              if len(stored) else stored)
     if len(stored):
         stored = stored[stored["method"].isin(out["method"])]
         theirs = verdict_table(_deepest(stored, cfg.seed), threshold=cfg.threshold)

@@ -32,6 +32,6 @@ from .wrap import wrap_agent
 
 __all__ = [
     "Agent", "QAgent", "ActorCriticAgent", "DQNConfig", "DQNNet", "MaskA3CConfig", "MaskA3CNet", "VARIANTS",
-    "AdvantageStream", "advantage_stream_agent", "build_agent", "load_agent", "save_agent", "load_official", "fetch_official", "OFFICIAL_GAMES",
-    "wrap_agent", "load_sb3", "load_cleanrl", "load_keras", "states_from_obs", "states_to_obs",
+    "AdvantageStream", "advantage_stream_agent", "build_agent", "load_agent", "save_agent", "load_official", "fetch_official",
+    "OFFICIAL_GAMES", "wrap_agent", "load_sb3", "load_cleanrl", "load_keras", "states_from_obs", "states_to_obs",
 ]

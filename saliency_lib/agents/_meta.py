@@ -73,7 +73,8 @@ def check_meta(meta: object, source: str, architectures: dict) -> None:
             raise ValueError(f"{source}: field {key!r} must be a string, got {type(meta[key]).__name__} {meta[key]!r}")
     arch = meta["arch"]
     if arch not in architectures:
-        raise ValueError(f"{source}: unknown architecture {arch!r}{_hint(arch, architectures)} (known: {', '.join(architectures)})")
+        raise ValueError(f"{source}: unknown architecture {arch!r}{_hint(arch, architectures)} (known: "
+                         f"{', '.join(architectures)})")
     if meta["game"] not in valid_games():
         raise ValueError(f"{source}: unknown game {meta['game']!r}{_hint(meta['game'], valid_games())} "
                          f"(valid games: {', '.join(valid_games())})")

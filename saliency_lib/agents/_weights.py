@@ -31,7 +31,8 @@ def weights_sha256(module: nn.Module) -> str:
     for k, v in sorted(module.state_dict().items()):
         h.update(k.encode())
         h.update(str(tuple(v.shape)).encode())
-        h.update(v.detach().to("cpu").contiguous().numpy().tobytes() if v.dtype != torch.bfloat16 else v.float().numpy().tobytes())
+        h.update(v.detach().to("cpu").contiguous().numpy().tobytes() if v.dtype != torch.bfloat16
+                 else v.float().numpy().tobytes())
     return h.hexdigest()
 
 
@@ -40,7 +41,8 @@ def load_state_strict(net: nn.Module, state: dict, *, source: str) -> None:
     own = net.state_dict()
     missing = sorted(set(own) - set(state))
     extra = sorted(set(state) - set(own))
-    shapes = [f"{k}: {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in own if k in state and state[k].shape != own[k].shape]
+    shapes = [f"{k}: {tuple(state[k].shape)} vs {tuple(own[k].shape)}"
+              for k in own if k in state and state[k].shape != own[k].shape]
     if missing or extra or shapes:
         raise ValueError(
             f"weights in {source} do not match {type(net).__name__}: missing {missing}, unexpected {extra}, "

@@ -74,22 +74,31 @@ class Agent:
     # -- interface -----------------------------------------------------------------
     @property
     def recurrent(self) -> bool:
+        """Whether :meth:`forward` takes and returns a recurrent state ``hidden``."""
         return False
 
     @property
     def device(self) -> torch.device:
+        """The device of the network's parameters."""
         return next(self.net.parameters()).device
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
+        """The shape ``(C, H, W)`` of one state of the agent's preset."""
         from ..envs import obs_shape
 
         return obs_shape(self.preset)
 
     def forward(self, x: torch.Tensor, hidden: Hidden = None) -> dict[str, torch.Tensor]:
+        """The named outputs of the network on states ``x`` ``(N, C, H, W)``.
+
+        Subclasses implement it. ``hidden`` is the recurrent state of recurrent agents (``None``: the
+        zero state); the outputs are the names in :attr:`outputs`, each with ``N`` rows.
+        """
         raise NotImplementedError
 
     def __call__(self, x: torch.Tensor, hidden: Hidden = None) -> dict[str, torch.Tensor]:
+        """The same as :meth:`forward`: the named outputs on states ``x``."""
         return self.forward(x, hidden)
 
     def scores(self, x: torch.Tensor, hidden: Hidden = None) -> torch.Tensor:
@@ -102,6 +111,7 @@ class Agent:
         return self.scores(self.check_states(x), hidden).argmax(dim=1)
 
     def initial_hidden(self, n: int) -> Hidden:
+        """The zero recurrent state of a batch of ``n`` states, or ``None`` for a feed-forward agent."""
         return None
 
     @property
@@ -203,20 +213,23 @@ class Agent:
                 )
             rng = self.input_range
             if rng is not None and (lo < rng[0] - _RANGE_SLACK or hi > rng[1] + _RANGE_SLACK):
-                hint = (" (values up to 255 look like raw pixel values: divide by 255)" if rng == (0.0, 1.0) and 1 < hi <= 255 and lo >= 0
-                        else "")
+                hint = (" (values up to 255 look like raw pixel values: divide by 255)"
+                        if rng == (0.0, 1.0) and 1 < hi <= 255 and lo >= 0 else "")
                 raise ValueError(
-                    f"states must lie in [{rng[0]:g}, {rng[1]:g}] for preset {self.preset!r}, got values in [{lo:.4g}, {hi:.4g}]{hint}; "
-                    f"{type(self).__name__} takes {PRESET_STATES.get(self.preset, 'states in that range')}"
+                    f"states must lie in [{rng[0]:g}, {rng[1]:g}] for preset {self.preset!r}, got values in [{lo:.4g}, "
+                    f"{hi:.4g}]{hint}; {type(self).__name__} takes {PRESET_STATES.get(self.preset, 'states in that range')}"
                 )
         return x
 
     def _dtype_message(self, x: torch.Tensor) -> str:
-        msg = f"states have dtype {x.dtype}, but {type(self).__name__} of preset {self.preset!r} takes {PRESET_STATES.get(self.preset, 'float states')}; "
+        msg = (f"states have dtype {x.dtype}, but {type(self).__name__} of preset {self.preset!r} takes "
+               f"{PRESET_STATES.get(self.preset, 'float states')}; ")
         if self.preset == "dqn":
             return msg + ("for raw uint8 frames pass states = obs.float() / 255, or states_from_obs(obs, layout=...) "
-                          "(saliency_lib.agents) for Stable-Baselines3 or CleanRL observations; integer states are never cast silently")
-        return msg + f"build states with make_env(game, {self.preset!r}) and pass them as float32; integer states are never cast silently"
+                          "(saliency_lib.agents) for Stable-Baselines3 or CleanRL observations; "
+                          "integer states are never cast silently")
+        return msg + (f"build states with make_env(game, {self.preset!r}) and pass them as float32; "
+                      "integer states are never cast silently")
 
     def _shape_message(self, got: tuple[int, ...]) -> str:
         c, h, w = self.input_shape
@@ -241,6 +254,7 @@ class Agent:
         return f"{head}: {' and '.join(diffs)}; {PRESET_STATES.get(self.preset, '')}".rstrip("; ")
 
     def to(self, device) -> Agent:
+        """Move the network to ``device`` in place; returns the agent itself."""
         self.net.to(device)
         return self
 
@@ -259,7 +273,8 @@ class Agent:
 
     def __repr__(self) -> str:
         src = self.meta.get("source", "")
-        return f"{type(self).__name__}({type(self.net).__name__}, game={self.game!r}, preset={self.preset!r}, n_actions={self.n_actions}{', source=' + repr(src) if src else ''})"
+        return (f"{type(self).__name__}({type(self.net).__name__}, game={self.game!r}, preset={self.preset!r}, "
+                f"n_actions={self.n_actions}{', source=' + repr(src) if src else ''})")
 
 
 class QAgent(Agent):
@@ -275,6 +290,11 @@ class QAgent(Agent):
     default_output = "q"
 
     def forward(self, x, hidden=None):
+        """``q`` and ``advantage`` ``(N, A)`` of states ``x``, and ``features`` where the network has them.
+
+        A network with ``features`` and ``head`` methods yields its penultimate-layer ``features``; any
+        other network is called as a whole and gives no ``features``.
+        """
         net = self.net
         if hasattr(net, "features") and hasattr(net, "head"):
             feats = net.features(x)
@@ -301,6 +321,7 @@ class ActorCriticAgent(Agent):
 
     @property
     def outputs(self):
+        """The output names of this network: the policy and value ones, and the attention masks it has."""
         names = ["logits", "probs", "value", "features"]
         cfg = getattr(self.net, "config", None)
         if getattr(cfg, "policy_mask", False):
@@ -311,14 +332,17 @@ class ActorCriticAgent(Agent):
 
     @property
     def recurrent(self) -> bool:
+        """Whether the network has a ConvLSTM (``config.convlstm``)."""
         return bool(getattr(getattr(self.net, "config", None), "convlstm", False))
 
     def initial_hidden(self, n: int) -> Hidden:
+        """The network's zero recurrent state for ``n`` states on the agent's device, or ``None``."""
         if not self.recurrent:
             return None
         return self.net.initial_hidden(n, self.device)
 
     def forward(self, x, hidden=None):
+        """The network's outputs on states ``x``, with ``probs``, the softmax of ``logits``, added."""
         out = dict(self.net(x, hidden))
         out["probs"] = torch.softmax(out["logits"], dim=1)
         return out

@@ -46,15 +46,19 @@ class CleanRLQNetwork(nn.Module):
         self.network = nn.Sequential(*_cleanrl_trunk(features_dim=features_dim), nn.Linear(features_dim, n_actions))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate-layer activations ``(N, features_dim)``: ``network[:-1]``."""
         return self.network[:-1](x)
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` from the penultimate-layer activations ``h``."""
         return self.network[-1](h)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` of states ``x``."""
         return self.network(x)
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the output down, for cascading randomisation."""
         n = self.network
         return [("output", [n[9]]), ("fc", [n[7]]), ("conv3", [n[4]]), ("conv2", [n[2]]), ("conv1", [n[0]])]
 
@@ -73,10 +77,12 @@ class CleanRLActorCritic(nn.Module):
         self.critic = nn.Linear(features_dim, 1)
 
     def forward(self, x: torch.Tensor, hidden=None) -> dict[str, torch.Tensor]:
+        """``logits``, ``value`` and ``features`` of states ``x`` (``hidden`` is ignored: no recurrence)."""
         h = self.network(x)
         return {"logits": self.actor(h), "value": self.critic(h)[:, 0], "features": h}
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the output down (actor and critic together), for cascading randomisation."""
         n = self.network
         return [("output", [self.actor, self.critic]), ("fc", [n[7]]), ("conv3", [n[4]]), ("conv2", [n[2]]), ("conv1", [n[0]])]
 
@@ -117,7 +123,8 @@ def load_cleanrl(path: str | os.PathLike, *, game: str | None = None, device: st
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no CleanRL model at {str(path)!r}: expected the .cleanrl_model state dict saved by dqn_atari.py or ppo_atari.py")
+        raise FileNotFoundError(f"no CleanRL model at {str(path)!r}: expected the .cleanrl_model state dict saved by "
+                                "dqn_atari.py or ppo_atari.py")
     state = load_tensors(path, str(path))
     keys = set(state)
     script = next((s for s, layout in _CLEANRLLAYOUTS.items() if keys == layout), None)

@@ -82,12 +82,14 @@ class DQNNet(nn.Module):
         return F.relu(self.fc(x.flatten(1)))
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` from the penultimate-layer activations ``h`` (dueling: V + A − mean A)."""
         if self.config.dueling:
             adv = self.out_adv(h)
             return self.out_value(h) + adv - adv.mean(dim=1, keepdim=True)
         return self.out(h)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` of states ``x``."""
         return self.head(self.features(x))
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
@@ -117,12 +119,15 @@ class AdvantageStream(nn.Module):
         self.config = net.config
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate-layer activations ``(N, hidden)`` of the dueling network."""
         return self.dueling.features(x)
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
+        """The un-centred advantages ``out_adv(h)`` ``(N, n_actions)``, read as Q-values."""
         return self.dueling.out_adv(h)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The un-centred advantages of states ``x``, read as Q-values ``(N, n_actions)``."""
         return self.head(self.features(x))
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:

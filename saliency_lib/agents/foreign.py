@@ -160,8 +160,8 @@ def infer_game(path: str | os.PathLike) -> str:
     how = "name the game explicitly, e.g. 'sb3:Breakout:PATH' / 'cleanrl:Breakout:PATH' or game='Breakout'"
     if not known:
         extra = f" (found {', '.join(sorted(found))}, not among the study's games)" if found else ""
-        raise ValueError(f"cannot tell the game of {str(path)!r}: no environment id like 'BreakoutNoFrameskip-v4' of a known game "
-                         f"({', '.join(valid_games())}) in the path{extra}; {how}")
+        raise ValueError(f"cannot tell the game of {str(path)!r}: no environment id like 'BreakoutNoFrameskip-v4' of a known "
+                         f"game ({', '.join(valid_games())}) in the path{extra}; {how}")
     raise ValueError(f"cannot tell the game of {str(path)!r}: the path names several games ({', '.join(known)}); {how}")
 
 
@@ -202,7 +202,9 @@ def load_tensors(source, label: str) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as e:  # UnpicklingError, RuntimeError ("invalid magic number", "not a zip file") …
-        raise ValueError(f"{label} is not a tensors-only PyTorch state dict (torch.load with weights_only=True failed: {e})") from e
+        raise ValueError(f"{label} is not a tensors-only PyTorch state dict "
+                         f"(torch.load with weights_only=True failed: {e})") from e
     if not is_state_dict(state) or not state:
-        raise ValueError(f"{label} does not hold a flat, non-empty mapping of parameter names to tensors (got {type(state).__name__})")
+        raise ValueError(f"{label} does not hold a flat, non-empty mapping of parameter names to tensors (got "
+                         f"{type(state).__name__})")
     return dict(state)

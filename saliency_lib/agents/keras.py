@@ -183,32 +183,38 @@ def read_keras_h5(path: str | os.PathLike) -> dict[str, Any]:
     h5py = _h5py()
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no Keras model at {str(path)!r}: expected a .h5 file written by Keras (model.save or save_weights)")
+        raise FileNotFoundError(f"no Keras model at {str(path)!r}: expected a .h5 file written by Keras "
+                                "(model.save or save_weights)")
     try:
         f = h5py.File(path, "r")
     except OSError as e:
-        raise ValueError(f"{path} is not an HDF5 file (h5py: {e}); expected a Keras .h5 model (a .keras zip is not supported)") from e
+        raise ValueError(f"{path} is not an HDF5 file (h5py: {e}); "
+                         "expected a Keras .h5 model (a .keras zip is not supported)") from e
     with f:
         group, fmt = _weights_group(f, str(path))
         names = _attr_strings(group, "layer_names")
         if not names:
-            raise ValueError(f"{path}: the weights group {group.name!r} has no (or an empty) 'layer_names' attribute; it is not a Keras weights group")
+            raise ValueError(f"{path}: the weights group {group.name!r} has no (or an empty) 'layer_names' attribute; "
+                             "it is not a Keras weights group")
         layers = []
         for name in names:
             if name not in group:
                 present = ", ".join(sorted(k for k in group.keys())) or "none"
-                raise ValueError(f"{path}: layer {name!r} is listed in layer_names but has no group in {group.name!r} (groups there: {present})")
+                raise ValueError(f"{path}: layer {name!r} is listed in layer_names but has no group in {group.name!r} "
+                                 f"(groups there: {present})")
             g = group[name]
             weights: dict[str, np.ndarray] = {}
             for wname in _attr_strings(g, "weight_names") or []:
                 if wname not in g:
-                    raise ValueError(f"{path}: weight {wname!r} of layer {name!r} is listed in weight_names but missing from the file")
+                    raise ValueError(f"{path}: weight {wname!r} of layer {name!r} is listed in weight_names but "
+                                     "missing from the file")
                 arr = np.asarray(g[wname][()])
                 base = wname.rsplit("/", 1)[-1].split(":", 1)[0]
                 if base in weights:
                     raise ValueError(f"{path}: layer {name!r} holds two weights named {base!r} ({wname!r})")
                 if not np.issubdtype(arr.dtype, np.floating) or not np.isfinite(arr).all():
-                    raise ValueError(f"{path}: weight {wname!r} of layer {name!r} is not finite floating point (dtype {arr.dtype})")
+                    raise ValueError(f"{path}: weight {wname!r} of layer {name!r} is not finite floating "
+                                     f"point (dtype {arr.dtype})")
                 weights[base] = arr.astype(np.float32, copy=False)
             layers.append((name, weights))
         config = None
@@ -226,7 +232,8 @@ def read_keras_h5(path: str | os.PathLike) -> dict[str, Any]:
 def _config_layers(config: Any, path: str) -> dict[str, tuple[str, dict]]:
     """``{layer name: (class name, layer config)}`` of a Sequential or Functional model config."""
     if not isinstance(config, Mapping) or "config" not in config:
-        raise ValueError(f"{path}: model_config is not a Keras model description (no 'class_name'/'config'), got {str(config)[:80]!r}")
+        raise ValueError(f"{path}: model_config is not a Keras model description (no 'class_name'/'config'), "
+                         f"got {str(config)[:80]!r}")
     inner = config["config"]
     entries = inner if isinstance(inner, list) else inner.get("layers") if isinstance(inner, Mapping) else None
     if not isinstance(entries, list):
@@ -287,14 +294,16 @@ def _kind_of(name: str, weights: dict, cls: str | None, path: str) -> str | None
     ndim = weights["kernel"].ndim
     kind = {4: "conv", 2: "dense"}.get(ndim)
     if kind is None or (cls is not None and cls != {"conv": "Conv2D", "dense": "Dense"}[kind]):
-        raise ValueError(f"{path}: layer {name!r} ({cls or 'class unknown'}) has a {ndim}-D kernel {tuple(weights['kernel'].shape)}; "
+        raise ValueError(f"{path}: layer {name!r} ({cls or 'class unknown'}) has a {ndim}-D kernel "
+                         f"{tuple(weights['kernel'].shape)}; "
                          "Conv2D kernels are 4-D (kh, kw, in, out) and Dense kernels 2-D (in, out)")
     return kind
 
 
 def _check_shape(path: str, role: str, name: str, arr: np.ndarray, want: tuple, what: str) -> None:
     if tuple(arr.shape) != want:
-        raise ValueError(f"{path}: {role} ({name!r}) {what} has shape {tuple(arr.shape)}; expected {want}. The network must be {_EXPECTED}")
+        raise ValueError(f"{path}: {role} ({name!r}) {what} has shape {tuple(arr.shape)}; expected {want}. "
+                         f"The network must be {_EXPECTED}")
 
 
 def _architecture(read: dict, path: str) -> tuple[DQNConfig, dict[str, dict[str, np.ndarray]], dict]:
@@ -313,9 +322,11 @@ def _architecture(read: dict, path: str) -> tuple[DQNConfig, dict[str, dict[str,
     if sequence != ["conv", "conv", "conv", "dense", "dense"]:
         dense_units = [w["kernel"].shape[1] for (_, w, _), k in zip(layers, kinds) if k == "dense"]
         hint = (" The file looks like a dueling model with a separate value stream (a Dense layer with 1 unit beside the "
-                "action head); only the single-stream (action) network is supported." if len(dense_units) > 2 and 1 in dense_units else "")
+                "action head); only the single-stream (action) network is supported."
+                if len(dense_units) > 2 and 1 in dense_units else "")
         raise ValueError(f"{path}: expected 3 Conv2D then 2 Dense layers with weights, found {sequence.count('conv')} Conv2D and "
-                         f"{sequence.count('dense')} Dense in this order: {_describe(layers)}.{hint} The network must be {_EXPECTED}")
+                         f"{sequence.count('dense')} Dense in this order: {_describe(layers)}.{hint} The "
+                         f"network must be {_EXPECTED}")
     roles = ("conv1", "conv2", "conv3", "fc", "output")
     by_role = dict(zip(roles, bearing))
     in_ch = FRAMES
@@ -328,8 +339,9 @@ def _architecture(read: dict, path: str) -> tuple[DQNConfig, dict[str, dict[str,
     n_in, hidden = map(int, fc["kernel"].shape)
     pad_from_size = next((p for p, n in _FC_IN.items() if n == n_in), None)
     if pad_from_size is None:
-        raise ValueError(f"{path}: fc ({fc_name!r}) kernel has shape {(n_in, hidden)}: {n_in} inputs match neither 'same' padding "
-                         f"({_FC_IN['same']} = 11·11·64) nor 'valid' padding ({_FC_IN['valid']} = 7·7·64) of an 84×84×4 input")
+        raise ValueError(f"{path}: fc ({fc_name!r}) kernel has shape {(n_in, hidden)}: "
+                         f"{n_in} inputs match neither 'same' padding ({_FC_IN['same']} = 11·11·64) nor 'valid' padding "
+                         f"({_FC_IN['valid']} = 7·7·64) of an 84×84×4 input")
     _check_shape(path, "fc", fc_name, fc["bias"], (hidden,), "bias")
     out_name, out, _ = by_role["output"]
     n_actions = int(out["kernel"].shape[1])
@@ -497,6 +509,7 @@ def load_keras(path: str | os.PathLike, *, game: str | None = None, device: str 
         "n_actions": config.n_actions,
         "architecture": report,
         "preprocessing": "channels-last states in [0, 1] (Huber et al.); ours = keras_input.permute(0, 3, 1, 2)",
-        "note": "a single-stream file cannot tell whether training used a dueling head; if it did, q is the un-centred advantage stream",
+        "note": "a single-stream file cannot tell whether training used a dueling head; if it did, "
+                "q is the un-centred advantage stream",
     }
     return QAgent(net, game=game, preset="dqn", n_actions=config.n_actions, meta=meta).to(device)

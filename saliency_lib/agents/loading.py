@@ -78,5 +78,6 @@ def load_agent(spec: str | os.PathLike, *, device: str | torch.device = "cpu") -
         return loader(path, game=game, device=device)
     raise ValueError(
         f"unknown agent spec scheme {scheme!r} in {spec_s!r}; use a checkpoint directory, official:<Game>, "
-        "sb3:[<Game>:]<model.zip>, cleanrl:[<Game>:]<file.cleanrl_model>, keras:[<Game>:]<file.h5> or advstream:<dueling DQN spec>"
+        "sb3:[<Game>:]<model.zip>, cleanrl:[<Game>:]<file.cleanrl_model>, keras:[<Game>:]<file.h5> or "
+        "advstream:<dueling DQN spec>"
     )

@@ -56,10 +56,12 @@ class MaskA3CConfig:
 
     @property
     def policy_mask(self) -> bool:
+        """Whether the policy branch carries an attention mask."""
         return self.variant in ("policy", "double")
 
     @property
     def value_mask(self) -> bool:
+        """Whether the value branch carries an attention mask."""
         return self.variant in ("value", "double")
 
 
@@ -72,6 +74,7 @@ class ConvLSTMCell(nn.Module):
         self.conv = nn.Conv2d(in_ch + hidden, 4 * hidden, kernel, padding=kernel // 2)
 
     def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        """The new state ``(h, c)`` after input ``x``, from the previous state ``state = (h, c)``."""
         h, c = state
         return self._update(self.conv(torch.cat([x, h], dim=1)), c)
 
@@ -190,10 +193,16 @@ class MaskA3CNet(nn.Module):
                 lin.bias.zero_()
 
     def initial_hidden(self, n: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The zero state ``(h, c)`` of the ConvLSTM for ``n`` states, each ``(n, 64, 10, 10)``."""
         z = torch.zeros(n, 64, 10, 10, device=device)
         return z, z.clone()
 
     def trunk(self, x: torch.Tensor, hidden=None):
+        """The shared trunk: three conv + max-pool + ReLU stages, then the ConvLSTM if the net has one.
+
+        Returns the features ``(N, 64, 10, 10)`` and the new recurrent state ``(h, c)`` (``None`` without
+        a ConvLSTM; a ``hidden`` of ``None`` starts from the zero state).
+        """
         x = F.relu(max_pool2(self.conv1(x)))
         x = F.relu(max_pool2(self.conv2(x)))
         x = F.relu(max_pool2(self.conv3(x)))
@@ -205,6 +214,7 @@ class MaskA3CNet(nn.Module):
         return h, (h, c)
 
     def forward(self, x: torch.Tensor, hidden=None) -> dict[str, torch.Tensor]:
+        """The outputs of the network on states ``x``: the trunk, then :meth:`heads`."""
         return self.heads(*self.trunk(x, hidden))
 
     def heads(self, feat: torch.Tensor, new_hidden=None) -> dict[str, torch.Tensor]:

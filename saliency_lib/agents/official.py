@@ -47,9 +47,12 @@ def _file_name(game: str) -> str:
 
 
 def official_dir() -> Path:
-    """``$MASK_A3C_OFFICIAL_DIR``, else ``mask_a3c_official`` in the user's cache directory
+    """The directory that holds the official Mask-A3C checkpoints.
+
+    ``$MASK_A3C_OFFICIAL_DIR``, else ``mask_a3c_official`` in the user's cache directory
     (``$XDG_CACHE_HOME/saliency_lib``, default ``~/.cache/saliency_lib``). The study sets the
-    variable to its own copy (:data:`saliency_study.paths.OFFICIAL_DIR`)."""
+    variable to its own copy (:data:`saliency_study.paths.OFFICIAL_DIR`).
+    """
     env = os.environ.get("MASK_A3C_OFFICIAL_DIR")
     if env:
         return Path(env)
@@ -170,7 +173,8 @@ def official_test_log(game: str, directory: str | os.PathLike | None = None):
 def official_logged_level(game: str, directory: str | os.PathLike | None = None, last: int = 100) -> dict:
     """Mean, std (population) and median of the last ``last`` logged test games."""
     s = official_test_log(game, directory)["score"].tail(last)
-    return {"game": game, "logged_mean": float(s.mean()), "logged_std": float(s.std(ddof=0)), "logged_median": float(s.median()), "logged_games": int(len(s))}
+    return {"game": game, "logged_mean": float(s.mean()), "logged_std": float(s.std(ddof=0)), "logged_median": float(s.median()),
+            "logged_games": int(len(s))}
 
 
 def official_milestones(game: str, directory: str | os.PathLike | None = None, *,
@@ -232,6 +236,7 @@ def official_scores_table(results: dict, directory: str | os.PathLike | None = N
     for game, r in results.items():
         lv = official_logged_level(game, directory)
         rows.append({"game": game, "episodes": len(r["scores"]), "our_mean": r["mean"], "our_std": r["std"],
-                     "our_min": min(r["scores"]), "our_max": max(r["scores"]), "our_scores": " ".join(f"{s:g}" for s in r["scores"]),
-                     **{k: v for k, v in lv.items() if k != "game"}, "ratio_to_logged": r["mean"] / lv["logged_mean"] if lv["logged_mean"] else float("nan")})
+                     "our_min": min(r["scores"]), "our_max": max(r["scores"]),
+                     "our_scores": " ".join(f"{s:g}" for s in r["scores"]), **{k: v for k, v in lv.items() if k != "game"},
+                     "ratio_to_logged": r["mean"] / lv["logged_mean"] if lv["logged_mean"] else float("nan")})
     return pd.DataFrame(rows)

@@ -48,7 +48,8 @@ from .foreign import FRAMES, SIDE, check_action_count, check_game, load_tensors
 __all__ = ["load_sb3", "NatureTrunk", "SB3QNetwork", "SB3ActorCritic"]
 
 #: Activations SB3 policies may name in ``policy_kwargs["activation_fn"]``.
-_ACTIVATIONS = {name: getattr(nn, name) for name in ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Softplus", "Mish")}
+_ACTIVATIONS = {name: getattr(nn, name) for name in ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Softplus",
+                                                     "Mish")}
 #: (module, class) of SB3 policies → (algorithm or None when read from the data, head kind).
 _SB3_POLICIES = {
     ("stable_baselines3.dqn.policies", "CnnPolicy"): ("DQN", "q"),
@@ -77,9 +78,11 @@ class NatureTrunk(nn.Module):
         self.linear = nn.Sequential(nn.Linear(n_flatten, features_dim), nn.ReLU())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The ReLU features ``(N, features_dim)`` of states ``x``."""
         return self.linear(self.cnn(x))
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the last layer down, for cascading randomisation."""
         return [("fc", [self.linear[0]]), ("conv3", [self.cnn[4]]), ("conv2", [self.cnn[2]]), ("conv1", [self.cnn[0]])]
 
 
@@ -107,7 +110,8 @@ class SB3QNetwork(nn.Module):
     (1 when SB3 normalised images, 255 when it did not).
     """
 
-    def __init__(self, trunk: NatureTrunk, q_net: nn.Sequential, *, n_actions: int, n_quantiles: int | None = None, input_scale: float = 1.0):
+    def __init__(self, trunk: NatureTrunk, q_net: nn.Sequential, *, n_actions: int, n_quantiles: int | None = None,
+                 input_scale: float = 1.0):
         super().__init__()
         self.features_extractor = trunk
         self.q_net = q_net
@@ -121,15 +125,18 @@ class SB3QNetwork(nn.Module):
         return self.q_net[:-1](h)
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` from the last layer's input ``h``, averaged over quantiles for QR-DQN."""
         out = self.q_net[-1](h)
         if self.n_quantiles:
             out = out.view(-1, self.n_quantiles, self.n_actions).mean(dim=1)
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(N, n_actions)`` of states ``x``."""
         return self.head(self.features(x))
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the output down (the ``q_net`` layers, then the trunk's)."""
         lin = _linears(self.q_net)
         hidden = [(f"q_hidden{i + 1}", [m]) for i, m in enumerate(lin[:-1])][::-1]
         return [("output", [lin[-1]]), *hidden, *self.features_extractor.layer_groups()]
@@ -158,6 +165,7 @@ class SB3ActorCritic(nn.Module):
         self.input_scale = float(input_scale)
 
     def forward(self, x: torch.Tensor, hidden=None) -> dict[str, torch.Tensor]:
+        """``logits``, ``value`` and ``features`` (the policy latent) of states ``x``; ``hidden`` is ignored."""
         if self.input_scale != 1.0:
             x = x * self.input_scale
         h_pi = self.features_extractor(x)
@@ -167,6 +175,11 @@ class SB3ActorCritic(nn.Module):
         return {"logits": self.action_net(latent_pi), "value": self.value_net(latent_vf)[:, 0], "features": latent_pi}
 
     def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups from the output down, for cascading randomisation.
+
+        The actor and critic heads form one group, the policy and value MLP layers of one depth another,
+        and a separate value trunk joins the policy trunk's groups layer by layer.
+        """
         pi, vf = _linears(self.mlp_extractor.policy_net), _linears(self.mlp_extractor.value_net)
         hidden = []
         for i in reversed(range(max(len(pi), len(vf)))):
@@ -198,16 +211,18 @@ def _trunk_from(state: Mapping[str, torch.Tensor], label: str) -> NatureTrunk:
         raise ValueError(f"{label} takes {in_ch} input channels; the 'dqn' preset stacks {FRAMES} grayscale frames")
     features_dim, n_flatten = map(int, state["linear.0.weight"].shape)
     if n_flatten != 64 * 7 * 7:
-        raise ValueError(f"{label} flattens {n_flatten} values; 84×84 inputs give 64·7·7 = 3136 (was it trained on another frame size?)")
+        raise ValueError(f"{label} flattens {n_flatten} values; 84×84 inputs give 64·7·7 = 3136 (was it trained on "
+                         "another frame size?)")
     return NatureTrunk(in_ch, features_dim, n_flatten)
 
 
 def _linear_shapes(state: Mapping[str, torch.Tensor], label: str, *, step: int) -> list[tuple[int, int]]:
-    """(in, out) of the linear layers of a ``Sequential`` whose weights are at indices 0, step, 2·step …"""
+    """The (in, out) sizes of the linear layers of a ``Sequential`` with weights at indices 0, step, 2·step …."""
     idx = sorted({int(k.split(".")[0]) for k in state if k.split(".")[0].isdigit()})
     expected = list(range(0, step * len(idx), step))
     if idx != expected or any(f"{i}.{p}" not in state for i in idx for p in ("weight", "bias")):
-        raise ValueError(f"{label}: unexpected layer layout {sorted(state)}; SB3 builds Linear layers with one activation between them")
+        raise ValueError(f"{label}: unexpected layer layout {sorted(state)}; SB3 builds Linear layers with one "
+                         "activation between them")
     return [tuple(int(d) for d in state[f"{i}.weight"].shape[::-1]) for i in idx]
 
 
@@ -222,7 +237,9 @@ def _class_reference(entry: Any) -> tuple[str, str] | None:
         return None
     strings = [arg for op, arg, _ in ops if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE")]
     names = [op.name for op, _, _ in ops]
-    if names.count("STACK_GLOBAL") == 1 and len(strings) == 2 and not set(names) - {"PROTO", "FRAME", "SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "MEMOIZE", "STACK_GLOBAL", "STOP"}:
+    if (names.count("STACK_GLOBAL") == 1 and len(strings) == 2
+            and not set(names) - {"PROTO", "FRAME", "SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "MEMOIZE",
+                                  "STACK_GLOBAL", "STOP"}):
         return strings[0], strings[1]
     globals_ = [arg for op, arg, _ in ops if op.name == "GLOBAL"]
     if len(globals_) == 1 and len(ops) <= 4:
@@ -275,7 +292,8 @@ def _read_sb3_zip(path: Path) -> tuple[dict, dict[str, torch.Tensor], dict[str, 
                 )
             raw_data = z.read("data")
             policy = z.read("policy.pth")
-            extra = {n: z.read(n).decode("utf-8", "replace") for n in ("_stable_baselines3_version", "system_info.txt") if n in names}
+            extra = {n: z.read(n).decode("utf-8", "replace")
+                     for n in ("_stable_baselines3_version", "system_info.txt") if n in names}
     except zipfile.BadZipFile as e:
         raise ValueError(f"{path} is a corrupted zip archive ({e})") from e
     try:
@@ -293,7 +311,8 @@ def _sb3_spaces(data: dict, label: str) -> tuple[tuple[int, ...], int]:
     act = data.get("action_space")
     obs_type, act_type = str(_readable_type(obs)), str(_readable_type(act))
     if "spaces.box.Box" not in obs_type:
-        raise ValueError(f"{label}: observation space {obs_type or 'missing'} is not an image Box; only Atari image observations are supported")
+        raise ValueError(f"{label}: observation space {obs_type or 'missing'} is not an image Box; "
+                         "only Atari image observations are supported")
     fields = _readable(obs)
     shape = tuple(int(d) for d in fields.get("_shape") or ())
     if shape not in ((FRAMES, SIDE, SIDE), (SIDE, SIDE, FRAMES)):
@@ -303,10 +322,11 @@ def _sb3_spaces(data: dict, label: str) -> tuple[tuple[int, ...], int]:
             "(train on make_atari_env(...) + VecFrameStack(n_stack=4))"
         )
     if fields.get("dtype") != "uint8":
-        raise ValueError(f"{label}: observation dtype {fields.get('dtype')!r} is not uint8; only raw Atari pixels (0..255) are supported, "
-                         "so that the scaling to our [0, 1] states is known")
+        raise ValueError(f"{label}: observation dtype {fields.get('dtype')!r} is not uint8; "
+                         "only raw Atari pixels (0..255) are supported, so that the scaling to our [0, 1] states is known")
     if "spaces.discrete.Discrete" not in act_type:
-        raise ValueError(f"{label}: action space {act_type or 'missing'} is not Discrete; Atari agents choose among discrete actions")
+        raise ValueError(f"{label}: action space {act_type or 'missing'} is not Discrete; "
+                         "Atari agents choose among discrete actions")
     try:
         n = int(_readable(act)["n"])
     except (KeyError, TypeError, ValueError) as e:
@@ -318,7 +338,8 @@ def _readable_type(entry: Any) -> str:
     return entry.get(":type:", "") if isinstance(entry, Mapping) else ""
 
 
-def _sb3_network(kind: str, state: dict[str, torch.Tensor], policy_kwargs: dict, *, n_actions: int, input_scale: float, label: str):
+def _sb3_network(kind: str, state: dict[str, torch.Tensor], policy_kwargs: dict, *, n_actions: int, input_scale: float,
+                 label: str):
     if kind in ("q", "quantiles"):
         outer = "q_net" if kind == "q" else "quantile_net"
         unknown = sorted({k.split(".")[0] for k in state} - {outer, f"{outer}_target"})
@@ -356,8 +377,10 @@ def _sb3_network(kind: str, state: dict[str, torch.Tensor], policy_kwargs: dict,
     vf_trunk = None if share else _trunk_from(vf_sd, f"{label} (vf_features_extractor)")
     act = _activation(policy_kwargs, nn.Tanh, label)
     pi_mlp_sd, vf_mlp_sd = _sub(state, "mlp_extractor.policy_net."), _sub(state, "mlp_extractor.value_net.")
-    policy_net = _mlp(_linear_shapes(pi_mlp_sd, f"{label} (mlp_extractor.policy_net)", step=2), act, trailing=True) if pi_mlp_sd else nn.Sequential()
-    value_mlp = _mlp(_linear_shapes(vf_mlp_sd, f"{label} (mlp_extractor.value_net)", step=2), act, trailing=True) if vf_mlp_sd else nn.Sequential()
+    policy_net = (_mlp(_linear_shapes(pi_mlp_sd, f"{label} (mlp_extractor.policy_net)", step=2), act, trailing=True)
+                  if pi_mlp_sd else nn.Sequential())
+    value_mlp = (_mlp(_linear_shapes(vf_mlp_sd, f"{label} (mlp_extractor.value_net)", step=2), act, trailing=True)
+                 if vf_mlp_sd else nn.Sequential())
     for key in ("action_net.weight", "value_net.weight"):
         if key not in state:
             raise ValueError(f"{label} lacks {key}; it is not an SB3 actor-critic policy")
@@ -365,7 +388,8 @@ def _sb3_network(kind: str, state: dict[str, torch.Tensor], policy_kwargs: dict,
     n_out = int(state["action_net.weight"].shape[0])
     if n_out != n_actions:
         raise ValueError(f"{label}: action_net has {n_out} outputs but the action space has {n_actions} actions")
-    net = SB3ActorCritic(trunk, vf_trunk, policy_net, value_mlp, nn.Linear(a_in, n_out), nn.Linear(v_in, 1), input_scale=input_scale)
+    net = SB3ActorCritic(trunk, vf_trunk, policy_net, value_mlp, nn.Linear(a_in, n_out), nn.Linear(v_in, 1),
+                         input_scale=input_scale)
     mapped = {f"features_extractor.{k}": v for k, v in pi_sd.items()}
     if vf_trunk is not None:
         mapped.update({f"vf_features_extractor.{k}": v for k, v in vf_sd.items()})
@@ -413,8 +437,8 @@ def load_sb3(path: str | os.PathLike, *, game: str | None = None, device: str | 
     label = str(path)
     ref = _class_reference(data.get("policy_class"))
     if ref is None:
-        raise ValueError(f"{label}: the policy class is not recorded as a reference to a library class (custom policy classes are not supported); "
-                         f"supported: {_SB3_SUPPORTED}")
+        raise ValueError(f"{label}: the policy class is not recorded as a reference to a library class (custom policy classes "
+                         f"are not supported); supported: {_SB3_SUPPORTED}")
     policy = f"{ref[0]}.{ref[1]}"
     if ref not in _SB3_POLICIES:
         algo = re.match(r"(?:stable_baselines3|sb3_contrib)\.(\w+)\.", ref[0])

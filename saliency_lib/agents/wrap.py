@@ -52,15 +52,18 @@ def _name_outputs(raw: Any, names: tuple[str, ...], who: str) -> dict[str, torch
     if isinstance(raw, Mapping):
         missing = [n for n in names if n not in raw]
         if missing:
-            raise ValueError(f"{who} returned a dict with keys {sorted(map(str, raw))} but outputs declares {names}; missing {missing}")
+            raise ValueError(f"{who} returned a dict with keys {sorted(map(str, raw))} but outputs declares "
+                             f"{names}; missing {missing}")
         out = {n: raw[n] for n in names}
     elif isinstance(raw, torch.Tensor):
         if len(names) != 1:
-            raise ValueError(f"{who} returned one tensor but outputs declares {len(names)} ({', '.join(names)}); return a tuple or a dict")
+            raise ValueError(f"{who} returned one tensor but outputs declares {len(names)} ({', '.join(names)}); "
+                             "return a tuple or a dict")
         out = {names[0]: raw}
     elif isinstance(raw, (tuple, list)):
         if len(raw) != len(names):
-            raise ValueError(f"{who} returned {len(raw)} values but outputs declares {len(names)} ({', '.join(names)}); declare one name per value, in order")
+            raise ValueError(f"{who} returned {len(raw)} values but outputs declares {len(names)} ({', '.join(names)}); "
+                             "declare one name per value, in order")
         out = dict(zip(names, raw))
     else:
         raise ValueError(f"{who} returned {type(raw).__name__}; expected a tensor, a tuple of tensors or a dict of tensors")
@@ -77,9 +80,11 @@ class WrappedQAgent(QAgent):
 
     @property
     def outputs(self):
+        """``q`` and ``advantage``, and ``features`` where the wrapped module declares them."""
         return ("q", "advantage", *(("features",) if "features" in self.net.names else ()))
 
     def forward(self, x, hidden=None):
+        """``q`` and ``advantage`` ``(N, A)`` of states ``x``, and ``features`` where declared."""
         out = self.net(x)
         q = out["q"]
         res = {"q": q, "advantage": q - q.mean(dim=1, keepdim=True)}
@@ -93,10 +98,12 @@ class WrappedActorCriticAgent(ActorCriticAgent):
 
     @property
     def outputs(self):
+        """``logits`` and ``probs``, and ``value`` and ``features`` where the wrapped module declares them."""
         return ("logits", "probs", *(n for n in ("value", "features") if n in self.net.names))
 
     @property
     def recurrent(self) -> bool:
+        """Always ``False``: :func:`wrap_agent` takes feed-forward modules only."""
         return False
 
 
@@ -185,7 +192,8 @@ def wrap_agent(
     if len(heads) != 1:
         raise ValueError(f"outputs {names!r} must contain exactly one of 'q' (Q-values) or 'logits' (policy logits)")
     if heads[0] == "q" and "value" in names:
-        raise ValueError(f"outputs {names!r}: 'value' goes with 'logits' (actor-critic); a Q-agent's outputs are 'q' and optionally 'features'")
+        raise ValueError(f"outputs {names!r}: 'value' goes with 'logits' (actor-critic); "
+                         "a Q-agent's outputs are 'q' and optionally 'features'")
     from ..envs import PRESETS, obs_shape  # lazy: gymnasium and ale-py load only when needed
 
     if preset not in PRESETS:
@@ -195,7 +203,8 @@ def wrap_agent(
     if n_actions is not None and (isinstance(n_actions, bool) or not isinstance(n_actions, (int, np.integer)) or n_actions < 1):
         raise ValueError(f"n_actions must be a positive integer or None, got {n_actions!r}")
     if not isinstance(input_scale, (int, float)) or isinstance(input_scale, bool) or not input_scale > 0:
-        raise ValueError(f"input_scale must be a positive number (1 for [0, 1] inputs, 255 for modules that divide by 255), got {input_scale!r}")
+        raise ValueError("input_scale must be a positive number (1 for [0, 1] inputs, "
+                         f"255 for modules that divide by 255), got {input_scale!r}")
 
     who = type(module).__name__
     shape = obs_shape(preset)
@@ -210,8 +219,8 @@ def wrap_agent(
     except Exception as e:  # shape errors surface as RuntimeError from the first layer
         raise ValueError(
             f"{who} failed on a dummy batch of preset {preset!r} states, shape (2, {', '.join(map(str, shape))}) "
-            f"({'float in [0, 1], channel 3 newest' if preset == 'dqn' else 'normalised 80×80 frames'}): {type(e).__name__}: {e}; "
-            "does the module expect this observation shape?"
+            f"({'float in [0, 1], channel 3 newest' if preset == 'dqn' else 'normalised 80×80 frames'}): {type(e).__name__}: "
+            f"{e}; does the module expect this observation shape?"
         ) from e
     head = out[heads[0]]
     if head.dim() != 2 or head.shape[0] != 2:
@@ -221,10 +230,12 @@ def wrap_agent(
     if "value" in out and tuple(out["value"].shape) != (2,):
         raise ValueError(f"{who}: output 'value' must have shape (N,) or (N, 1); got {tuple(out['value'].shape)} for N=2")
     if "features" in out and (out["features"].dim() < 2 or out["features"].shape[0] != 2):
-        raise ValueError(f"{who}: output 'features' must have the batch on its first axis; got {tuple(out['features'].shape)} for N=2")
+        raise ValueError(f"{who}: output 'features' must have the batch on its first axis; "
+                         f"got {tuple(out['features'].shape)} for N=2")
     n = int(head.shape[1])
     info = {"source": f"wrap_agent:{who}", "policy": f"{type(module).__module__}.{type(module).__qualname__}",
-            "algorithm": None, "outputs": list(names), "input_scale": float(input_scale), "weights_sha256": weights_sha256(module)}
+            "algorithm": None, "outputs": list(names), "input_scale": float(input_scale),
+            "weights_sha256": weights_sha256(module)}
     info.update(meta or {})
     cls = WrappedQAgent if heads[0] == "q" else WrappedActorCriticAgent
     return cls(wrapper, game=game, preset=preset, n_actions=n, meta=info)

@@ -52,6 +52,7 @@ def _add_debug(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``saliency-study`` argument parser with the library's commands and those of installed plug-ins."""
     from .evaluate import add_evaluate_parser
     from .explain import add_explain_parser
     from .metrics import add_metrics_parsers

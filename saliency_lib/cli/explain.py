@@ -85,7 +85,8 @@ def run_explain(args: argparse.Namespace) -> int:
     info = {"agent": str(args.agent), "game": agent.game, "preset": agent.preset, "states": args.states, "seed": args.seed,
             "config": {k: v for k, v in explainer.config.items() if not callable(v)}, "forward_passes": result.forward_passes}
     (out / "explain.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
-    print(json.dumps({"out": str(out), "method": explainer.method_name, "states": args.states, "forward_passes": result.forward_passes}))
+    print(json.dumps({"out": str(out), "method": explainer.method_name, "states": args.states,
+                      "forward_passes": result.forward_passes}))
     return 0
 
 

@@ -55,11 +55,15 @@ def _common(p: argparse.ArgumentParser, default_methods: list[str]) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the metric (randomisation, random maps and substrates)")
     p.add_argument("--state-seed", type=int, default=0, help="seed of the environment that produces the states")
     p.add_argument("--batch-size", type=int, default=None,
-                   help="network input rows per forward call (default: the agent's inference batch, 256 for the DQN, 16 for Mask-A3C)")
+                   help="network input rows per forward call (default: the agent's inference batch, "
+                        "256 for the DQN, 16 for Mask-A3C)")
     p.add_argument("--chunk", type=int, default=25, help="states per cached chunk file")
-    p.add_argument("--params", default="{}", help='JSON of explainer parameters per method, e.g. \'{"ns_original": {"radius": 4}}\'')
-    p.add_argument("--threads", type=int, default=1, help="CPU cores: units run one torch thread each, in this many worker processes")
-    p.add_argument("--executor", choices=EXECUTORS, default=None, help="executor of the units (default: local, or processes with --threads > 1)")
+    p.add_argument("--params", default="{}",
+                   help='JSON of explainer parameters per method, e.g. \'{"ns_original": {"radius": 4}}\'')
+    p.add_argument("--threads", type=int, default=1,
+                   help="CPU cores: units run one torch thread each, in this many worker processes")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="executor of the units (default: local, or processes with --threads > 1)")
     p.add_argument("--ray-address", default=None, help="existing Ray cluster (--executor ray)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -71,8 +75,10 @@ def add_metrics_parsers(subparsers) -> None:
     """
     s = subparsers.add_parser("sanity", help="cascading parameter-randomisation sanity checks (Huber et al. §5)")
     _common(s, ["ns_original", "ns_chosen"])
-    s.add_argument("--levels", type=int, default=None, help="randomise only the first N layer groups (1 = output layer(s)); default all")
-    s.add_argument("--init", choices=("glorot", "default"), default="glorot", help="re-initialisation (default Glorot-uniform, zero bias)")
+    s.add_argument("--levels", type=int, default=None,
+                   help="randomise only the first N layer groups (1 = output layer(s)); default all")
+    s.add_argument("--init", choices=("glorot", "default"), default="glorot",
+                   help="re-initialisation (default Glorot-uniform, zero bias)")
     s.add_argument("--order", choices=("cascading", "independent"), default="cascading")
     s.add_argument("--similarities", nargs="+", choices=list(SIMILARITIES), default=list(SANITY_SIMILARITIES),
                    help="similarity measures (default: the study's, so the units are the sweep's)")

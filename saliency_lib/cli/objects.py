@@ -53,7 +53,8 @@ def add_objects_parser(sub) -> None:
     o.add_argument("--states", type=positive_int, default=20, help="states of the agent's evaluation trajectory (default 20)")
     o.add_argument("--methods", nargs="+", default=["occlusion", "random"], help="registry names (default occlusion random)")
     o.add_argument("--group", default="all", help='object group of the headline numbers: all, no_hud, hud or "cls:<Class>"')
-    o.add_argument("--params", type=json_object, default={}, help='JSON of explainer parameters per method, e.g. {"occlusion": {"patch": 4}}')
+    o.add_argument("--params", type=json_object, default={},
+                   help='JSON of explainer parameters per method, e.g. {"occlusion": {"patch": 4}}')
     o.add_argument("--seed", type=non_negative_int, default=0)
     o.add_argument("--threads", type=positive_int, default=1)
     o.add_argument("--json", action="store_true", help="print one JSON object")

@@ -25,6 +25,7 @@ def _source(text: str):
 
 
 def add_fetch_parser(sub) -> None:
+    """Add the ``fetch-official`` command to the sub-parsers ``sub``."""
     from .checks import directory
 
     f = sub.add_parser("fetch-official", help="copy or download the official Mask-A3C checkpoints")

@@ -59,6 +59,7 @@ def _add_fields(p: argparse.ArgumentParser, cls) -> None:
 
 
 def add_train_parser(sub) -> None:
+    """Add the ``train dqn`` and ``train a3c`` commands, with one option per field of the args dataclasses."""
     from .checks import directory
 
     t = sub.add_parser("train", help="train an agent (dqn: Huber's DQN; a3c: Mask-A3C actor-critic)")
@@ -73,6 +74,7 @@ def add_train_parser(sub) -> None:
 
 
 def run_train(ns) -> int:
+    """Run the ``train`` command of the parsed arguments ``ns``; returns the exit code 0."""
     cls, train = _algos()[ns.algo]
     args = cls(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(cls)})
     train(args, ns.out, resume=ns.resume, progress=not ns.no_progress)

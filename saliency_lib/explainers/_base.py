@@ -175,16 +175,18 @@ class Explainer:
 
     def __init__(self, agent: Agent, *, output: str | None = None, batch_size: int | None = None, precision: str | None = None):
         if not isinstance(agent, Agent):
-            raise TypeError(f"agent must be a saliency_lib.agents.Agent, got {type(agent).__name__}; wrap a network with QAgent(...) or load one with load_agent(...)")
+            raise TypeError(f"agent must be a saliency_lib.agents.Agent, got {type(agent).__name__}; "
+                            "wrap a network with QAgent(...) or load one with load_agent(...)")
         self.agent = agent
         self.output = self._resolve_output(output)
         self.batch_size = check_int("batch_size", agent.inference_batch if batch_size is None else batch_size, minimum=1)
-        self.precision = check_choice("precision", default_precision(self.name, agent) if precision is None else precision, PRECISIONS)
+        self.precision = check_choice("precision", default_precision(self.name, agent) if precision is None else precision,
+                                      PRECISIONS)
         if self.precision == "bf16" and not self._bf16_ok():
             raise ValueError(
                 f"precision='bf16' is not offered for {type(self).__name__}"
-                f"{'' if not hasattr(self, 'perturbation') else f' with perturbation={self.perturbation!r}'}: its bf16 maps did not "
-                "keep Spearman >= 0.99 with float32 maps on a trained agent, or were not checked "
+                f"{'' if not hasattr(self, 'perturbation') else f' with perturbation={self.perturbation!r}'}: "
+                "its bf16 maps did not keep Spearman >= 0.99 with float32 maps on a trained agent, or were not checked "
                 "(Explainer.bf16_validated); use precision='fp32'"
             )
         self._init_kwargs: dict[str, Any] = {"output": output, "batch_size": batch_size, "precision": precision}
@@ -206,13 +208,17 @@ class Explainer:
 
     @property
     def method_label(self) -> str:
-        """Display label of this configured method (e.g. ``"NS chosen action"``); see :func:`~saliency_lib.explainers.method_label`."""
+        """Display label of this configured method (e.g. ``"NS chosen action"``).
+
+        See :func:`~saliency_lib.explainers.method_label`.
+        """
         return self.labels.get(self.method_name, self.label)
 
     @property
     def config(self) -> Mapping[str, Any]:
         """Read-only record of the method: name, explained output and every parameter."""
-        return MappingProxyType({"method": self.method_name, "output": self.output, **self._params, "batch_size": self.batch_size, "precision": self.precision})
+        return MappingProxyType({"method": self.method_name, "output": self.output, **self._params, "batch_size": self.batch_size,
+                                 "precision": self.precision})
 
     def for_agent(self, agent: Agent) -> Explainer:
         """The same method (same parameters, same seed, shared random masks) bound to ``agent``.
@@ -222,7 +228,8 @@ class Explainer:
         return type(self)(agent, **self._init_kwargs)
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.config.items() if k not in ("method",) and not isinstance(v, torch.Tensor))
+        params = ", ".join(f"{k}={v!r}" for k, v in self.config.items()
+                           if k not in ("method",) and not isinstance(v, torch.Tensor))
         return f"{type(self).__name__}({params})"
 
     def _resolve_output(self, output: str | None) -> str:
@@ -230,7 +237,8 @@ class Explainer:
         if output is None:
             output = self.default_output or self.agent.default_output
             if output not in valid:  # a default the agent lacks (e.g. "value" on a Q-agent)
-                raise ValueError(f"{type(self).__name__} explains {output!r} by default, which {self.agent!r} does not have; pass output= one of: {', '.join(valid)}")
+                raise ValueError(f"{type(self).__name__} explains {output!r} by default, which {self.agent!r} does not have; "
+                                 f"pass output= one of: {', '.join(valid)}")
             return output
         if output not in valid:
             raise ValueError(
@@ -403,10 +411,12 @@ class Explainer:
         if not self.agent.recurrent:
             raise ValueError(f"hidden was given but {self.agent!r} is not recurrent; pass hidden=None")
         if not isinstance(hidden, (tuple, list)) or not hidden or not all(isinstance(h, torch.Tensor) for h in hidden):
-            raise ValueError(f"hidden must be a tuple of tensors with first axis {n} (one row per state), got {type(hidden).__name__}")
+            raise ValueError(f"hidden must be a tuple of tensors with first axis {n} (one row per state), "
+                             f"got {type(hidden).__name__}")
         bad = [tuple(h.shape) for h in hidden if h.dim() == 0 or h.shape[0] != n]
         if bad:
-            raise ValueError(f"hidden tensors must have first axis {n} (one row per state), got shapes {bad}; index the recurrent state with Agent.index_hidden")
+            raise ValueError(f"hidden tensors must have first axis {n} (one row per state), got shapes {bad}; "
+                             "index the recurrent state with Agent.index_hidden")
         return self.agent.check_hidden(hidden, n)  # and every tensor's whole shape: the network's grid
 
     def _resolve_target(self, target, greedy: torch.Tensor, n: int) -> torch.Tensor:

@@ -1,5 +1,8 @@
-"""The base class of the perturbation methods: chunked, batched forward passes over a flat
-index of ``(state, perturbation)`` pairs, and incremental inference for local perturbations."""
+"""The base class of the perturbation methods.
+
+It runs chunked, batched forward passes over a flat index of ``(state, perturbation)`` pairs, and
+incremental inference for local perturbations.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +47,11 @@ class PerturbationExplainer(Explainer):
     naive: bool = False
 
     def _set_naive(self, naive: bool) -> None:
-        """Record the ``naive`` switch (kept by :meth:`for_agent`, not part of :attr:`config`:
-        it changes the arithmetic, not the maps)."""
+        """Record the ``naive`` switch (full forward passes instead of incremental inference).
+
+        :meth:`for_agent` keeps it; it is not part of :attr:`config`, as it changes the arithmetic,
+        not the maps.
+        """
         from ..validation import check_bool
 
         self.naive = check_bool("naive", naive)
@@ -198,7 +204,8 @@ class PerturbationExplainer(Explainer):
         outs: list[torch.Tensor | None] = [None] * len(agents)
         with torch.no_grad():
             for i in range(n):  # per state: chunks never straddle two states
-                clean = x[i].reshape(c, hw).index_select(1, index.view(-1)).view(c, p, -1).transpose(0, 1).contiguous()  # (P, C, K)
+                # (P, C, K)
+                clean = x[i].reshape(c, hw).index_select(1, index.view(-1)).view(c, p, -1).transpose(0, 1).contiguous()
                 new = values(i, clean)
                 buf.copy_(x[i].reshape(1, c, hw).expand(rows, -1, -1))
                 h_i = Agent.index_hidden(hidden, torch.full((rows,), i, dtype=torch.long, device=x.device))
@@ -220,9 +227,11 @@ class PerturbationExplainer(Explainer):
         return outs
 
     def _local_table(self, index: torch.Tensor, rows: int, c: int, hw: int) -> torch.Tensor:
-        """Flat indices ``(P, C, K)`` of every perturbed value in the chunk buffer of
-        :meth:`_local_perturbed_readouts` (perturbation ``k`` lives in buffer row ``k mod rows``),
-        cached per geometry."""
+        """Flat indices ``(P, C, K)`` of every perturbed value in the chunk buffer, cached per geometry.
+
+        The buffer is that of :meth:`_local_perturbed_readouts`; perturbation ``k`` lives in its row
+        ``k mod rows``.
+        """
         key = (rows, c, hw, index.device, index.data_ptr(), tuple(index.shape))
         cache = self.__dict__.setdefault("_local_cache", {})
         if key not in cache:

@@ -91,8 +91,11 @@ def _unknown(name) -> ValueError:
 
 
 def explainer_parameters(name: str) -> tuple[str, ...]:
-    """The keyword parameters that the explainer registered as ``name`` takes: its constructor's
-    signature (:func:`inspect.signature`) without the agent and without what its preset fixes."""
+    """The keyword parameters that the explainer registered as ``name`` takes.
+
+    They are its constructor's signature (:func:`inspect.signature`) without the agent and without
+    what its preset fixes.
+    """
     if name not in EXPLAINERS:
         raise _unknown(name)
     ctor = EXPLAINERS[name]
@@ -102,8 +105,11 @@ def explainer_parameters(name: str) -> tuple[str, ...]:
 
 
 def check_explainer_params(name: str, params: dict, *, what: str = "") -> None:
-    """Raise ``ValueError`` for a parameter that the explainer ``name`` does not take (with a suggestion)
-    or that its preset fixes; the values are checked by the explainer itself when it is built."""
+    """Raise ``ValueError`` for a parameter that the explainer ``name`` does not take or its preset fixes.
+
+    The message suggests the closest parameter name. The values are checked by the explainer itself
+    when it is built.
+    """
     if not isinstance(params, Mapping):
         raise TypeError(f"{what}parameters of {name!r} must be a dict, got {type(params).__name__}")
     allowed = explainer_parameters(name)

@@ -97,7 +97,8 @@ class Gradient(_CaptumExplainer):
     label = "Gradient"
     reference = "Simonyan et al. 2014 (ICLR workshop)"
 
-    def __init__(self, agent: Agent, *, channel_reduce: str = "sum_abs", output: str | None = None, batch_size: int | None = None, precision: str | None = None):
+    def __init__(self, agent: Agent, *, channel_reduce: str = "sum_abs", output: str | None = None, batch_size: int | None = None,
+                 precision: str | None = None):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self._init_reduce(channel_reduce)
 
@@ -227,7 +228,8 @@ class GradCAM(_CaptumExplainer):
     label = "Grad-CAM"
     reference = "Selvaraju et al. 2017 (ICCV)"
 
-    def __init__(self, agent: Agent, *, layer: str | None = None, output: str | None = None, batch_size: int | None = None, precision: str | None = None):
+    def __init__(self, agent: Agent, *, layer: str | None = None, output: str | None = None, batch_size: int | None = None,
+                 precision: str | None = None):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         self.layer_name, self.layer = self._find_layer(layer)
         self._remember(layer=self.layer_name)
@@ -239,7 +241,8 @@ class GradCAM(_CaptumExplainer):
             if isinstance(getattr(net, "conv3", None), nn.Conv2d):
                 return "conv3", net.conv3
             if not convs:
-                raise ValueError(f"Grad-CAM needs a convolutional layer, but {type(net).__name__} has no nn.Conv2d; pass layer= the name of a module with a spatial output")
+                raise ValueError(f"Grad-CAM needs a convolutional layer, but {type(net).__name__} has no nn.Conv2d; "
+                                 "pass layer= the name of a module with a spatial output")
             return convs[-1]
         if not isinstance(layer, str):
             raise ValueError(f"layer must be the dotted name of a module of {type(net).__name__}, got {layer!r}")
@@ -255,7 +258,8 @@ class GradCAM(_CaptumExplainer):
         parts = []
         for s in range(0, len(x), batch_size):
             rows = slice(s, s + batch_size)
-            a = method.attribute(x[rows], target=target[rows], additional_forward_args=self._extra_args(hidden, rows), relu_attributions=True)
+            a = method.attribute(x[rows], target=target[rows], additional_forward_args=self._extra_args(hidden, rows),
+                                 relu_attributions=True)
             parts.append(a.detach()[:, 0])
         coarse = torch.cat(parts)
         return ExplainResult(bilinear_resize(coarse, self._hw), 1, coarse=coarse)

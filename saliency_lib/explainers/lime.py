@@ -333,7 +333,8 @@ class Lime(PerturbationExplainer):
         for img in images:  # scikit-image segments one image at a time
             seg = np.asarray(self.segmentation(img))
             if seg.shape != (h, w) or not np.issubdtype(seg.dtype, np.integer):
-                raise ValueError(f"segmentation must return ({h}, {w}) integer labels, got {seg.dtype} array of shape {seg.shape}")
+                raise ValueError(f"segmentation must return ({h}, {w}) integer labels, "
+                                 f"got {seg.dtype} array of shape {seg.shape}")
             out.append(np.unique(seg, return_inverse=True)[1].reshape(h, w))
         return torch.as_tensor(np.stack(out), dtype=torch.long)
 

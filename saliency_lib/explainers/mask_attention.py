@@ -67,7 +67,8 @@ class MaskAttention(Explainer):
     _uses_clean_readout = False
     reference = "Itaya et al. 2021 (IJCNN), §1.3 and §4"
 
-    def __init__(self, agent: Agent, *, branch: str = "policy", display: str = "mask", batch_size: int | None = None, precision: str | None = None):
+    def __init__(self, agent: Agent, *, branch: str = "policy", display: str = "mask", batch_size: int | None = None,
+                 precision: str | None = None):
         self.branch = check_choice("branch", branch, BRANCHES)
         super().__init__(agent, output=None, batch_size=batch_size, precision=precision)
         self.display = check_choice("display", display, DISPLAYS)
@@ -76,6 +77,7 @@ class MaskAttention(Explainer):
 
     @property
     def method_name(self) -> str:
+        """Registry name of this configured method: ``mask_policy`` or ``mask_value``."""
         return f"mask_{self.branch}"
 
     def _resolve_output(self, output):

@@ -91,10 +91,12 @@ class MapStatistics:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """The ``(H, W)`` shape of the reference maps."""
         return tuple(self.amplitude.shape)
 
     def __repr__(self) -> str:
-        return f"MapStatistics(shape={self.shape}, n_maps={self.n_maps}, range=[{self.quantiles[0]:.4g}, {self.quantiles[-1]:.4g}])"
+        return (f"MapStatistics(shape={self.shape}, n_maps={self.n_maps}, "
+                f"range=[{self.quantiles[0]:.4g}, {self.quantiles[-1]:.4g}])")
 
 
 def noise_like(stats: MapStatistics, rng: np.random.Generator) -> np.ndarray:

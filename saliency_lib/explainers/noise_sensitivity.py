@@ -46,7 +46,8 @@ class PointPerturbation(PerturbationExplainer):
     def _init_perturbation(self, radius, stride, perturbation, blur_sigma, blur_frames) -> None:
         h, w = self._hw
         radius = check_int("radius", radius, minimum=1, maximum=min(h, w), hint=f"; the disk must fit the {h}×{w} input")
-        stride = radius if stride is None else check_int("stride", stride, minimum=1, maximum=min(h, w), hint=f"; the grid step must fit the {h}×{w} input")
+        stride = radius if stride is None else check_int("stride", stride, minimum=1, maximum=min(h, w),
+                                                         hint=f"; the grid step must fit the {h}×{w} input")
         perturbation = check_choice("perturbation", perturbation, PERTURBATIONS)
         blur_sigma = check_float("blur_sigma", blur_sigma, low=0.0, low_open=True)
         blur_frames = check_bool("blur_frames", blur_frames)
@@ -71,8 +72,10 @@ class PointPerturbation(PerturbationExplainer):
         return gaussian_blur(x, self.blur_sigma, dims)
 
     def _masks(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Flat pixel indices ``(P, K)`` of every perturbation and, for ``"blur"``, the mask
-        values there ``(P, K)``; computed once per device."""
+        """Flat pixel indices ``(P, K)`` of every perturbation, and the mask values there for ``"blur"``.
+
+        The mask values are ``(P, K)`` too (``None`` otherwise); both are computed once per device.
+        """
         cache = self.__dict__.setdefault("_mask_cache", {})
         if device not in cache:
             h, w = self._hw
@@ -87,9 +90,11 @@ class PointPerturbation(PerturbationExplainer):
         return cache[device]
 
     def _frame_masks(self, device: torch.device, dtype: torch.dtype, frames: int) -> torch.Tensor:
-        """The blurred masks repeated over the ``frames`` stacked frames, ``(P, K, C)`` (computed once per
-        device, dtype and frame count): the incremental delta's product then runs without broadcasting,
-        twice as fast."""
+        """The blurred masks repeated over the ``frames`` stacked frames, ``(P, K, C)``.
+
+        Computed once per device, dtype and frame count: the incremental delta's product then runs
+        without broadcasting, twice as fast.
+        """
         cache = self.__dict__.setdefault("_frame_mask_cache", {})
         key = (device, dtype, frames)
         if key not in cache:
@@ -101,8 +106,8 @@ class PointPerturbation(PerturbationExplainer):
         """Readouts ``(N, P, K)`` for every centre of the grid."""
         index, weight = self._masks(x.device)
         if self.perturbation == "black":
-            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size, delta=lambda state, pert, clean, at: -clean,
-                                                  changed=(x != 0).any(1))
+            return self._local_perturbed_readouts(x, hidden, index, lambda i, clean: 0.0, batch_size,
+                                                  delta=lambda state, pert, clean, at: -clean, changed=(x != 0).any(1))
         # I' = I + M·(G(I) − I) on each mask's support window
         n, c = x.shape[:2]
         diff = (self.blurred(x) - x).reshape(n, c, -1)
@@ -123,7 +128,8 @@ class PointPerturbation(PerturbationExplainer):
             return torch.addcmul(clean, d, self._frame_masks(x.device, x.dtype, c).index_select(0, pert), out=d).sub_(clean)
 
         # where the blurred copy equals the state (inside uniform regions, e.g. black ones) nothing changes
-        return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta, changed=(diff != 0).any(1).view(n, *x.shape[2:]))
+        return self._local_perturbed_readouts(x, hidden, index, values, batch_size, delta=delta,
+                                              changed=(diff != 0).any(1).view(n, *x.shape[2:]))
 
 
 class NoiseSensitivity(PointPerturbation):
@@ -238,6 +244,7 @@ class NoiseSensitivity(PointPerturbation):
 
     @property
     def method_name(self) -> str:
+        """Registry name of this configured method: ``ns_`` and the variant (e.g. ``ns_chosen``)."""
         return f"ns_{self.variant}"
 
     def _bf16_ok(self) -> bool:

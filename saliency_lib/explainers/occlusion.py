@@ -101,7 +101,8 @@ class Occlusion(PerturbationExplainer):
         self._set_naive(naive)
         h, w = self._hw
         patch = check_int("patch", patch, minimum=1, maximum=min(h, w), hint=f"; the patch must fit the {h}×{w} input")
-        stride = patch if stride is None else check_int("stride", stride, minimum=1, maximum=min(h, w), hint=f"; the stride must fit the {h}×{w} input")
+        stride = patch if stride is None else check_int("stride", stride, minimum=1, maximum=min(h, w),
+                                                        hint=f"; the stride must fit the {h}×{w} input")
         colour = check_float("colour", colour)
         self._remember(patch=patch, stride=stride, colour=colour)
         self.patch, self.stride, self.colour = patch, stride, colour

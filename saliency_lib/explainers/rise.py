@@ -93,7 +93,8 @@ class RISE(PerturbationExplainer):
     ):
         super().__init__(agent, output=output, batch_size=batch_size, precision=precision)
         h, w = self._hw
-        grid = check_int("grid", grid, minimum=1, maximum=min(h, w), hint=f"; the grid cannot have more cells than the {h}×{w} input has pixels per side")
+        grid = check_int("grid", grid, minimum=1, maximum=min(h, w),
+                         hint=f"; the grid cannot have more cells than the {h}×{w} input has pixels per side")
         p = check_float("p", p, low=0.0, high=1.0, low_open=True, hint="; p is the probability of keeping a grid cell")
         seed = check_int("seed", seed, minimum=0)
         if masks is None:

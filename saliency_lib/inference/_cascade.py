@@ -81,7 +81,8 @@ def _mask_a3c_stages(agent: Agent) -> list[Stage] | str:
     if not isinstance(agent, ActorCriticAgent) or type(agent).forward is not ActorCriticAgent.forward:
         return f"{type(agent).__name__} is not a plain ActorCriticAgent"
     net = agent.net
-    if not isinstance(net, MaskA3CNet) or type(net).forward is not MaskA3CNet.forward or type(net).trunk is not MaskA3CNet.trunk or type(net).heads is not MaskA3CNet.heads:
+    if (not isinstance(net, MaskA3CNet) or type(net).forward is not MaskA3CNet.forward
+            or type(net).trunk is not MaskA3CNet.trunk or type(net).heads is not MaskA3CNet.heads):
         return f"{type(net).__name__} is not a MaskA3CNet"
     cfg = net.config
 
@@ -100,10 +101,12 @@ def _mask_a3c_stages(agent: Agent) -> list[Stage] | str:
         out["probs"] = torch.softmax(out["logits"], dim=1)
         return out
 
-    stages = [(_params(net.conv1), block(net.conv1)), (_params(net.conv2), block(net.conv2)), (_params(net.conv3), block(net.conv3))]
+    stages = [(_params(net.conv1), block(net.conv1)), (_params(net.conv2), block(net.conv2)),
+              (_params(net.conv3), block(net.conv3))]
     if cfg.convlstm:
         stages.append((_params(net.convlstm1), lstm))
-    head_mods = [net.a_conv, net.c_conv, getattr(net, "att_conv_a1", None), getattr(net, "att_conv_c1", None), net.actor_linear, net.critic_linear]
+    head_mods = [net.a_conv, net.c_conv, getattr(net, "att_conv_a1", None), getattr(net, "att_conv_c1", None), net.actor_linear,
+                 net.critic_linear]
     stages.append((_params(*head_mods), heads))
     return stages
 
@@ -133,7 +136,8 @@ def stage_cuts(stage_lists: Sequence[list[Stage]]) -> list[int]:
             cut = 0
         else:
             for i, ((pa, _), (pb, _)) in enumerate(zip(base, st)):
-                if len(pa) != len(pb) or any(p is not q and (p.shape != q.shape or not torch.equal(p, q)) for p, q in zip(pa, pb)):
+                if len(pa) != len(pb) or any(p is not q and (p.shape != q.shape or not torch.equal(p, q))
+                                             for p, q in zip(pa, pb)):
                     cut = i
                     break
         cuts.append(cut)
@@ -182,10 +186,13 @@ class StagedForward:
 
 
 def staged_forward(agents: Sequence[Agent]) -> StagedForward | None:
-    """A :class:`StagedForward` for several agents of one supported architecture (or for one
-    Mask-A3C agent, whose ConvLSTM stage computes the recurrent half of its gates once per run of
-    rows that share a recurrent state), else ``None``."""
-    if (len(agents) < 2 and not (agents and isinstance(agents[0].net, MaskA3CNet))) or any(staged_support(a) is not None for a in agents):
+    """A :class:`StagedForward` for several agents of one supported architecture, else ``None``.
+
+    One Mask-A3C agent gets one too: its ConvLSTM stage computes the recurrent half of its gates
+    once per run of rows that share a recurrent state.
+    """
+    if ((len(agents) < 2 and not (agents and isinstance(agents[0].net, MaskA3CNet)))
+            or any(staged_support(a) is not None for a in agents)):
         return None
     try:
         return StagedForward(agents)
@@ -193,7 +200,8 @@ def staged_forward(agents: Sequence[Agent]) -> StagedForward | None:
         return None
 
 
-def forward_all(agents: Sequence[Agent], staged: StagedForward | None, rows: torch.Tensor, hidden) -> list[dict[str, torch.Tensor]]:
+def forward_all(agents: Sequence[Agent], staged: StagedForward | None, rows: torch.Tensor,
+                hidden) -> list[dict[str, torch.Tensor]]:
     """Outputs of every agent on ``rows``: through ``staged`` if given, else one full pass each."""
     if staged is not None:
         return staged(rows, hidden)

@@ -19,8 +19,10 @@ __all__ = ["changed_rows", "PROJECT_ABOVE"]
 
 def changed_rows(x_cl: torch.Tensor, index: torch.Tensor, delta, n: int, image_hw, changed: torch.Tensor | None = None,
                  scan_elements: int = 1 << 22) -> tuple[torch.Tensor, torch.Tensor]:
-    """The (state, perturbation) rows whose input change may not be zero, as flat ids ``state·P + k``
-    ``(R,)``, and the box (top, bottom, left, right) of the pixels each may change ``(R, 4)``.
+    """The (state, perturbation) rows whose input change may not be zero, and the boxes of their pixels.
+
+    The rows are flat ids ``state·P + k`` ``(R,)``; the boxes (top, bottom, left, right) hold the
+    pixels each row may change ``(R, 4)``.
 
     ``x_cl``: the ``N`` states channels-last ``(N·H·W, C)``; ``index`` ``(P, K)`` and ``delta`` as
     :meth:`~saliency_lib.inference._incremental.IncrementalDQN.readouts`. With ``changed``
@@ -30,7 +32,6 @@ def changed_rows(x_cl: torch.Tensor, index: torch.Tensor, delta, n: int, image_h
     ``scan_elements`` values and dropped (the chunks evaluate them again for the rows kept) and the
     boxes are those of their nonzero pixels.
     """
-
     p, k = index.shape
     hh, ww = image_hw
     ys, xs = torch.div(index, ww, rounding_mode="floor"), index % ww
@@ -83,10 +84,13 @@ PROJECT_ABOVE = 64
 
 
 def _boxes_by_projection(changed: torch.Tensor, ys: torch.Tensor, xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`changed_rows` from the changeable pixels ``changed`` ``(N, H, W)`` inside each
-    perturbation's bounding box (pixel rows ``ys``, columns ``xs``, ``(P, K)``): the rows with a changeable
-    pixel in the box and the box of those pixels. A pixel of the box that is not the perturbation's can only
-    widen a box, which stays exact (every changed pixel is inside it)."""
+    """The result of :func:`changed_rows` from a table of the pixels a perturbation may change.
+
+    The table ``changed`` ``(N, H, W)`` is read inside each perturbation's bounding box (pixel rows
+    ``ys``, columns ``xs``, ``(P, K)``): the rows with a changeable pixel in the box are kept, with
+    the box of those pixels. A pixel of the box that is not the perturbation's can only widen a box,
+    which stays exact (every changed pixel is inside it).
+    """
     n, hh, ww = changed.shape
     p = ys.shape[0]
     y0, y1, x0, x1 = ys.amin(1), ys.amax(1), xs.amin(1), xs.amax(1)

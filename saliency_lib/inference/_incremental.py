@@ -82,7 +82,7 @@ from ..agents.dqn import AdvantageStream, DQNNet
 from ._cascade import stage_cuts
 from ._changed import changed_rows
 from ._rows import copy_rows_, fill_rows_, gather_rows
-from ._window_plan import Group, Layer, plan_boxes, plan_windows
+from ._window_plan import Group, Layer, conv1_window, plan_boxes, plan_windows, schedule_rows, window_area
 
 __all__ = ["IncrementalDQN", "incremental_support", "notice_once", "engine_for", "delta_from_values"]
 
@@ -136,10 +136,12 @@ def incremental_support(agent: Agent) -> str | None:
 
 
 def engine_for(explainer, agents: Sequence[Agent], hidden):
-    """The incremental engine of ``explainer`` for ``agents`` (cached on the explainer), or ``None``
-    for full forward passes: ``naive``, ``bf16`` or an unsupported network (logged once per
-    network type). :class:`IncrementalDQN` for Nature-CNN Q-networks (no recurrent state),
-    :class:`~saliency_lib.inference._incremental_a3c.IncrementalMaskA3C` for Mask-A3C networks."""
+    """The incremental engine of ``explainer`` for ``agents`` (cached on the explainer), or ``None``.
+
+    ``None`` means full forward passes: ``naive``, ``bf16`` or an unsupported network (logged once
+    per network type). :class:`IncrementalDQN` serves Nature-CNN Q-networks (no recurrent state),
+    :class:`~saliency_lib.inference._incremental_a3c.IncrementalMaskA3C` Mask-A3C networks.
+    """
     from ._incremental_a3c import IncrementalMaskA3C, mask_a3c_support
 
     if explainer.naive or explainer.precision != "fp32":
@@ -165,8 +167,10 @@ def engine_for(explainer, agents: Sequence[Agent], hidden):
 
 
 def delta_from_values(values: Callable, p: int) -> Callable:
-    """A ``delta(state, pert, clean, at)`` for :meth:`IncrementalDQN.readouts` from an explainer's
-    ``values(i, clean)`` (perturbed values ``(P, C, K)`` of state ``i``, or one float)."""
+    """A ``delta(state, pert, clean, at)`` for :meth:`IncrementalDQN.readouts` from an explainer's values.
+
+    ``values(i, clean)`` gives the perturbed values ``(P, C, K)`` of state ``i``, or one float.
+    """
     def delta(state, pert, clean, at):
         out = torch.empty_like(clean)
         for i in torch.unique(state).tolist():
@@ -196,8 +200,10 @@ class _Net:
         self.refresh()
 
     def refresh(self) -> None:
-        """Channels-last copies of the conv weights (the windows are channels-last), rebuilt
-        when a weight was replaced or changed in place since the last call."""
+        """Channels-last copies of the conv weights (the windows are channels-last).
+
+        They are rebuilt when a weight was replaced or changed in place since the last call.
+        """
         key = tuple((c.weight.data_ptr(), c.weight._version) for c in self.convs)
         if key != self._weights_key:
             self.conv_weights = tuple(c.weight.detach().contiguous(memory_format=torch.channels_last) for c in self.convs)
@@ -207,7 +213,8 @@ class _Net:
         """Parameters per stage: conv1, conv2, conv3, fc, head."""
         core = self.core
         heads = [m for m in (getattr(core, n, None) for n in ("out", "out_value", "out_adv")) if m is not None]
-        return [list(c.parameters()) for c in self.convs] + [list(core.fc.parameters()), [p for m in heads for p in m.parameters()]]
+        return ([list(c.parameters()) for c in self.convs]
+                + [list(core.fc.parameters()), [p for m in heads for p in m.parameters()]])
 
     def clean(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Pre-activations of conv1…conv3 ``(N, C, h, w)`` and of fc ``(N, hidden)``, as ``DQNNet.features``."""
@@ -232,13 +239,17 @@ class _Net:
         return m
 
     def fc_rows(self, grid: tuple[int, int]) -> torch.Tensor:
-        """The fc weight as ``(h₃·w₃·C₃, hidden)`` rows in (y, x, c) order (channels-last), cached
-        per weight version: the columns of a window row are one contiguous block of rows."""
+        """The fc weight as ``(h₃·w₃·C₃, hidden)`` rows in (y, x, c) order (channels-last).
+
+        Cached per weight version: the columns of a window row are one contiguous block of rows.
+        """
         w = self.core.fc.weight
         key = (w.data_ptr(), w._version)
         if self._wsub.get("key") != key:
             c3 = self.convs[-1].out_channels
-            self._wsub = {"key": key, "rows": w.detach().view(w.shape[0], c3, grid[0] * grid[1]).permute(2, 1, 0).reshape(-1, w.shape[0]).contiguous()}
+            self._wsub = {"key": key,
+                          "rows": w.detach().view(w.shape[0], c3, grid[0] * grid[1]).permute(2, 1, 0)
+                                   .reshape(-1, w.shape[0]).contiguous()}
         return self._wsub["rows"]
 
     def fc_delta(self, z: torch.Tensor, dh: torch.Tensor, last: tuple[int, int, int, int], grid: tuple[int, int]) -> torch.Tensor:
@@ -302,10 +313,14 @@ class IncrementalDQN:
         self.reset_stats()
 
     def reset_stats(self) -> None:
-        """Zero :attr:`stats`: ``rows`` (state, perturbation) pairs, ``noop_rows`` skipped as unchanged,
-        ``window_positions`` and ``changed_positions`` per conv layer (``conv1`` …) summed over the rows
-        evaluated (the first network's, with ``collect_stats``), and ``fc_positions`` / ``fc_positions_used``
-        of the conv3 windows before and after dropping the positions that are ReLU-dead in a whole chunk."""
+        """Zero :attr:`stats`, the counters of the work done.
+
+        They are ``rows`` (state, perturbation) pairs, ``noop_rows`` skipped as unchanged,
+        ``window_positions`` and ``changed_positions`` per conv layer (``conv1`` …) summed over the
+        rows evaluated (the first network's, with ``collect_stats``), and ``fc_positions`` /
+        ``fc_positions_used`` of the conv3 windows before and after dropping the positions that are
+        ReLU-dead in a whole chunk.
+        """
         self.stats = {"rows": 0, "noop_rows": 0, "fc_positions": 0, "fc_positions_used": 0,
                       **{f"{k}_conv{i}": 0 for k in ("window_positions", "changed_positions") for i in (1, 2, 3)}}
 
@@ -328,7 +343,10 @@ class IncrementalDQN:
         return stage_cuts([[(params, None) for params in net.params()] for net in self.nets])
 
     def plan(self, index: torch.Tensor, image_hw, out_hws, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
-        """The groups and index tables of ``index`` (cached by content, see :func:`~saliency_lib.inference._window_plan.plan_windows`)."""
+        """The groups and index tables of ``index``.
+
+        Cached by content, see :func:`~saliency_lib.inference._window_plan.plan_windows`.
+        """
         net = self.nets[0]
         return plan_windows(index, tuple(image_hw), net.specs(out_hws), net.macs(), rows_per_group, batch_size)
 
@@ -388,7 +406,8 @@ class IncrementalDQN:
         out_hws = [tuple(z.shape[2:]) for z in cleans[0][0]]
         # per agent: fc pre-activations (N, hidden)
         # per agent and layer, channels-last (N·h·w, 2C): [min(z, 0), −relu(z)] of the clean pre-activation z
-        pre_t = [[torch.cat([z.clamp(max=0), z.clamp(min=0).neg_()], 1).permute(0, 2, 3, 1).reshape(-1, 2 * z.shape[1]) for z in zs]
+        pre_t = [[torch.cat([z.clamp(max=0), z.clamp(min=0).neg_()], 1).permute(0, 2, 3, 1).reshape(-1, 2 * z.shape[1])
+                  for z in zs]
                  for zs, _ in cleans]
         zfc = [zf for _, zf in cleans]
         # clean outputs, as the explainer's clean pass computes them: rows whose change dies out
@@ -414,17 +433,17 @@ class IncrementalDQN:
         pert_of = ids % p
         ys, xs = torch.div(index, ww, rounding_mode="floor"), index % ww
         whole = torch.stack([ys.amin(1), ys.amax(1), xs.amin(1), xs.amax(1)], 1)  # (P, 4): each perturbation's own box
-        iv, iv_whole = _conv1_window(boxes, specs[0]), _conv1_window(whole, specs[0]).index_select(0, pert_of)
+        iv, iv_whole = conv1_window(boxes, specs[0]), conv1_window(whole, specs[0]).index_select(0, pert_of)
         # rows whose changed conv1 outputs are (nearly) all their perturbation's use the plan of the geometry, cached
         # across calls; the others (a patch half over black pixels) are planned on their own changed boxes
-        own = _area(iv) < _OWN_PLAN_BELOW * _area(iv_whole)
+        own = window_area(iv) < _OWN_PLAN_BELOW * window_area(iv_whole)
         batches = []
         if not bool(own.all()):
             # the planner weighs chunks against windows with the rows each perturbation stands for: the states
             # of the call less the no-op rows, on average (rounded, so that the plan is reused across calls)
             per_pert = max(1, round(int((~own).sum()) / p))
             groups = plan_windows(index, (hh, ww), specs, macs, per_pert, batch_size)
-            batches += _schedule(groups, ids[~own], pert_of[~own], p)
+            batches += schedule_rows(groups, ids[~own], pert_of[~own], p)
         if bool(own.any()):
             # one planned box per distinct (perturbation, changed conv1 outputs): the conv1 window fixes every
             # later window and the first window's slots, so rows that share it share their index tables
@@ -437,7 +456,7 @@ class IncrementalDQN:
                 0, row_box, torch.arange(len(o_ids), device=x.device), "amin")
             rows_per_box = torch.bincount(row_box, minlength=len(uniq))
             groups = plan_boxes(index, (o_ids % p)[first], boxes[own][first], rows_per_box, (hh, ww), specs, macs, batch_size)
-            batches += _schedule(groups, o_ids, row_box, len(uniq))
+            batches += schedule_rows(groups, o_ids, row_box, len(uniq))
         for g, g_ids, g_j in batches:
             for r0 in range(0, len(g_ids), batch_size):
                 flat, j = g_ids[r0:r0 + batch_size], g_j[r0:r0 + batch_size]
@@ -463,7 +482,8 @@ class IncrementalDQN:
             for a, net in enumerate(nets):
                 if a and cuts[a] > li:
                     continue
-                new[a] = _conv_delta(net.conv_weights[li], net.convs[li].stride, lay, deltas.get(a, deltas[0]), gather, pre_t[a][li], clean_at)
+                new[a] = _conv_delta(net.conv_weights[li], net.convs[li].stride, lay, deltas.get(a, deltas[0]), gather,
+                                     pre_t[a][li], clean_at)
             deltas = new
             if self.collect_stats:
                 body = deltas[0][:, :-1]
@@ -528,36 +548,8 @@ class IncrementalDQN:
 _OWN_PLAN_BELOW = 0.8
 
 
-def _conv1_window(boxes: torch.Tensor, spec) -> torch.Tensor:
-    """``(R, 4)``: first and last conv1 output row, first and last column whose field meets each pixel box
-    (top, bottom, left, right); as :func:`~saliency_lib.inference._window_plan._intervals` for conv1."""
-    k, s, pad, hw = spec
-    lo = (boxes[:, 0::2] + pad - k + 1 + s - 1).div(s, rounding_mode="floor").clamp(min=0)
-    hi = torch.minimum((boxes[:, 1::2] + pad).div(s, rounding_mode="floor"), torch.tensor(hw, device=boxes.device) - 1)
-    return torch.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1]], 1)
-
-
-def _area(iv: torch.Tensor) -> torch.Tensor:
-    return (iv[:, 1] - iv[:, 0] + 1) * (iv[:, 3] - iv[:, 2] + 1)
-
-
-def _schedule(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> list:
-    """``(group, row ids, row slots)`` per group: the rows ``ids`` whose planned member (perturbation or box)
-    is ``member``, ordered by group, with each row's slot in its group's tables."""
-    dev = ids.device
-    group_of = torch.empty(members, dtype=torch.long, device=dev)
-    slot_of = torch.empty(members, dtype=torch.long, device=dev)
-    for gi, g in enumerate(groups):
-        group_of[g.members] = gi
-        slot_of[g.members] = torch.arange(len(g.members), device=dev)
-    row_group = group_of[member]
-    order = torch.argsort(row_group, stable=True)
-    ids, slots = ids[order], slot_of[member[order]]
-    bounds = [0, *torch.cumsum(torch.bincount(row_group, minlength=len(groups)), 0).tolist()]
-    return [(g, ids[bounds[i]:bounds[i + 1]], slots[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups) if bounds[i + 1] > bounds[i]]
-
-
-def _conv_delta(weight: torch.Tensor, stride, lay: Layer, src: torch.Tensor, gather, pre_t: torch.Tensor, clean_at: torch.Tensor) -> torch.Tensor:
+def _conv_delta(weight: torch.Tensor, stride, lay: Layer, src: torch.Tensor, gather, pre_t: torch.Tensor,
+                clean_at: torch.Tensor) -> torch.Tensor:
     """``Δh`` of one conv layer as a ``(B, h·w + 1, C_out)`` buffer whose last row is zero.
 
     ``src`` is the delta of the layer's input: the first input window itself

@@ -197,7 +197,8 @@ def _plan(index: torch.Tensor, hw: tuple[int, int]) -> _Plan:
     def t(a):
         return torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64)).to(dev)
 
-    plan = _Plan(tuple(crop_hw), tuple(win_hw), tuple(pool_hw), tuple(map(t, scatter)), tuple(map(t, conv_at)), tuple(map(t, pool_at)))
+    plan = _Plan(tuple(crop_hw), tuple(win_hw), tuple(pool_hw), tuple(map(t, scatter)), tuple(map(t, conv_at)),
+                 tuple(map(t, pool_at)))
     if len(_PLANS) > 16:
         _PLANS.clear()
     _PLANS[key] = plan
@@ -206,8 +207,10 @@ def _plan(index: torch.Tensor, hw: tuple[int, int]) -> _Plan:
 
 # -- the engine ----------------------------------------------------------------------
 def _take(rows: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
-    """Rows ``at`` of a channels-last ``(R, C)`` table (the layers have 32 to 256 channels, so
-    a row-wise ``index_select`` copies whole cache lines)."""
+    """Rows ``at`` of a channels-last ``(R, C)`` table.
+
+    The layers have 32 to 256 channels, so a row-wise ``index_select`` copies whole cache lines.
+    """
     return rows.index_select(0, at)
 
 
@@ -288,11 +291,16 @@ class IncrementalMaskA3C:
 
     @staticmethod
     def _stages(net: MaskA3CNet) -> list[list[torch.Tensor]]:
-        heads = [getattr(net, n, None) for n in ("a_conv", "c_conv", "att_conv_a1", "att_conv_c1", "actor_linear", "critic_linear")]
-        return [list(m.parameters()) for m in (net.conv1, net.conv2, net.conv3, net.convlstm1)] + [[p for m in heads if m is not None for p in m.parameters()]]
+        heads = [getattr(net, n, None)
+                 for n in ("a_conv", "c_conv", "att_conv_a1", "att_conv_c1", "actor_linear", "critic_linear")]
+        return ([list(m.parameters()) for m in (net.conv1, net.conv2, net.conv3, net.convlstm1)]
+                + [[p for m in heads if m is not None for p in m.parameters()]])
 
     def cuts(self) -> list[int]:
-        """For each agent, the first stage (conv1, conv2, conv3, ConvLSTM, heads) whose parameters differ from the first agent's."""
+        """For each agent, the first stage whose parameters differ from the first agent's.
+
+        The stages are conv1, conv2, conv3, the ConvLSTM and the heads.
+        """
         return stage_cuts([[(params, None) for params in self._stages(net)] for net in self.nets])
 
     @torch.no_grad()
@@ -328,8 +336,10 @@ class IncrementalMaskA3C:
                 cleans[a].share_below(cleans[0], cuts[a])
         plan = _plan(index, (hh, ww))
         grids = [(hh, ww), (hh // 2, ww // 2), (hh // 4, ww // 4), (hh // 8, ww // 8)]
-        weights = [[conv.weight.detach().contiguous(memory_format=torch.channels_last) for conv in (net.conv1, net.conv2, net.conv3)]
-                   + [net.convlstm1.conv.weight.detach()[:, : net.conv3.out_channels].contiguous(memory_format=torch.channels_last)]
+        weights = [[conv.weight.detach().contiguous(memory_format=torch.channels_last)
+                    for conv in (net.conv1, net.conv2, net.conv3)]
+                   + [net.convlstm1.conv.weight.detach()[:, : net.conv3.out_channels]
+                      .contiguous(memory_format=torch.channels_last)]
                    for net in self.nets]
         x_rows = x.permute(0, 2, 3, 1).reshape(-1, c).contiguous()
         chunk = int(batch_size)
@@ -375,7 +385,8 @@ class IncrementalMaskA3C:
                     z = _take(cl.z[li], at).view(b, wh, wwid, -1).permute(0, 3, 1, 2)
                     v = F.relu(F.max_pool2d(z + dz, 2))  # channels-last in and out (see max_pool2)
                     ph, pw = plan.pool_hw[li]
-                    pat = (plan.pool_at[li].index_select(0, pert) + (state * (grids[li + 1][0] * grids[li + 1][1]))[:, None]).view(-1)
+                    pat = (plan.pool_at[li].index_select(0, pert)
+                           + (state * (grids[li + 1][0] * grids[li + 1][1]))[:, None]).view(-1)
                     dv = v.permute(0, 2, 3, 1).reshape(-1, v.shape[1]) - _take(cl.p[li], pat)  # (B·ph·pw, C)
                     nh, nw = plan.crop_hw[li + 1]
                     nxt = dv.new_zeros(b * nh * nw, dv.shape[1])

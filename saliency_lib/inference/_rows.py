@@ -1,6 +1,8 @@
-"""Gathering and scattering whole rows of a contiguous 2-D tensor: the pixel copies of the
-incremental engines (:mod:`._incremental`), of the no-op search (:mod:`._changed`) and of Noise
-Sensitivity's blur deltas."""
+"""Gathering and scattering whole rows of a contiguous 2-D tensor.
+
+The pixel copies of the incremental engines (:mod:`._incremental`), of the no-op search
+(:mod:`._changed`) and of Noise Sensitivity's blur deltas.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ __all__ = ["gather_rows", "fill_rows_", "copy_rows_"]
 
 
 def _as_rows(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous 2-D ``t`` ``(R, C)`` as a 1-D tensor of ``R`` elements where a row is 8 or
-    16 bytes (a 4-frame float32 pixel is one complex128), else ``t`` itself: gathering and
-    scattering whole pixels is then one element copy each, several times faster than a
-    row-wise ``index_select``/``index_copy_`` of such short rows."""
+    """A contiguous 2-D ``t`` ``(R, C)`` as a 1-D tensor of ``R`` elements where a row is 8 or 16 bytes.
+
+    A 4-frame float32 pixel is then one complex128; any other ``t`` is returned as it is. Gathering
+    and scattering whole pixels is one element copy each, several times faster than a row-wise
+    ``index_select``/``index_copy_`` of such short rows.
+    """
     nbytes = t.shape[1] * t.element_size()
     if t.is_contiguous() and nbytes in (8, 16) and (t.storage_offset() * t.element_size()) % nbytes == 0:
         return t.view(torch.complex128 if nbytes == 16 else torch.float64).view(-1)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["Layer", "Group", "plan_windows", "plan_boxes"]
+__all__ = ["Layer", "Group", "plan_windows", "plan_boxes", "conv1_window", "window_area", "schedule_rows"]
 
 #: Cost of one chunk (Python, kernel launches, small-batch inefficiency) in multiply-adds: a chunk's fixed work
 #: took 1 to 2 ms on one loaded core here, where the windows' convolutions reach 15 to 30 GMAC/s; of 1.5e7 to 1e8,
@@ -66,7 +66,8 @@ def _intervals(lo: np.ndarray, hi: np.ndarray, specs, axis: int) -> list[tuple[n
     for k, s, pad, hw in specs:
         size = hw[axis]
         o_hi = np.minimum((hi + pad) // s, size - 1)
-        o_lo = np.minimum(np.maximum(-((k - 1 - lo - pad) // s), 0), o_hi)  # ceil((lo + pad − k + 1) / s); an empty change keeps one entry
+        # ceil((lo + pad − k + 1) / s); an empty change keeps one entry
+        o_lo = np.minimum(np.maximum(-((k - 1 - lo - pad) // s), 0), o_hi)
         out.append((o_lo, o_hi))
         lo, hi = o_lo, o_hi
     return out
@@ -122,8 +123,11 @@ def _axis_classes(chain, weights, rows: np.ndarray) -> list[np.ndarray]:
 
 
 def _class_windows(chain, cls: np.ndarray, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per class and layer, the window length along one axis ``(L, classes)``, and the
-    window origin of every perturbation ``(L, P)`` (the last layer's is its class's)."""
+    """The window lengths and origins of the perturbations along one axis.
+
+    Per class and layer, the window length ``(L, classes)``, and the window origin of every
+    perturbation ``(L, P)`` (the last layer's is its class's).
+    """
     m = int(cls.max()) + 1
     last = len(chain) - 1
     lens = np.zeros((len(chain), m), dtype=np.int64)
@@ -147,9 +151,11 @@ _DIGESTS: dict[int, tuple] = {}
 
 
 def _digest(index: torch.Tensor) -> str:
-    """Content hash of a perturbation index, kept per tensor object while it is alive and unchanged (the
-    explainers keep their index: hashing the blurred Noise Sensitivity's 785 × 729 entries on every call cost
-    several ms)."""
+    """Content hash of a perturbation index, kept per tensor object while it is alive and unchanged.
+
+    The explainers keep their index: hashing the blurred Noise Sensitivity's 785 × 729 entries on
+    every call cost several ms.
+    """
     got = _DIGESTS.get(id(index))
     if got is not None and got[0]() is index and got[1] == index._version:
         return got[2]
@@ -162,7 +168,8 @@ def _digest(index: torch.Tensor) -> str:
     return digest
 
 
-def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, rows_per_group: int, batch_size: int) -> tuple[Group, ...]:
+def plan_windows(index: torch.Tensor, image_hw: tuple[int, int], specs, macs, rows_per_group: int,
+                 batch_size: int) -> tuple[Group, ...]:
     """Groups and index tables for perturbations ``index`` ``(P, K)`` through conv layers ``specs``.
 
     ``specs``: ``(kernel, stride, pad_before, out_hw)`` per conv layer; the input
@@ -237,7 +244,8 @@ def plan_boxes(index: torch.Tensor, pert: torch.Tensor, boxes: torch.Tensor, row
     for g in np.unique(cy * lx.shape[1] + cx):
         members = np.nonzero(cy * lx.shape[1] + cx == g)[0]
         a, b = divmod(int(g), lx.shape[1])
-        groups.append(_group_tables(members, ys[members], xs[members], (ly[:, a], lx[:, b]), (oy[:, members], ox[:, members]), specs, index.device))
+        groups.append(_group_tables(members, ys[members], xs[members], (ly[:, a], lx[:, b]), (oy[:, members], ox[:, members]),
+                                    specs, index.device))
     plan = tuple(groups)
     _PLANS[key] = plan
     while len(_PLANS) > 16:
@@ -246,8 +254,11 @@ def plan_boxes(index: torch.Tensor, pert: torch.Tensor, boxes: torch.Tensor, row
 
 
 def _group_tables(members, ys, xs, lens, origins, specs, dev) -> Group:
-    """Index tables of one group: window lengths ``lens`` (per axis, per layer) and
-    per-member window origins ``origins`` (per axis, ``(L, n)``)."""
+    """Index tables of one group of perturbations that share their window lengths.
+
+    The window lengths ``lens`` are per axis and layer; the window origins ``origins`` per axis and
+    member, ``(L, n)``.
+    """
     n = len(members)
     layers = []
     prev_origin, prev_hw = None, None
@@ -278,3 +289,40 @@ def _group_tables(members, ys, xs, lens, origins, specs, dev) -> Group:
         prev_origin, prev_hw = origin, (oh, ow)
     last = (int(prev_origin[0][0]), int(prev_origin[1][0]), *prev_hw)
     return Group(torch.from_numpy(members).to(dev), torch.from_numpy(slot0).to(dev), tuple(layers), last, outside)
+
+
+def conv1_window(boxes: torch.Tensor, spec) -> torch.Tensor:
+    """The conv1 output window ``(R, 4)`` whose receptive fields meet each pixel box.
+
+    Per box (top, bottom, left, right): the first and last conv1 output row and the first and last
+    column; as :func:`_intervals` for conv1.
+    """
+    k, s, pad, hw = spec
+    lo = (boxes[:, 0::2] + pad - k + 1 + s - 1).div(s, rounding_mode="floor").clamp(min=0)
+    hi = torch.minimum((boxes[:, 1::2] + pad).div(s, rounding_mode="floor"), torch.tensor(hw, device=boxes.device) - 1)
+    return torch.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1]], 1)
+
+
+def window_area(iv: torch.Tensor) -> torch.Tensor:
+    """The number of positions of each window ``(R, 4)`` (top, bottom, left, right; inclusive)."""
+    return (iv[:, 1] - iv[:, 0] + 1) * (iv[:, 3] - iv[:, 2] + 1)
+
+
+def schedule_rows(groups, ids: torch.Tensor, member: torch.Tensor, members: int) -> list:
+    """The rows of ``ids`` per window group, as ``(group, row ids, row slots)``.
+
+    A row belongs to the group of its planned member (perturbation or box) ``member``; the rows come
+    ordered by group, with each row's slot in its group's tables.
+    """
+    dev = ids.device
+    group_of = torch.empty(members, dtype=torch.long, device=dev)
+    slot_of = torch.empty(members, dtype=torch.long, device=dev)
+    for gi, g in enumerate(groups):
+        group_of[g.members] = gi
+        slot_of[g.members] = torch.arange(len(g.members), device=dev)
+    row_group = group_of[member]
+    order = torch.argsort(row_group, stable=True)
+    ids, slots = ids[order], slot_of[member[order]]
+    bounds = [0, *torch.cumsum(torch.bincount(row_group, minlength=len(groups)), 0).tolist()]
+    return [(g, ids[bounds[i]:bounds[i + 1]], slots[bounds[i]:bounds[i + 1]])
+            for i, g in enumerate(groups) if bounds[i + 1] > bounds[i]]

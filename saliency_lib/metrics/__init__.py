@@ -43,10 +43,10 @@ from .similarity import (
 from .statistics import holm, paired_block_tests, paired_wilcoxon, ranking_table, summarise
 
 __all__ = [
-    "RandomisationTest", "randomised_models", "randomise_modules", "rebuild_explainer", "INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS",
-    "Insertion", "Deletion", "SUBSTRATES", "MEASURES", "make_substrate", "random_saliency", "auc",
-    "SIMILARITIES", "ConstantMapWarning", "similarity", "spearman", "ssim", "ssim_2d", "hog_pearson", "spearman_untied", "largest_tie",
-    "normalise_map", "is_constant",
+    "RandomisationTest", "randomised_models", "randomise_modules", "rebuild_explainer", "INITS", "ORDERS", "ORIGINAL",
+    "REFERENCE_LAYERS", "Insertion", "Deletion", "SUBSTRATES", "MEASURES", "make_substrate", "random_saliency", "auc",
+    "SIMILARITIES", "ConstantMapWarning", "similarity", "spearman", "ssim", "ssim_2d", "hog_pearson", "spearman_untied",
+    "largest_tie", "normalise_map", "is_constant",
     "summarise", "holm", "paired_block_tests", "paired_wilcoxon", "ranking_table",
     "block_bootstrap_ci", "effective_sample_size", "paired_block_test", "pooled_block_ci",
     "INTERVALS", "ess_t_ci", "mean_ci",

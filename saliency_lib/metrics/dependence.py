@@ -129,14 +129,14 @@ def effective_sample_size(values) -> float:
 
 
 def ess_weighted(v: np.ndarray, n_eff: float):
-    """statsmodels' ``DescrStatsW`` of ``v`` with frequency weights that sum to ``n_eff``."""
+    """The ``DescrStatsW`` (statsmodels) of ``v`` with frequency weights that sum to ``n_eff``."""
     from statsmodels.stats.weightstats import DescrStatsW
 
     return DescrStatsW(v, weights=np.full(v.size, n_eff / v.size))
 
 
 def ess_t_ci(values, *, confidence: float = 0.95, n_eff: float | None = None) -> tuple[float, float]:
-    """t interval of the mean of a series in time order, on its effective sample size.
+    """The t interval of the mean of a series in time order, on its effective sample size.
 
     ``x̄ ± t_{1−α/2, ν} · σ̂ / √(n_eff − 1)`` with ``ν = n_eff − 1``, where ``σ̂`` is the
     population standard deviation of the values and ``n_eff`` their

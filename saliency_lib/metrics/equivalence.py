@@ -1,4 +1,4 @@
-"""Equivalence verdicts: was a number reproduced, within a margin stated before looking?
+"""Equivalence verdicts: whether a number was reproduced, within a margin stated before looking.
 
 "The paper's mean lies inside our 95 % interval" measures our precision, not agreement: with
 a thousand states the interval is so narrow that any real-world difference reads "differs".
@@ -154,7 +154,7 @@ def equivalence_verdict(difference: float, ci_low: float, ci_high: float, *, mar
 
 
 def _summary_sample(mean: float, sd: float, n: float, ddof: int):
-    """statsmodels' ``DescrStatsW`` of a sample known only by its mean, standard deviation and count.
+    """The ``DescrStatsW`` (statsmodels) of a sample known only by its mean, standard deviation and count.
 
     Two values ``mean ± a`` with frequency weights ``n / 2`` each, ``a = sd √((n − ddof) / n)``:
     their weighted mean, population variance and count are the sample's, and those are all that

@@ -210,7 +210,8 @@ def make_substrate(states: torch.Tensor, kind: str, *, seed: int = 0, state_ids=
     if kind == "black":
         return torch.zeros_like(states)
     if kind == "random":
-        arr = np.stack([state_rng(seed, i).random(tuple(states.shape[1:]), dtype=np.float32) for i in ids]) if n else np.zeros(states.shape, np.float32)
+        arr = (np.stack([state_rng(seed, i).random(tuple(states.shape[1:]), dtype=np.float32) for i in ids]) if n
+               else np.zeros(states.shape, np.float32))
         return torch.from_numpy(arr).to(states.device, states.dtype)
     if not (isinstance(blur_sigma, (int, float)) and blur_sigma > 0):
         raise ValueError(f"blur_sigma must be a positive number of pixels, got {blur_sigma!r}")
@@ -498,7 +499,8 @@ class _CausalMetric:
                 if m == "q_ratio":
                     denom = q_a[:, clean_idx : clean_idx + 1]
                     if (denom == 0).any():
-                        warnings.warn("q_ratio: the clean Q-value of the explained action is 0 for some states; their ratios are inf/NaN", RuntimeWarning, stacklevel=2)
+                        warnings.warn("q_ratio: the clean Q-value of the explained action is 0 for some states; "
+                                      "their ratios are inf/NaN", RuntimeWarning, stacklevel=2)
                     curves[m] = q_a / denom
                 elif m == "advantage":
                     curves[m] = q_a - scores.mean(axis=2)

@@ -1,4 +1,4 @@
-"""Localisation: does a saliency map put its weight on the game's objects?
+"""Localisation: whether a saliency map puts its weight on the game's objects.
 
 Each measure compares one map ``s`` (``H × W``) with a boolean mask ``M`` of object pixels
 (the union of object boxes, :meth:`saliency_lib.objects.StateObjects.mask`):
@@ -54,8 +54,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["LOCALISATION_MEASURES", "BASELINES", "positive_part", "relevance_mass", "relevance_rank", "pointing_game", "chance_level",
-           "localisation_scores", "object_masks", "localisation_table"]
+__all__ = ["LOCALISATION_MEASURES", "BASELINES", "positive_part", "relevance_mass", "relevance_rank", "pointing_game",
+           "chance_level", "localisation_scores", "object_masks", "localisation_table"]
 
 #: The measures, in the order of the tables.
 LOCALISATION_MEASURES = ("relevance_mass", "relevance_rank", "pointing_game")

@@ -80,7 +80,8 @@ from ..validation import check_choice
 from ._common import as_hidden, as_maps, as_state_ids, as_states, as_targets, explain, state_rng
 from .similarity import SIMILARITIES, ConstantMapWarning, is_constant, similarities_to
 
-__all__ = ["INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS", "randomise_modules", "randomised_models", "rebuild_explainer", "RandomisationTest"]
+__all__ = ["INITS", "ORDERS", "ORIGINAL", "REFERENCE_LAYERS", "randomise_modules", "randomised_models", "rebuild_explainer",
+           "RandomisationTest"]
 
 INITS = ("glorot", "default")
 ORDERS = ("cascading", "independent")
@@ -149,8 +150,9 @@ def randomise_modules(modules: Sequence[nn.Module], *, init: str = "glorot", see
     return count
 
 
-def randomised_models(agent: Agent, *, order: str = "cascading", init: str = "glorot", seed: int = 0, levels: int | None = None) -> Iterator[tuple[int, str, Agent]]:
-    """Yield ``(level, layer_name, randomised_agent)`` for levels 1, 2, …
+def randomised_models(agent: Agent, *, order: str = "cascading", init: str = "glorot", seed: int = 0,
+                      levels: int | None = None) -> Iterator[tuple[int, str, Agent]]:
+    """Yield ``(level, layer_name, randomised_agent)`` for each level, from the output layer down.
 
     Parameters
     ----------
@@ -180,7 +182,8 @@ def randomised_models(agent: Agent, *, order: str = "cascading", init: str = "gl
     groups = agent.layer_groups()
     if levels is not None:
         if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or not 1 <= levels <= len(groups):
-            raise ValueError(f"levels must be an integer in [1, {len(groups)}] (groups: {[g for g, _ in groups]}), got {levels!r}")
+            raise ValueError(f"levels must be an integer in [1, {len(groups)}] (groups: {[g for g, _ in groups]}), "
+                             f"got {levels!r}")
         groups = groups[:levels]
     current = agent.clone()
     for k, (name, _) in enumerate(groups, start=1):
@@ -212,7 +215,8 @@ def rebuild_explainer(explainer, agent: Agent):
             if hasattr(new, attr):
                 setattr(new, attr, agent)
                 return new
-        raise TypeError(f"cannot rebind {type(explainer).__name__} to another agent: it has no rebind()/with_agent() and no 'agent' attribute")
+        raise TypeError(f"cannot rebind {type(explainer).__name__} to another agent: "
+                        "it has no rebind()/with_agent() and no 'agent' attribute")
     if callable(explainer):
         return explainer(agent)
     raise TypeError(f"explainer must be an explainer object or a factory agent -> explainer, got {type(explainer).__name__}")
@@ -297,13 +301,15 @@ class RandomisationTest:
         """The constructor arguments (for cache keys)."""
         return {
             "metric": self.name, "order": self.order, "init": self.init, "similarities": list(self.similarities),
-            "levels": self.levels, "seed": self.seed, "reference_rows": self.reference_rows, "sign_invariant": self.sign_invariant,
+            "levels": self.levels, "seed": self.seed, "reference_rows": self.reference_rows,
+            "sign_invariant": self.sign_invariant,
         }
 
     def __repr__(self) -> str:
         return f"RandomisationTest({', '.join(f'{k}={v!r}' for k, v in self.config.items() if k != 'metric')})"
 
-    def maps(self, agent: Agent, states, *, explainer, hidden=None, target=None) -> tuple[np.ndarray, list[tuple[int, str, np.ndarray]]]:
+    def maps(self, agent: Agent, states, *, explainer, hidden=None,
+             target=None) -> tuple[np.ndarray, list[tuple[int, str, np.ndarray]]]:
         """Original maps and the maps of every randomised model.
 
         Returns
@@ -324,7 +330,8 @@ class RandomisationTest:
                 atts = orig_exp.attribute_many([agent, *(m for _, _, m in models)], x, target=t, hidden=hidden)
             hw = tuple(x.shape[2:])
             original = as_maps(atts[0], n, hw, "original maps")
-            return original, [(level, name, as_maps(a, n, hw, f"maps of level {level}")) for (level, name, _), a in zip(models, atts[1:])]
+            return original, [(level, name, as_maps(a, n, hw, f"maps of level {level}"))
+                              for (level, name, _), a in zip(models, atts[1:])]
         original = as_maps(explain(orig_exp, x, target=t, hidden=hidden), n, tuple(x.shape[2:]), "original maps")
         out = []
         for level, name, model in randomised_models(agent, order=self.order, init=self.init, seed=self.seed, levels=self.levels):
@@ -340,7 +347,8 @@ class RandomisationTest:
             tgt = agent(x, hidden)[agent.default_output].argmax(1).cpu().numpy()
         return tgt
 
-    def compare(self, original: np.ndarray, randomised: list[tuple[int, str, np.ndarray]], *, state_ids=None, target=None) -> pd.DataFrame:
+    def compare(self, original: np.ndarray, randomised: list[tuple[int, str, np.ndarray]], *, state_ids=None,
+                target=None) -> pd.DataFrame:
         """Similarity rows (without agent/method labels) for precomputed maps."""
         original = np.asarray(original, dtype=np.float64)
         n = original.shape[0]
@@ -363,7 +371,8 @@ class RandomisationTest:
                 n_const += const
                 for s, v in zip(self.similarities, vals):
                     rows.append({"state": int(ids[i]), "level": level, "layer": layer, "measure": s, "value": float(v),
-                                 "target": int(tgt[i]) if tgt[i] >= 0 else pd.NA, "constant_map": const, "higher_is_better": False})
+                                 "target": int(tgt[i]) if tgt[i] >= 0 else pd.NA, "constant_map": const,
+                                 "higher_is_better": False})
         if n_const:
             warnings.warn(f"{n_const} map comparisons involved a constant map; their similarities are NaN (constant_map=True)",
                           ConstantMapWarning, stacklevel=3)

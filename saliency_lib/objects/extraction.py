@@ -252,14 +252,17 @@ class FrameObject:
 
     @property
     def cls(self) -> str:
+        """OCAtari's class name of the object (``"Ball"``, ``"Player"`` …)."""
         return self.obj.cls
 
     @property
     def hud(self) -> bool:
+        """Whether the object is part of the heads-up display (score, lives), not of the play."""
         return self.obj.hud
 
     @property
     def slot(self) -> int:
+        """Index in OCAtari's object list: the same slot is the same object from frame to frame."""
         return self.obj.slot
 
 

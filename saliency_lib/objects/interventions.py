@@ -223,7 +223,7 @@ def object_mass(saliency, objects, slots: Sequence[int], *, baseline: str = "med
 
 def object_faithfulness(maps, objects: Sequence, effects: pd.DataFrame, *, state_ids=None,
                         min_objects: int = 3, baseline: str = "median", reduce: str = "mean") -> pd.DataFrame:
-    """Per state: does the map rank the objects as their removal does?
+    """Per state, whether the map ranks the objects as their removal does.
 
     Parameters
     ----------

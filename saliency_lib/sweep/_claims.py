@@ -59,8 +59,11 @@ EMPTY_GRACE = 10.0
 
 
 class StoreWarning(UserWarning):
-    """The unit store repaired something: a damaged unit or pack quarantined, a stale claim, lock or
-    temporary file taken over or removed. The message is one line naming the file and the reason."""
+    """The unit store repaired something.
+
+    A damaged unit or pack was quarantined, or a stale claim, lock or temporary file taken over or
+    removed. The message is one line naming the file and the reason.
+    """
 
 
 def _start_time(pid: int) -> int | None:

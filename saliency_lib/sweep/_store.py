@@ -60,8 +60,8 @@ from ._verify import QUARANTINE, check_loose, check_pack, check_units, quarantin
 if TYPE_CHECKING:  # units import the store, not the other way round
     from ._units import Unit
 
-__all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units", "mean_curves",
-           "unit_versions", "stored_versions", "stored_bytes", "verified_keys", "sweep_files"]
+__all__ = ["states_dir", "unit_path", "pack_path", "read_stored", "store_unit", "stored_keys", "packed_keys", "load_units",
+           "mean_curves", "unit_versions", "stored_versions", "stored_bytes", "verified_keys", "sweep_files"]
 
 _EXTRA = ("n", "nonfinite", "m2")
 """Columns of a stored file beyond the tidy schema: the curve summaries' statistics."""
@@ -304,8 +304,11 @@ def _locate(units: list[Unit], results_dir) -> dict[str, _Pack | Path]:
 
 
 def stored_keys(units: Iterable[Unit], *, results_dir) -> set[str]:
-    """The keys of the ``units`` that are stored, loose or packed (by their files' names and the packs'
-    footers; :func:`verified_keys` reads and checks them)."""
+    """The keys of the ``units`` that are stored, loose or packed.
+
+    They are known by their files' names and the packs' footers; :func:`verified_keys` reads and
+    checks them.
+    """
     return set(_locate(list(units), results_dir))
 
 
@@ -371,8 +374,11 @@ def read_checked(path: Path, *, results_dir, pack: _Pack | None = None, on_damag
 
 
 def _checked(units: list, results_dir, reader: Reader) -> dict[str, _Pack | Path]:
-    """Where the sound stored ``units`` are, every file they are in checked; damaged files are quarantined
-    and their units looked for again (a quarantined pack's units may be loose files still)."""
+    """Where the sound stored ``units`` are, every file they are in checked.
+
+    Damaged files are quarantined and their units looked for again (a quarantined pack's units may
+    be loose files still).
+    """
     for _ in range(4):
         where = _locate(units, results_dir)
         groups: dict[Path, tuple[_Pack | Path, list]] = {}
@@ -386,8 +392,11 @@ def _checked(units: list, results_dir, reader: Reader) -> dict[str, _Pack | Path
 
 
 def verified_keys(units: Iterable[Unit], *, results_dir, reader: Reader | None = None) -> set[str]:
-    """The keys of the ``units`` that are stored and sound: every file that holds one is read and
-    checked (:mod:`._verify`) and quarantined when damaged, so its units are computed again."""
+    """The keys of the ``units`` that are stored and sound.
+
+    Every file that holds one is read and checked (:mod:`._verify`) and quarantined when damaged, so
+    its units are computed again.
+    """
     return set(_checked(list(units), results_dir, reader or Reader(results_dir)))
 
 
@@ -430,7 +439,8 @@ def load_rows(units: list[Unit], results_dir, reader: Reader) -> pd.DataFrame:
             by_file[src.path] = dict(tuple(read(src.path).tidy.groupby("config_hash", sort=False)))
         parts.append(by_file[src.path].get(u.key))
     # files stored before rows recorded their precision: the unit's parameters say it
-    parts = [p if u.precision is None or not p["precision"].isna().any() else p.assign(precision=p["precision"].fillna(u.precision))
+    parts = [p if u.precision is None or not p["precision"].isna().any()
+             else p.assign(precision=p["precision"].fillna(u.precision))
              for p, u in zip(parts, units) if p is not None]
     if not parts:
         return empty_table()

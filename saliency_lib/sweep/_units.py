@@ -85,8 +85,11 @@ class Unit:
 
     @property
     def precision(self) -> str | None:
-        """The precision of the unit's maps: its parameters' ``precision`` (the plan writes a default
-        other than ``"fp32"`` there), else ``"fp32"``; ``None`` for the random baseline."""
+        """The precision of the unit's maps; ``None`` for the random baseline.
+
+        Its parameters' ``precision`` (the plan writes a default other than ``"fp32"`` there), else
+        ``"fp32"``.
+        """
         return None if self.method == RANDOM_BASELINE else json.loads(self.params).get("precision", "fp32")
 
     @property
@@ -179,7 +182,8 @@ def applicable(method: str, agent) -> bool:
     return True
 
 
-def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first", episode_cap: int = EPISODE_STEP_CAP) -> dict:
+def state_config(agent_spec: str, agent, n: int, seed: int, selection: str = "first",
+                 episode_cap: int = EPISODE_STEP_CAP) -> dict:
     """What determines a sweep's state set; it goes into every unit key (but see :func:`plan_units`).
 
     The ``"first"`` selection records no selection at all, so the keys of the units stored
@@ -200,11 +204,13 @@ def _index_path(results_dir, cfg: dict) -> Path:
 
 
 def state_index(states) -> dict:
-    """What a plan needs to know of a state set without loading it: its size, how many of its
-    states are distinct (:func:`~saliency_lib.states.duplicate_states`) and, for a ``"distinct"``
+    """What a plan needs to know of a state set without loading it.
+
+    Its size, how many of its states are distinct (:func:`~saliency_lib.states.duplicate_states`) and, for a ``"distinct"``
     selection, ``first_change`` (the states before it are those of the plain ``"first"``
     selection), ``skipped`` and ``games``. :func:`study_states` adds ``plain_repeats``: how many of
-    the plain trajectory's first ``n`` states repeat an earlier one."""
+    the plain trajectory's first ``n`` states repeat an earlier one.
+    """
     from ..states import duplicate_states
 
     index = {"n": len(states), "distinct_states": int((duplicate_states(states) < 0).sum())}
@@ -305,8 +311,11 @@ def spec_states(spec: SweepSpec, agent_spec: str | None = None, *, results_dir, 
 
 
 class one_thread:
-    """Run a block with one torch thread and one BLAS/OpenMP thread: the same floating-point
-    reductions in every executor (Ray workers default to one BLAS thread, a local process not)."""
+    """Run a block with one torch thread and one BLAS/OpenMP thread.
+
+    Every executor then does the same floating-point reductions (Ray workers default to one BLAS
+    thread, a local process not).
+    """
 
     def __enter__(self):
         from threadpoolctl import threadpool_limits
@@ -359,7 +368,8 @@ def plan_units(spec: SweepSpec, *, results_dir, progress: bool = False,
         if degradation:
             extra = [m for m in spec.degradation_only if applicable(m, agent)]
             kinds.append(("degradation", degradation,
-                          list(dict.fromkeys([*methods, *extra, RANDOM_BASELINE] if spec.random_baseline else [*methods, *extra]))))
+                          list(dict.fromkeys([*methods, *extra, RANDOM_BASELINE] if spec.random_baseline
+                                             else [*methods, *extra]))))
         metric = {k: v for k, v in json.loads(canonical_json(spec.metric)).items() if METRIC_OPTIONS[k] != v}
         for experiment, pairs, names in kinds:
             for method in names:
@@ -383,8 +393,11 @@ def _hidden(states, ids):
 
 
 def maps_key(unit: Unit) -> tuple:
-    """What a unit's original-model maps depend on: the sanity and the degradation unit of the
-    same agent, method, parameters, states and batch size explain the same maps."""
+    """What a unit's original-model maps depend on.
+
+    The sanity and the degradation unit of the same agent, method, parameters, states and batch
+    size explain the same maps.
+    """
     return (unit.agent, unit.method, unit.params, unit.states, unit.state_config, unit.batch_size)
 
 

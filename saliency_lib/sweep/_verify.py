@@ -48,8 +48,8 @@ from ._claims import StoreWarning, stale_temporary
 if TYPE_CHECKING:
     from ._units import Unit
 
-__all__ = ["quarantine_dir", "quarantine", "quarantine_bytes", "check_loose", "check_pack", "check_units", "remove_stale_temporaries",
-           "FileStamp", "stamp"]
+__all__ = ["quarantine_dir", "quarantine", "quarantine_bytes", "check_loose", "check_pack", "check_units",
+           "remove_stale_temporaries", "FileStamp", "stamp"]
 
 QUARANTINE = "quarantine"
 _LOG = "quarantine.jsonl"
@@ -168,8 +168,11 @@ def _against_unit(rows: pd.DataFrame, unit: Unit) -> str | None:
 
 
 def check_loose(path: Path, tidy: pd.DataFrame, summaries: pd.DataFrame, *, raw: bool, unit: Unit | None) -> str | None:
-    """Why a loose unit file is damaged, or None. ``tidy``/``summaries`` are what it read back;
-    ``raw``: it holds every state's curve (the first format) instead of summaries."""
+    """Why a loose unit file is damaged, or None.
+
+    ``tidy``/``summaries`` are what it read back; ``raw``: it holds every state's curve (the first
+    format) instead of summaries.
+    """
     key = Path(path).stem
     keys = sorted(set(tidy["config_hash"].dropna().astype(str)))
     if not len(tidy):

@@ -59,9 +59,11 @@ __all__ = ["A2CArgs", "train_a2c", "rollout_step", "a3c_targets", "a3c_loss", "R
 
 @dataclass(frozen=True)
 class A2CArgs(RunArgs):
-    """Hyper-parameters of the synchronous Mask-A3C trainer (one agent step = 4 frames): the run
-    settings of :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. In bf16 the
-    ConvLSTM's cell state, the log-probabilities and the values stay float32."""
+    """Hyper-parameters of the synchronous Mask-A3C trainer (one agent step = 4 frames).
+
+    The run settings of :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. In bf16
+    the ConvLSTM's cell state, the log-probabilities and the values stay float32.
+    """
 
     # Algorithm specific arguments
 
@@ -191,6 +193,7 @@ class RunningNorm:
         self.count = np.zeros(n)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The normalised frames ``x`` ``(N, 1, H, W)``, one running normalisation per environment, updated first."""
         a = self.alpha
         self.count += 1
         self.mean = self.mean * a + x.mean(axis=(1, 2, 3)) * (1 - a)
@@ -200,9 +203,11 @@ class RunningNorm:
         return ((x - m[:, None, None, None]) / (s[:, None, None, None] + 1e-8)).astype(np.float32)
 
     def state(self) -> str:
+        """The running statistics as JSON, for a checkpoint (:meth:`load` reads it back)."""
         return json.dumps({"mean": self.mean.tolist(), "std": self.std.tolist(), "count": self.count.tolist()})
 
     def load(self, s: str) -> None:
+        """Restore the running statistics from :meth:`state`'s JSON ``s``."""
         d = json.loads(s)
         self.mean, self.std, self.count = (np.array(d[k]) for k in ("mean", "std", "count"))
 
@@ -234,7 +239,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
     net = MaskA3CNet(MaskA3CConfig(n_actions=n_actions, variant=args.variant, convlstm=args.convlstm))
     # channels-last conv weights (MaskA3CNet builds them so): 1.5-2.5x faster updates here than the standard layout
     agent = ActorCriticAgent(net, game=args.game, preset="mask_a3c", n_actions=n_actions)
-    opt = torch.optim.Adam(net.parameters(), lr=args.update_lr, eps=args.adam_eps, amsgrad=args.amsgrad, fused=True)  # one kernel; same numbers
+    opt = torch.optim.Adam(net.parameters(), lr=args.update_lr, eps=args.adam_eps, amsgrad=args.amsgrad,
+                           fused=True)  # one kernel; same numbers
     norm = RunningNorm(args.num_envs)
     rng = np.random.default_rng(args.seed)
     c = {"step": 0, "updates": 0, "episodes": 0, "next_eval": args.eval_every}
@@ -251,7 +257,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
         norm.load(st["norm"])
         set_rng_state(st["rng"], rng)
     crop = mask_a3c_crop(args.game)
-    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "entropy", "value_loss", "fps"], resume, c["step"])
+    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "entropy", "value_loss", "fps"],
+                 resume, c["step"])
     evlog = CSVLog(out / "eval_log.csv", ["step", "frames", "eval_mean", "eval_std", "eval_scores"], resume, c["step"])
     (out / "args.json").write_text(json.dumps(asdict(args), indent=2))
 
@@ -269,7 +276,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
     fire_game = bool(game_info(args.game).fire_reset and args.fire_after_life_loss)
     force_fire = np.zeros(args.num_envs, bool)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
-    bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress, desc=f"a3c-{args.variant} {args.game}")
+    bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress,
+               desc=f"a3c-{args.variant} {args.game}")
     while c["step"] < total_steps:
         logps, values, ents, rews, dones, valid = [], [], [], [], [], []
         for _ in range(args.num_steps):
@@ -295,7 +303,8 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
             game_score += np.where(after_done, 0.0, r)
             for e in np.flatnonzero(game_over & ~after_done):
                 recent.append(game_score[e])
-                log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), episode_score=game_score[e])
+                log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1),
+                          episode_score=game_score[e])
                 c["episodes"] += 1
                 game_score[e] = 0.0
             forced_now = force_fire
@@ -320,13 +329,15 @@ def train_a2c(args: A2CArgs, out: str | Path, *, resume: bool = False, progress:
         if args.eval_episodes > 0 and (c["step"] * 4 >= c["next_eval"] or c["step"] >= total_steps):
             c["next_eval"] += args.eval_every
             r = evaluate(agent, args.eval_episodes, seed=args.seed + 1000, max_steps=args.eval_max_steps, progress=False)
-            evlog.write(step=c["step"], frames=c["step"] * 4, eval_mean=r["mean"], eval_std=r["std"], eval_scores=json.dumps(r["scores"]))
+            evlog.write(step=c["step"], frames=c["step"] * 4, eval_mean=r["mean"], eval_std=r["std"],
+                        eval_scores=json.dumps(r["scores"]))
         if time.time() - last_ckpt > 60 * args.checkpoint_minutes or c["step"] >= total_steps:
             fps = 4 * (c["step"] - step0) / (time.time() - t0)
             c["seconds"] = round(seconds0 + time.time() - t0, 1)
             log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), fps=round(fps), **stats)
-            save_state(state_path, {"net": net.state_dict(), "opt": opt.state_dict(), "counters": json.dumps(c), "norm": norm.state(),
-                                    "rng": rng_state(rng), "args": json.dumps(asdict(args), sort_keys=True)})
+            save_state(state_path, {"net": net.state_dict(), "opt": opt.state_dict(), "counters": json.dumps(c),
+                                    "norm": norm.state(), "rng": rng_state(rng),
+                                    "args": json.dumps(asdict(args), sort_keys=True)})
             last_ckpt = time.time()
         if recent:
             bar.set_postfix(ret=f"{np.mean(recent):.1f}", ent=f"{stats['entropy']:.2f}", refresh=False)

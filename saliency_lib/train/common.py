@@ -59,6 +59,7 @@ class RunArgs:
 
 
 def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's global and torch's random number generators with ``seed``."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -66,13 +67,15 @@ def seed_everything(seed: int) -> None:
 
 def rng_state(np_rng: np.random.Generator | None = None) -> dict:
     """RNG states as tensors and plain types only (loadable with ``weights_only=True``)."""
-    st = {"torch": torch.get_rng_state(), "python": json.dumps(random.getstate()), "numpy": json.dumps(np.random.get_state()[1].tolist())}
+    st = {"torch": torch.get_rng_state(), "python": json.dumps(random.getstate()),
+          "numpy": json.dumps(np.random.get_state()[1].tolist())}
     if np_rng is not None:
         st["np_rng"] = json.dumps(np_rng.bit_generator.state)
     return st
 
 
 def set_rng_state(st: dict, np_rng: np.random.Generator | None = None) -> None:
+    """Restore the RNG states that :func:`rng_state` saved (``np_rng`` too, if given and saved)."""
     torch.set_rng_state(st["torch"])
     py = json.loads(st["python"])
     random.setstate((py[0], tuple(py[1]), py[2]))
@@ -115,6 +118,7 @@ class CSVLog:
                 atomic_write(self.path, write)
 
     def write(self, **row) -> None:
+        """Append one row; columns of the header missing from ``row`` are left empty."""
         with open(self.path, "a", newline="") as f:
             csv.writer(f).writerow([row.get(h, "") for h in self.header])
 
@@ -156,14 +160,18 @@ def drop_replayed_rows(log, step: str = "step", unique: bool | None = None):
 
 
 class Timer:
+    """A wall-clock stopwatch, started when it is created."""
+
     def __init__(self):
         self.t0 = time.time()
 
     def elapsed(self) -> float:
+        """Seconds since the timer was created."""
         return time.time() - self.t0
 
 
 def args_to_dict(args) -> dict:
+    """The fields of the args dataclass ``args`` as a dict (a dict is copied)."""
     return {f.name: getattr(args, f.name) for f in fields(args)} if not isinstance(args, dict) else dict(args)
 
 

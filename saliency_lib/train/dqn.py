@@ -54,9 +54,11 @@ __all__ = ["DQNArgs", "train_dqn", "make_dqn_vec_env", "td_loss"]
 
 @dataclass(frozen=True)
 class DQNArgs(RunArgs):
-    """Hyper-parameters of the DQN trainer (one agent step = 4 frames): the run settings of
-    :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. The shipped DQN agents were
-    trained in bf16; no fp32 run of the same length was made."""
+    """Hyper-parameters of the DQN trainer (one agent step = 4 frames).
+
+    The run settings of :class:`~saliency_lib.train.common.RunArgs`, then the algorithm's. The
+    shipped DQN agents were trained in bf16; no fp32 run of the same length was made.
+    """
 
     # Algorithm specific arguments
 
@@ -187,7 +189,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         set_rng_state(st["rng"], rng)
     total_steps = args.frames // 4
     replay = FrameReplay(args.buffer_size, args.num_envs, n_step=args.n_step, gamma=args.gamma, seed=args.seed + c["step"])
-    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "q_mean", "epsilon", "fps"], resume, c["step"])
+    log = CSVLog(out / "train_log.csv", ["step", "frames", "time", "episode_score", "loss", "q_mean", "epsilon", "fps"], resume,
+                 c["step"])
     evlog = CSVLog(out / "eval_log.csv", ["step", "frames", "eval_mean", "eval_std", "eval_scores"], resume, c["step"])
     (out / "args.json").write_text(json.dumps(asdict(args), indent=2))
     info = game_info(args.game)
@@ -206,7 +209,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
     force_fire = np.zeros(args.num_envs, bool)
     loss_v = q_v = float("nan")
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
-    bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress, desc=f"dqn {args.game}")
+    bar = tqdm(total=args.frames, initial=c["step"] * 4, unit="frame", unit_scale=True, disable=not progress,
+               desc=f"dqn {args.game}")
     while c["step"] < total_steps:
         eps = _epsilon(args, c["step"], total_steps)
         with torch.no_grad(), autocast:
@@ -230,7 +234,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         game_score += np.where(after_done, 0.0, rew)
         for e in np.flatnonzero(done & ~after_done):
             recent.append(game_score[e])
-            log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), episode_score=game_score[e], epsilon=round(eps, 4))
+            log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1),
+                      episode_score=game_score[e], epsilon=round(eps, 4))
             c["episodes"] += 1
             game_score[e] = 0.0
         first = after_done.copy()  # the observation after an autoreset step starts a game
@@ -258,14 +263,17 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
         if args.eval_episodes > 0 and (c["step"] * 4 >= c["next_eval"] or c["step"] >= total_steps):
             c["next_eval"] += args.eval_every
             r = evaluate(agent, args.eval_episodes, seed=args.seed + 1000, max_steps=args.eval_max_steps, progress=False)
-            evlog.write(step=c["step"], frames=c["step"] * 4, eval_mean=r["mean"], eval_std=r["std"], eval_scores=json.dumps(r["scores"]))
+            evlog.write(step=c["step"], frames=c["step"] * 4, eval_mean=r["mean"], eval_std=r["std"],
+                        eval_scores=json.dumps(r["scores"]))
             c["best_eval"] = max(c["best_eval"], r["mean"])
         if time.time() - last_ckpt > 60 * args.checkpoint_minutes or c["step"] >= total_steps:
             fps = 4 * (c["step"] - step0) / (time.time() - t0)
             c["seconds"] = round(seconds0 + time.time() - t0, 1)
-            log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), loss=loss_v, q_mean=q_v, epsilon=round(eps, 4), fps=round(fps))
+            log.write(step=c["step"], frames=c["step"] * 4, time=round(seconds0 + time.time() - t0, 1), loss=loss_v, q_mean=q_v,
+                      epsilon=round(eps, 4), fps=round(fps))
             save_state(state_path, {"net": net.state_dict(), "target": target.state_dict(), "opt": opt.state_dict(),
-                                    "counters": json.dumps(c), "rng": rng_state(rng), "args": json.dumps(asdict(args), sort_keys=True)})
+                                    "counters": json.dumps(c), "rng": rng_state(rng),
+                                    "args": json.dumps(asdict(args), sort_keys=True)})
             last_ckpt = time.time()
         if recent:
             bar.set_postfix(ret=f"{np.mean(recent):.1f}", eps=f"{eps:.2f}", loss=f"{loss_v:.3f}", refresh=False)
@@ -273,7 +281,8 @@ def train_dqn(args: DQNArgs, out: str | Path, *, resume: bool = False, progress:
     env.close()
     meta = {
         "algo": "dqn", "frames": c["step"] * 4, "seed": args.seed, "train_args": asdict(args),
-        "improvements": [n for n, on in (("double", args.double), ("dueling", args.dueling), (f"n_step={args.n_step}", args.n_step > 1),
+        "improvements": [n for n, on in (("double", args.double), ("dueling", args.dueling),
+                                         (f"n_step={args.n_step}", args.n_step > 1),
                                           ("adam", args.optimizer == "adam"), ("bf16_autocast", args.precision == "bf16")) if on],
         "source": f"saliency_lib.train.dqn ({out})",
     }

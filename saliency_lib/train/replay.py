@@ -44,7 +44,8 @@ def nstep_targets(rewards: np.ndarray, terminals: np.ndarray, gamma: float) -> t
 class FrameReplay:
     """Ring buffer of ``capacity`` transitions split over ``num_envs`` streams."""
 
-    def __init__(self, capacity: int, num_envs: int, *, frame_shape=(84, 84), stack: int = 4, n_step: int = 1, gamma: float = 0.99, seed: int = 0):
+    def __init__(self, capacity: int, num_envs: int, *, frame_shape=(84, 84), stack: int = 4, n_step: int = 1,
+                 gamma: float = 0.99, seed: int = 0):
         if capacity < num_envs * (stack + n_step + 1):
             raise ValueError(f"capacity {capacity} is too small for {num_envs} envs")
         self.cap = capacity // num_envs
@@ -61,7 +62,8 @@ class FrameReplay:
     def __len__(self) -> int:
         return min(self.t, self.cap) * self.num_envs
 
-    def add(self, newest_frames: np.ndarray, actions: np.ndarray, rewards: np.ndarray, terminals: np.ndarray, firsts: np.ndarray, valid: np.ndarray) -> None:
+    def add(self, newest_frames: np.ndarray, actions: np.ndarray, rewards: np.ndarray, terminals: np.ndarray, firsts: np.ndarray,
+            valid: np.ndarray) -> None:
         """Write one vector step: the newest frame of each observation and what followed it."""
         i = self.t % self.cap
         self.frames[:, i] = newest_frames

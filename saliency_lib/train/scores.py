@@ -29,10 +29,11 @@ import pandas as pd
 
 from .._io import atomic_write
 
-__all__ = ["SCORES_COLUMNS", "PROTOCOL_NAMES", "normalise_scores", "read_scores", "update_scores", "scores_row", "evaluate_protocols"]
+__all__ = ["SCORES_COLUMNS", "PROTOCOL_NAMES", "normalise_scores", "read_scores", "update_scores", "scores_row",
+           "evaluate_protocols"]
 
-SCORES_COLUMNS = ["agent", "algo", "game", "variant", "seed", "frames", "protocol", "episodes", "distinct_games", "mean", "std", "scores",
-                  "random_score", "ratio_to_random", "published", "published_source"]
+SCORES_COLUMNS = ["agent", "algo", "game", "variant", "seed", "frames", "protocol", "episodes", "distinct_games", "mean", "std",
+                  "scores", "random_score", "ratio_to_random", "published", "published_source"]
 
 PROTOCOL_NAMES = ("greedy", "sticky")
 
@@ -62,8 +63,10 @@ def read_scores(csv_path: str | os.PathLike, protocol: str | None = None) -> pd.
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """An exclusive lock on ``path``'s directory (a shipping run and a re-evaluation may write at once);
-    no lock file is left next to the table."""
+    """An exclusive lock on ``path``'s directory; no lock file is left next to the table.
+
+    A shipping run and a re-evaluation may write at once.
+    """
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +95,8 @@ def update_scores(csv_path: str | os.PathLike, rows: dict | Iterable[dict]) -> p
         df = df[~key.isin(set(new["agent"].astype(str) + "\0" + new["protocol"].astype(str)))]
         df = pd.concat([df[SCORES_COLUMNS].astype(object), new.astype(object)], ignore_index=True)
         order = {p: -i for i, p in enumerate(PROTOCOL_NAMES)}  # greedy last (see the docstring)
-        df = df.sort_values(["agent", "protocol"], key=lambda c: c.map(lambda p: order.get(p, -len(order))) if c.name == "protocol" else c,
+        df = df.sort_values(["agent", "protocol"],
+                            key=lambda c: c.map(lambda p: order.get(p, -len(order))) if c.name == "protocol" else c,
                             kind="stable").reset_index(drop=True)
         for c in ("episodes", "distinct_games"):  # counts, written as integers (empty when unknown)
             df[c] = pd.to_numeric(df[c], errors="coerce").round().astype("Int64")
@@ -100,19 +104,22 @@ def update_scores(csv_path: str | os.PathLike, rows: dict | Iterable[dict]) -> p
     return df
 
 
-def scores_row(name: str, meta: dict, game: str, result: dict, *, published: float | None = None, published_source: str = "") -> dict:
+def scores_row(name: str, meta: dict, game: str, result: dict, *, published: float | None = None,
+               published_source: str = "") -> dict:
     """A scores-table row from an agent's metadata and a :func:`saliency_lib.play.evaluate` result."""
     from ..games import game_info
 
     rnd = game_info(game).random_score
-    return {"agent": name, "algo": meta.get("algo", ""), "game": game, "variant": meta.get("variant", ""), "seed": meta.get("seed", ""),
-            "frames": meta.get("frames", ""), "protocol": result["protocol"], "episodes": len(result["scores"]),
-            "distinct_games": result["distinct_games"], "mean": result["mean"], "std": result["std"], "scores": json.dumps(result["scores"]),
-            "random_score": rnd, "ratio_to_random": result["mean"] / rnd if rnd else np.nan, "published": published,
+    return {"agent": name, "algo": meta.get("algo", ""), "game": game, "variant": meta.get("variant", ""),
+            "seed": meta.get("seed", ""), "frames": meta.get("frames", ""), "protocol": result["protocol"],
+            "episodes": len(result["scores"]), "distinct_games": result["distinct_games"], "mean": result["mean"],
+            "std": result["std"], "scores": json.dumps(result["scores"]), "random_score": rnd,
+            "ratio_to_random": result["mean"] / rnd if rnd else np.nan, "published": published,
             "published_source": published_source}
 
 
-def evaluate_protocols(agent, episodes: dict[str, int], *, seed: int = 0, progress: bool = True, on_result=None) -> dict[str, dict]:
+def evaluate_protocols(agent, episodes: dict[str, int], *, seed: int = 0, progress: bool = True,
+                       on_result=None) -> dict[str, dict]:
     """Evaluate ``agent`` under each protocol of ``episodes`` (``{"greedy": 10, "sticky": 30}``; 0 skips one).
 
     ``on_result(protocol, result)`` is called as soon as each evaluation ends (to write its row).

@@ -169,7 +169,8 @@ def test_book_command_line():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command")
     bk.add_book_parser(sub)
-    assert p.parse_args(["book"]).games is None and p.parse_args(["book", "--games", "MsPacman,Frostbite"]).games == "MsPacman,Frostbite"
+    assert p.parse_args(["book"]).games is None
+    assert p.parse_args(["book", "--games", "MsPacman,Frostbite"]).games == "MsPacman,Frostbite"
     a = p.parse_args(["book", "--profile", "tiny", "--only", "01_agents", "-p", "game=MsPacman", "-p", "n_states=3"])
     assert a.profile == "tiny" and a.only == ["01_agents"] and dict(a.param) == {"game": "MsPacman", "n_states": 3}
     assert a.executor == "local" and a.func is bk.run_book
@@ -215,7 +216,8 @@ def test_game_page_retitles_and_relabels():
 def test_toc_lists_game_pages_under_their_chapter(tmp_path):
     import yaml
 
-    toc = yaml.safe_load(pages.toc_with_game_pages(REPO_ROOT / "book" / "_toc.yml", {"04_degradation": ["04_degradation-MsPacman"]},
+    toc = yaml.safe_load(pages.toc_with_game_pages(REPO_ROOT / "book" / "_toc.yml",
+                                                   {"04_degradation": ["04_degradation-MsPacman"]},
                                                  tmp_path / "toc.yml").read_text())
     chapters = [c for part in toc["parts"] for c in part["chapters"]]
     deg = next(c for c in chapters if c["file"] == "chapters/04_degradation")

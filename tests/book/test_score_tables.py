@@ -40,7 +40,8 @@ def test_dqn_table_in_the_games_order_with_a_dash_for_a_missing_protocol():
 
 def test_actor_critic_table_orders_variants_then_seeds():
     lines = st.actor_critic_table(_scores()).splitlines()[2:]
-    assert [line.split(" | ")[0] for line in lines] == ["| a3c-Breakout-none-s0", "| a3c-Breakout-none-s1", "| a3c-Breakout-double-s0"]
+    assert [line.split(" | ")[0] for line in lines] == ["| a3c-Breakout-none-s0", "| a3c-Breakout-none-s1",
+                                                        "| a3c-Breakout-double-s0"]
     assert lines[1] == "| a3c-Breakout-none-s1 | A3C (no mask) | 380.3 ± 89.5, 3/10 | 245.9 ± 113.9, 30/30 | 224 |"
     assert lines[0].endswith("| 358.1 ± 5.7, 3/10 | – | 211 |")
 

@@ -232,7 +232,8 @@ def test_the_state_value_is_never_ranked(big):
 def _as_paper(game: str, sub: str, meas: str, *, reverse: bool = False) -> dict:
     p = dg.PAPER_AUC[(dg.PAPER_AUC.game == game) & (dg.PAPER_AUC.substrate == sub) & (dg.PAPER_AUC.measure == meas)]
     means = p.set_index("method")["mean"]
-    return {m: (-v if reverse else v) for m, v in means.items() if m in ("occlusion", "ns_original", "sarfa", "rise", "lime_slic", "random")}
+    return {m: (-v if reverse else v) for m, v in means.items()
+            if m in ("occlusion", "ns_original", "sarfa", "rise", "lime_slic", "random")}
 
 
 def test_rank_agreement_is_one_for_the_papers_order_and_minus_one_reversed():

@@ -155,7 +155,8 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
     assert {"ins_prob", "del_prob", "sanity"} <= set(r["criterion"]) and (r["n"] <= 2).all()
     stored = {p.parent.name for p in (tmp_path / "r" / "sweep").rglob("*.parquet")}
     assert stored == {"sanity", "degradation"}  # the study's units, so `saliency-study run` can store them ahead
-    swept = set(pd.concat([pd.read_parquet(p, columns=["agent"]) for p in (tmp_path / "r" / "sweep").rglob("*.parquet")])["agent"])
+    swept = set(pd.concat([pd.read_parquet(p, columns=["agent"])
+                           for p in (tmp_path / "r" / "sweep").rglob("*.parquet")])["agent"])
     assert swept and all(a.endswith("a3c-Breakout-double-s0") for a in swept), swept  # seed 1 was not swept
     html = rk.show_our_rankings(ranked, "cap").data
     assert "Agent: our Mask-A3C (both masks) agent a3c-Breakout-double-s0." in html and "Policy mask" in html
@@ -166,7 +167,8 @@ def test_our_rankings_run_the_study_sweep_on_each_shipped_mask_agent(tmp_path, m
 
 def test_coarse_numbers_name_the_profiles_parameters():
     quick = rk.coarse_numbers("quick")
-    assert quick["coarse_states"] == PROFILES["quick"].sweep["mask_a3c"].n_states and "occlusion patch = 4" in quick["coarse_params"]
+    assert quick["coarse_states"] == PROFILES["quick"].sweep["mask_a3c"].n_states
+    assert "occlusion patch = 4" in quick["coarse_params"]
     assert rk.coarse_numbers("full")["coarse_params"] == "none"
 
 

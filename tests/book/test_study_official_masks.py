@@ -41,7 +41,8 @@ def _rows(order=ORDER, *, n: int = 100, game: str = "Breakout", substrates=("bla
                 add(experiment="insertion", method=m, substrate=sub, state=st, measure="value_auc", value=1 - good + e)
             if m != "random":
                 add(experiment="sanity", method=m, state=st, level=0.0, layer="original", measure="spearman", value=1.0)
-                add(experiment="sanity", method=m, state=st, level=6.0, layer="conv1", measure="spearman", value=0.1 + 0.1 * k + e)
+                add(experiment="sanity", method=m, state=st, level=6.0, layer="conv1", measure="spearman",
+                    value=0.1 + 0.1 * k + e)
     return pd.DataFrame(rows)
 
 

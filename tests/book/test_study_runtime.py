@@ -197,12 +197,14 @@ def _decision(method, kind, rho, speed, agents):
 def test_bf16_table_reads_the_decision_and_checks_the_library_offer(bench_dir, monkeypatch):
     (bench_dir / "bf16_decision.json").write_text(json.dumps({"decision": {
         "dqn": {"occlusion": _decision("occlusion", "dqn", 0.65, 0.15, 4), "rise": _decision("rise", "dqn", 1.0, 0.7, 4)},
-        "mask_a3c": {"occlusion": _decision("occlusion", "mask_a3c", 0.999, 1.3, 1), "rise": _decision("rise", "mask_a3c", 0.9999, 1.4, 1)},
+        "mask_a3c": {"occlusion": _decision("occlusion", "mask_a3c", 0.999, 1.3, 1),
+                     "rise": _decision("rise", "mask_a3c", 0.9999, 1.4, 1)},
     }}))
     offers = {"occlusion": False, "rise": True}
     monkeypatch.setattr(sr, "_library_offers_bf16", lambda name: offers[name])
     t = sr.bf16_table(sr.load_benchmarks(bench_dir))
-    assert list(zip(t["kind"], t["method"])) == [("dqn", "occlusion"), ("dqn", "rise"), ("mask_a3c", "occlusion"), ("mask_a3c", "rise")]
+    assert list(zip(t["kind"], t["method"])) == [("dqn", "occlusion"), ("dqn", "rise"), ("mask_a3c", "occlusion"),
+                                                 ("mask_a3c", "rise")]
     assert list(t["precision"]) == ["fp32", "fp32", "bf16", "bf16"] and list(t["offered"]) == ["no", "yes", "no", "yes"]
     summary = sr.bf16_summary(t)
     assert (summary["kept"], summary["not_kept"], summary["defaults_match"]) == (["rise"], ["occlusion"], False)

@@ -187,7 +187,8 @@ def test_verdict_counts_and_extremes(synthetic):
     assert ch.extremes(v, "nobody") == ("–", "–") and ch.extremes(Note("x"), "test agent") == ("–", "–")
     assert "Withheld" not in fg.show_table(c.reset_index(), "cap").to_html()
     empty = ch.SanityResults({"dqn": res.agents["mask_a3c"]}, *({"dqn": Note("x")} for _ in range(3)))
-    assert isinstance(ch.chapter_verdicts(empty), Note) and isinstance(ch.verdict_counts(ch.chapter_verdicts(empty), by="t"), Note)
+    assert isinstance(ch.chapter_verdicts(empty), Note)
+    assert isinstance(ch.verdict_counts(ch.chapter_verdicts(empty), by="t"), Note)
 
 
 def test_figures_render_and_pass_missing_agents_through(synthetic):

@@ -222,7 +222,8 @@ def test_the_committed_quick_units_are_all_found():
 
 def test_degradation_only_methods_get_insertion_units_and_no_sanity_units(agent_dir, tmp_path):
     """The §6.2 ablation (gray occlusion, blurred SARFA) is judged by insertion/deletion only."""
-    spec = _spec(agent_dir, degradation_only=("occlusion_gray",), params={"occlusion": {"patch": 12}, "occlusion_gray": {"patch": 12}})
+    spec = _spec(agent_dir, degradation_only=("occlusion_gray",),
+                 params={"occlusion": {"patch": 12}, "occlusion_gray": {"patch": 12}})
     got, _ = sweep.plan_units(spec, results_dir=tmp_path, states=False)
     by = {(u.experiment, u.method) for u in got}
     assert ("degradation", "occlusion_gray") in by and ("sanity", "occlusion_gray") not in by

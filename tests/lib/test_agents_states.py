@@ -45,7 +45,8 @@ def _doors(agent):
     n_pix = 84 * 84 if agent.preset == "dqn" else 80 * 80
     return {
         "explainer": lambda x: get_explainer("occlusion", agent, patch=21).attribute(x),
-        "metric": lambda x: Insertion(pixels_per_step=n_pix // 2).evaluate(agent, x, saliency=np.zeros((2, *agent.input_shape[1:]))),
+        "metric": lambda x: Insertion(pixels_per_step=n_pix // 2).evaluate(agent, x,
+                                                                            saliency=np.zeros((2, *agent.input_shape[1:]))),
         "act": lambda x: agent.act(x),
     }
 
@@ -146,7 +147,8 @@ def test_shape_messages_say_what_differs(dqn, shape, says):
 
 
 def test_shape_message_of_a_mask_a3c_agent(mask_a3c):
-    _refused(mask_a3c, torch.rand(2, 4, 84, 84), "(N, 1, 80, 80)", "states of preset 'dqn', but this agent takes preset 'mask_a3c'")
+    _refused(mask_a3c, torch.rand(2, 4, 84, 84), "(N, 1, 80, 80)",
+             "states of preset 'dqn', but this agent takes preset 'mask_a3c'")
     _refused(mask_a3c, torch.rand(1, 80, 80), "the batch axis is missing")
 
 

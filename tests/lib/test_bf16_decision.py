@@ -51,7 +51,8 @@ def test_bf16_is_the_default_exactly_where_the_decision_says_so():
     from saliency_lib.explainers import BF16_DEFAULTS
 
     agents = {"dqn": QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4),
-              "mask_a3c": ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4)}
+              "mask_a3c": ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c",
+                                           n_actions=4)}
     eligible = {(kind, name) for kind, methods in DECISION["decision"].items() for name, d in methods.items()
                 if d["precision"] == "bf16"}
     assert eligible == set(BF16_DEFAULTS)

@@ -89,7 +89,8 @@ def test_staged_forward_equals_full_passes_and_shares_the_trunk():
         assert staged.cuts[0] == 0 and staged.cuts[1:] == sorted(staged.cuts[1:], reverse=True) and staged.cuts[-1] == 0
         calls = []
         conv1 = agent.net.conv1
-        conv1.forward = lambda t, f=conv1.forward, calls=calls: calls.append(1) or f(t)  # counts evaluations of the shared first layer
+        # counts evaluations of the shared first layer
+        conv1.forward = lambda t, f=conv1.forward, calls=calls: calls.append(1) or f(t)
         with torch.no_grad():
             got = staged(x, hidden)
             for out, m in zip(got, models):
@@ -105,7 +106,8 @@ def test_factories_and_foreign_networks_still_work():
     x = random_states(2, seed=4)
     a, b = tables(agent, x, Occlusion(agent, patch=12))  # not staged: explained model by model
     assert_same_table(a, b)
-    c = RandomisationTest(similarities=SIMS, reference_rows=False).evaluate(agent, x, explainer=lambda m: Occlusion(m, patch=12), method="m")
+    c = RandomisationTest(similarities=SIMS, reference_rows=False).evaluate(agent, x, explainer=lambda m: Occlusion(m, patch=12),
+                                                                            method="m")
     assert_same_table(a, c)
     with pytest.raises(ValueError, match="reuse must be True or False"):
         RandomisationTest(reuse="yes")

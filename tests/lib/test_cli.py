@@ -12,7 +12,8 @@ def _run(*args, timeout=300):
 
 def test_evaluate_official_prints_one_json_line_and_writes_gif(tmp_path, official_available):
     gif = tmp_path / "play.gif"
-    r = _run("evaluate", "official:Breakout", "--episodes", "1", "--seed", "0", "--max-steps", "120", "--gif", str(gif), "--quiet")
+    r = _run("evaluate", "official:Breakout", "--episodes", "1", "--seed", "0", "--max-steps", "120", "--gif", str(gif),
+             "--quiet")
     assert r.returncode == 0, r.stderr[-2000:]
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     assert len(lines) == 1

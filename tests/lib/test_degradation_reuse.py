@@ -30,8 +30,10 @@ def _count_calls(agent):
 def test_same_table_with_and_without_reuse(agent, mode, substrate):
     x = random_states(3, seed=1)
     maps = np.random.default_rng(0).random((3, 84, 84))
-    a = mode(substrate=substrate, pixels_per_step=300, seed=2, reuse_endpoints=True).evaluate(agent, x, saliency=maps, state_ids=[5, 6, 7])
-    b = mode(substrate=substrate, pixels_per_step=300, seed=2, reuse_endpoints=False).evaluate(agent, x, saliency=maps, state_ids=[5, 6, 7])
+    a = mode(substrate=substrate, pixels_per_step=300, seed=2, reuse_endpoints=True).evaluate(agent, x, saliency=maps,
+                                                                                              state_ids=[5, 6, 7])
+    b = mode(substrate=substrate, pixels_per_step=300, seed=2, reuse_endpoints=False).evaluate(agent, x, saliency=maps,
+                                                                                               state_ids=[5, 6, 7])
     pd.testing.assert_frame_equal(a.drop(columns="value"), b.drop(columns="value"))
     np.testing.assert_allclose(a["value"].to_numpy(float), b["value"].to_numpy(float), rtol=1e-5, atol=1e-5)
 

@@ -85,7 +85,8 @@ def test_the_verdict_is_withheld_below_the_effective_sample_size_minimum():
     """1000 consecutive states of an AR(1) trajectory with φ = 0.97 are worth about 15 independent ones."""
     phi = 0.97
     rng = np.random.default_rng(3)
-    x = lfilter([1.0], [1.0, -phi], rng.normal(scale=0.01, size=1000), zi=[phi * rng.normal(scale=0.01) / math.sqrt(1 - phi**2)])[0]
+    x = lfilter([1.0], [1.0, -phi], rng.normal(scale=0.01, size=1000),
+                zi=[phi * rng.normal(scale=0.01) / math.sqrt(1 - phi**2)])[0]
     r = compare_with_reference(x, 0.0, margin=0.5)
     assert r.n == 1000 and r.n_eff < MIN_ESS
     assert r.verdict == "withheld" and r.reason == f"effective sample size {r.n_eff:.0f} < 30"

@@ -63,9 +63,10 @@ def mask_agent(convlstm: bool = True, variant: str = "double", seed: int = 0) ->
 
 
 # -- the result ---------------------------------------------------------------------------------
-PASSES = {"occlusion": 1 + 42 * 42, "occlusion_gray": 1 + 42 * 42, "sarfa_blur": 1 + 42 * 42, "noise_sensitivity": 1 + 28 * 28, "ns_original": 785, "ns_chosen": 785, "ns_black": 785,
-          "sarfa": 1 + 42 * 42, "rise": 1001, "lime_slic": 2001, "lime_quickshift": 1501, "lime_felzenszwalb": 1001,
-          "gradient": 2, "integrated_gradients": 51, "gradcam": 2, "random": 1}
+PASSES = {"occlusion": 1 + 42 * 42, "occlusion_gray": 1 + 42 * 42, "sarfa_blur": 1 + 42 * 42, "noise_sensitivity": 1 + 28 * 28,
+          "ns_original": 785, "ns_chosen": 785, "ns_black": 785, "sarfa": 1 + 42 * 42, "rise": 1001, "lime_slic": 2001,
+          "lime_quickshift": 1501, "lime_felzenszwalb": 1001, "gradient": 2, "integrated_gradients": 51, "gradcam": 2,
+          "random": 1}
 
 
 @pytest.mark.parametrize("name", Q_METHODS)
@@ -236,7 +237,8 @@ def test_bad_states(agent):
 
 
 def test_unknown_method_and_preset_conflicts(agent):
-    with pytest.raises(ValueError, match="unknown explainer 'shap'; valid names are: occlusion, occlusion_gray, noise_sensitivity"):
+    with pytest.raises(ValueError,
+                       match="unknown explainer 'shap'; valid names are: occlusion, occlusion_gray, noise_sensitivity"):
         get_explainer("shap", agent)
     with pytest.raises(ValueError, match="'ns_chosen' fixes variant='chosen'; use 'noise_sensitivity'"):
         get_explainer("ns_chosen", agent, variant="black")
@@ -247,7 +249,8 @@ def test_unknown_method_and_preset_conflicts(agent):
 
 
 def test_bad_outputs_and_targets(agent, states):
-    with pytest.raises(ValueError, match="unknown output 'value' for Occlusion on QAgent .*valid outputs are: q, advantage, probs, all"):
+    with pytest.raises(ValueError,
+                       match="unknown output 'value' for Occlusion on QAgent .*valid outputs are: q, advantage, probs, all"):
         Occlusion(agent, output="value")
     with pytest.raises(ValueError, match="unknown output 'all' for RISE.*valid outputs are: q, advantage, probs$"):
         RISE(agent, output="all")  # RISE weights masks by a scalar
@@ -332,7 +335,8 @@ def test_bad_agent_pairings(agent, states):
         Occlusion(agent).attribute(states, hidden=(torch.zeros(2, 1),))
     ac = mask_agent()
     with pytest.raises(ValueError, match="hidden tensors must have first axis 2"):
-        Occlusion(ac, patch=16).attribute(torch.randn(2, 1, 80, 80), hidden=(torch.zeros(3, 64, 10, 10), torch.zeros(3, 64, 10, 10)))
+        Occlusion(ac, patch=16).attribute(torch.randn(2, 1, 80, 80),
+                                          hidden=(torch.zeros(3, 64, 10, 10), torch.zeros(3, 64, 10, 10)))
     with pytest.raises(TypeError, match="agent must be a saliency_lib.agents.Agent"):
         Occlusion(PatchQNet(4))
     bad_seg = Lime(agent, segmentation=lambda img: np.zeros((10, 10), int), n_samples=10)
@@ -383,7 +387,8 @@ def test_cli_explain_writes_maps_and_overlays(tmp_path):
     dqn = QAgent(DQNNet(DQNConfig(n_actions=9)), game="MsPacman", preset="dqn", n_actions=9)
     ckpt = save_agent(dqn, tmp_path / "agent")
     out = tmp_path / "maps"
-    args = _parser().parse_args(["explain", str(ckpt), "--method", "gradient", "--states", "2", "--out", str(out), "--batch-size", "64"])
+    args = _parser().parse_args(["explain", str(ckpt), "--method", "gradient", "--states", "2", "--out", str(out),
+                                 "--batch-size", "64"])
     assert args.func(args) == 0
     data = np.load(out / "maps.npz")
     assert data["maps"].shape == (2, 84, 84) and data["states"].shape == (2, 4, 84, 84) and data["actions"].shape == (2,)

@@ -214,7 +214,8 @@ def test_mask_attention_highlights_known_cell():
         assert divmod(int(pol.coarse[i].argmax()), 10) == (r, c)
     out = agent(x)
     torch.testing.assert_close(pol.coarse, out["policy_mask"])
-    torch.testing.assert_close(pol.maps, F.interpolate(out["policy_mask"][:, None], (80, 80), mode="bilinear", align_corners=False)[:, 0])
+    torch.testing.assert_close(pol.maps,
+                               F.interpolate(out["policy_mask"][:, None], (80, 80), mode="bilinear", align_corners=False)[:, 0])
     sig5 = MaskAttention(agent, display="sig5").attribute(x)
     torch.testing.assert_close(sig5.coarse, torch.sigmoid(5 * out["policy_att"]))
 
@@ -222,7 +223,8 @@ def test_mask_attention_highlights_known_cell():
 OFFICIAL = os.environ.get("MASK_A3C_OFFICIAL_DIR")
 
 
-@pytest.mark.skipif(not OFFICIAL or not os.path.isdir(OFFICIAL), reason="MASK_A3C_OFFICIAL_DIR (official Mask-A3C checkpoints) not set")
+@pytest.mark.skipif(not OFFICIAL or not os.path.isdir(OFFICIAL),
+                    reason="MASK_A3C_OFFICIAL_DIR (official Mask-A3C checkpoints) not set")
 def test_mask_attention_official_breakout(official_available):
     from saliency_lib.agents import load_agent
     from saliency_lib.states import collect_states

@@ -10,11 +10,11 @@ from saliency_lib.agents import ActorCriticAgent, MaskA3CConfig, MaskA3CNet, QAg
 from saliency_lib.explainers import EXPLAINERS, METHOD_LABELS, Explainer, get_explainer, method_label
 
 EXPECTED = {
-    "occlusion": "Occlusion", "occlusion_gray": "Occlusion (gray)", "sarfa_blur": "SARFA (blur)", "ns_original": "NS original", "ns_chosen": "NS chosen action", "ns_black": "NS black",
-    "sarfa": "SARFA", "rise": "RISE", "lime_slic": "LIME (SLIC)", "lime_quickshift": "LIME (quickshift)",
-    "lime_felzenszwalb": "LIME (Felzenszwalb)", "gradient": "Gradient", "integrated_gradients": "Integrated Gradients",
-    "gradcam": "Grad-CAM", "random": "Random", "mask_policy": "Policy mask", "mask_value": "Value mask",
-    "noise_sensitivity": "Noise Sensitivity",
+    "occlusion": "Occlusion", "occlusion_gray": "Occlusion (gray)", "sarfa_blur": "SARFA (blur)", "ns_original": "NS original",
+    "ns_chosen": "NS chosen action", "ns_black": "NS black", "sarfa": "SARFA", "rise": "RISE", "lime_slic": "LIME (SLIC)",
+    "lime_quickshift": "LIME (quickshift)", "lime_felzenszwalb": "LIME (Felzenszwalb)", "gradient": "Gradient",
+    "integrated_gradients": "Integrated Gradients", "gradcam": "Grad-CAM", "random": "Random", "mask_policy": "Policy mask",
+    "mask_value": "Value mask", "noise_sensitivity": "Noise Sensitivity",
 }
 
 
@@ -40,7 +40,8 @@ def test_labels_are_read_only():
 
 
 def test_unknown_name_lists_the_valid_ones():
-    with pytest.raises(ValueError, match=r"unknown explainer 'nope'; valid names are: occlusion, occlusion_gray, noise_sensitivity"):
+    with pytest.raises(ValueError,
+                       match=r"unknown explainer 'nope'; valid names are: occlusion, occlusion_gray, noise_sensitivity"):
         method_label("nope")
 
 

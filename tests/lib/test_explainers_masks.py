@@ -95,7 +95,8 @@ def test_disk_and_box_indices_match_dense_masks():
         assert torch.equal(sparse.view(-1, 84, 84), dense)
 
 
-@pytest.mark.parametrize("shape_in,shape_out", [((42, 42), (84, 84)), ((28, 28), (84, 84)), ((17, 23), (84, 80)), ((84, 84), (21, 30))])
+@pytest.mark.parametrize("shape_in,shape_out",
+                         [((42, 42), (84, 84)), ((28, 28), (84, 84)), ((17, 23), (84, 80)), ((84, 84), (21, 30))])
 def test_bilinear_resize_matches_cv2(shape_in, shape_out):
     m = np.random.default_rng(1).random(shape_in).astype(np.float32)
     ours = bilinear_resize(torch.from_numpy(m)[None], shape_out)[0].numpy()

@@ -98,26 +98,31 @@ def test_trained_agent_reference_parameters(trained, game_states, name):
 
 
 # -- every kind of geometry on random weights ---------------------------------------------------
-@pytest.mark.parametrize("patch,stride,colour", [(2, 2, 0.0), (3, 2, 0.5), (5, 5, 1.0), (7, 3, 0.0), (12, 12, 0.0), (29, 11, 0.0), (84, 84, 0.3), (1, 7, 0.0)])
+@pytest.mark.parametrize("patch,stride,colour", [(2, 2, 0.0), (3, 2, 0.5), (5, 5, 1.0), (7, 3, 0.0), (12, 12, 0.0), (29, 11, 0.0),
+                                                 (84, 84, 0.3), (1, 7, 0.0)])
 def test_occlusion_geometries(states, patch, stride, colour):
     assert_same_maps(*both(Occlusion, dqn_agent(), states, patch=patch, stride=stride, colour=colour))
 
 
-@pytest.mark.parametrize("radius,stride,perturbation", [(1, 5, "black"), (2, 4, "black"), (3, 6, "black"), (6, 7, "black"), (2, 9, "blur"), (5, 10, "blur")])
+@pytest.mark.parametrize("radius,stride,perturbation",
+                         [(1, 5, "black"), (2, 4, "black"), (3, 6, "black"), (6, 7, "black"), (2, 9, "blur"), (5, 10, "blur")])
 def test_sarfa_geometries(states, radius, stride, perturbation):
     assert_same_maps(*both(SARFA, dqn_agent(n_actions=6), states, radius=radius, stride=stride, perturbation=perturbation))
 
 
-@pytest.mark.parametrize("variant,radius,stride", [("original", 3, 9), ("chosen", 1, 8), ("black", 3, 5), ("black", 8, 8), ("original", 4, 13)])
+@pytest.mark.parametrize("variant,radius,stride",
+                         [("original", 3, 9), ("chosen", 1, 8), ("black", 3, 5), ("black", 8, 8), ("original", 4, 13)])
 def test_noise_sensitivity_geometries(states, variant, radius, stride):
     assert_same_maps(*both(NoiseSensitivity, dqn_agent(n_actions=9), states, variant=variant, radius=radius, stride=stride))
 
 
 def test_blur_within_frames(states):
-    assert_same_maps(*both(NoiseSensitivity, dqn_agent(), states, variant="chosen", radius=2, stride=9, blur_frames=False, blur_sigma=1.5))
+    assert_same_maps(*both(NoiseSensitivity, dqn_agent(), states, variant="chosen", radius=2, stride=9, blur_frames=False,
+                           blur_sigma=1.5))
 
 
-@pytest.mark.parametrize("dueling,padding,stream", [(True, "valid", False), (False, "valid", False), (False, "same", False), (True, "same", False), (True, "valid", True)])
+@pytest.mark.parametrize("dueling,padding,stream", [(True, "valid", False), (False, "valid", False), (False, "same", False),
+                                                    (True, "same", False), (True, "valid", True)])
 def test_heads_and_padding(states, dueling, padding, stream):
     agent = dqn_agent(dueling=dueling, padding=padding, advantage_stream=stream, seed=1)
     assert inc.incremental_support(agent) is None
@@ -148,7 +153,8 @@ def test_engine_on_arbitrary_perturbation_sets():
     x = random_states(2, seed=6)
     k = 9
     boxes = []
-    for top, left, h, w in [(0, 0, 3, 3), (81, 81, 3, 3), (0, 78, 3, 3), (80, 0, 3, 3), (40, 41, 3, 3), (0, 30, 1, 3), (83, 83, 1, 1)]:
+    for top, left, h, w in [(0, 0, 3, 3), (81, 81, 3, 3), (0, 78, 3, 3), (80, 0, 3, 3), (40, 41, 3, 3), (0, 30, 1, 3),
+                            (83, 83, 1, 1)]:
         ys = torch.arange(top, top + h).repeat_interleave(w)
         xs = torch.arange(left, left + w).repeat(h)
         idx = ys * 84 + xs
@@ -172,7 +178,8 @@ def test_unchanged_inputs_reproduce_the_clean_outputs(states):
     agent = dqn_agent(seed=5)
     exp = Occlusion(agent, patch=6, stride=6)
     index = exp._index(states.device)
-    got = exp._local_perturbed_readouts(states, None, index, lambda i, clean: clean, 64, delta=lambda s, p, clean, at: torch.zeros_like(clean))
+    got = exp._local_perturbed_readouts(states, None, index, lambda i, clean: clean, 64,
+                                        delta=lambda s, p, clean, at: torch.zeros_like(clean))
     with torch.no_grad():
         ref = exp._readout(agent(states))
     torch.testing.assert_close(got, ref[:, None].expand_as(got), rtol=1e-6, atol=1e-7)

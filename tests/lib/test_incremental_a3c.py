@@ -79,7 +79,8 @@ def test_trained_agents_reference_parameters(trained, states, name):
 
 
 # -- every kind of geometry on random weights ---------------------------------------------------
-@pytest.mark.parametrize("patch,stride,colour", [(2, 2, 0.0), (3, 2, 0.5), (5, 5, 1.0), (7, 3, 0.0), (16, 16, 0.0), (29, 11, -0.4), (40, 40, 0.3), (1, 7, 0.0)])
+@pytest.mark.parametrize("patch,stride,colour", [(2, 2, 0.0), (3, 2, 0.5), (5, 5, 1.0), (7, 3, 0.0), (16, 16, 0.0),
+                                                 (29, 11, -0.4), (40, 40, 0.3), (1, 7, 0.0)])
 def test_occlusion_geometries(states, patch, stride, colour):
     assert_same_maps(*both(Occlusion, a3c_agent(), *states, patch=patch, stride=stride, colour=colour))
 
@@ -92,7 +93,8 @@ def test_one_patch_over_the_whole_input(states):
     torch.testing.assert_close(fast.coarse, slow.coarse, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("radius,stride,perturbation", [(1, 5, "black"), (2, 4, "black"), (6, 7, "black"), (2, 9, "blur"), (5, 10, "blur")])
+@pytest.mark.parametrize("radius,stride,perturbation",
+                         [(1, 5, "black"), (2, 4, "black"), (6, 7, "black"), (2, 9, "blur"), (5, 10, "blur")])
 def test_sarfa_geometries(states, radius, stride, perturbation):
     assert_same_maps(*both(SARFA, a3c_agent(n_actions=6), *states, radius=radius, stride=stride, perturbation=perturbation))
 
@@ -100,7 +102,8 @@ def test_sarfa_geometries(states, radius, stride, perturbation):
 # "chosen" squares a change of one probability: on random weights a radius-1 blur moves it so
 # little that float32 rounding of the probability, in both paths, shows after normalisation;
 # radius 1 is covered by the other variants
-@pytest.mark.parametrize("variant,radius,stride", [("original", 1, 8), ("chosen", 3, 9), ("black", 1, 6), ("black", 3, 5), ("black", 8, 8), ("original", 4, 13)])
+@pytest.mark.parametrize("variant,radius,stride", [("original", 1, 8), ("chosen", 3, 9), ("black", 1, 6), ("black", 3, 5),
+                                                   ("black", 8, 8), ("original", 4, 13)])
 def test_noise_sensitivity_geometries(states, variant, radius, stride):
     assert_same_maps(*both(NoiseSensitivity, a3c_agent(n_actions=9), *states, variant=variant, radius=radius, stride=stride))
 
@@ -118,7 +121,8 @@ def test_chunk_sizes_states_and_zero_state():
     ref = Occlusion(agent, patch=7, stride=7, naive=True).attribute(x, hidden=hidden)
     for bs in (1, 13, 100, 4096):
         assert_same_maps(Occlusion(agent, patch=7, stride=7, batch_size=bs).attribute(x, hidden=hidden), ref)
-    one_by_one = torch.cat([Occlusion(agent, patch=7, stride=7).attribute(x[i:i + 1], hidden=tuple(h[i:i + 1] for h in hidden)).maps
+    one_by_one = torch.cat([Occlusion(agent, patch=7, stride=7).attribute(x[i:i + 1],
+                                                                          hidden=tuple(h[i:i + 1] for h in hidden)).maps
                             for i in range(len(x))])
     assert float((norm(one_by_one) - norm(ref.maps)).abs().max()) <= 1e-4
     # no recurrent state given: both paths start from zeros
@@ -132,7 +136,8 @@ def test_engine_on_boxes_at_every_border(states):
     g = torch.Generator().manual_seed(0)
     k = 12
     boxes = []
-    for top, left, h, w in [(0, 0, 3, 4), (77, 77, 3, 3), (0, 76, 2, 4), (78, 0, 2, 3), (39, 40, 3, 3), (0, 30, 1, 3), (79, 79, 1, 1), (11, 0, 3, 1)]:
+    for top, left, h, w in [(0, 0, 3, 4), (77, 77, 3, 3), (0, 76, 2, 4), (78, 0, 2, 3), (39, 40, 3, 3), (0, 30, 1, 3),
+                            (79, 79, 1, 1), (11, 0, 3, 1)]:
         ys = torch.arange(top, top + h).repeat_interleave(w)
         xs = torch.arange(left, left + w).repeat(h)
         idx = ys * 80 + xs
@@ -153,7 +158,8 @@ def test_unchanged_inputs_reproduce_the_clean_outputs(states):
     x, hidden = states
     exp = Occlusion(agent, patch=6, stride=6)
     index = exp._index(x.device)
-    got = exp._local_perturbed_readouts(x, hidden, index, lambda i, clean: clean, 64, delta=lambda s, p, clean, at: torch.zeros_like(clean))
+    got = exp._local_perturbed_readouts(x, hidden, index, lambda i, clean: clean, 64,
+                                        delta=lambda s, p, clean, at: torch.zeros_like(clean))
     eng = inc.engine_for(exp, [agent], hidden)
     with torch.no_grad():
         from saliency_lib.inference._incremental_a3c import _Clean
@@ -176,9 +182,11 @@ def test_cascade_shares_the_lower_layers(states):
     models = [agent] + [m for _, _, m in randomised_models(agent, seed=0)]
     cuts = IncrementalMaskA3C(models).cuts()
     assert cuts[0] == 0 and cuts[1:] == sorted(cuts[1:], reverse=True) and cuts[1] >= 4 and cuts[-1] == 0
-    for name, kw in (("occlusion", {"patch": 5, "stride": 5}), ("sarfa", {"radius": 2, "stride": 6}), ("ns_original", {"stride": 9})):
+    for name, kw in (("occlusion", {"patch": 5, "stride": 5}), ("sarfa", {"radius": 2, "stride": 6}),
+                     ("ns_original", {"stride": 9})):
         fast, slow = (RandomisationTest(similarities=("spearman", "ssim"), reuse=not naive, reference_rows=False).evaluate(
-            agent, x, explainer=get_explainer(name, agent, naive=naive, **kw), hidden=hidden, method=name) for naive in (False, True))
+            agent, x, explainer=get_explainer(name, agent, naive=naive, **kw), hidden=hidden, method=name)
+            for naive in (False, True))
         # the re-initialised networks' maps are nearly flat (their heads start at norm 0.01), so a
         # similarity to them moves by ~1e-4 with float rounding in either path; an engine error moves it by ~0.1
         assert_same_table(fast, slow, atol=1e-3)
@@ -193,8 +201,11 @@ class OwnHeads(MaskA3CNet):
 
 
 @pytest.mark.parametrize("make,why", [
-    (lambda: ActorCriticAgent(OwnHeads(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4), "overrides"),
-    (lambda: ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4, convlstm=False)), game="Breakout", preset="mask_a3c", n_actions=4), "ConvLSTM"),
+    (lambda: ActorCriticAgent(OwnHeads(MaskA3CConfig(n_actions=4)), game="Breakout", preset="mask_a3c", n_actions=4),
+     "overrides"),
+    (lambda: ActorCriticAgent(MaskA3CNet(MaskA3CConfig(n_actions=4, convlstm=False)), game="Breakout", preset="mask_a3c",
+                              n_actions=4),
+     "ConvLSTM"),
 ], ids=["subclass", "no-convlstm"])
 def test_unsupported_network_falls_back_once(states, caplog, make, why):
     torch.manual_seed(0)

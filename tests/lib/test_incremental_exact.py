@@ -103,7 +103,8 @@ STATES = {
 
 @pytest.mark.parametrize("states", list(STATES))
 @pytest.mark.parametrize("method,kw", [(Occlusion, {}), (Occlusion, {"patch": 3, "stride": 2}), (SARFA, {}),
-                                       (NoiseSensitivity, {"variant": "black"})], ids=["occlusion", "occlusion3x2", "sarfa", "ns_black"])
+                                       (NoiseSensitivity, {"variant": "black"})],
+                         ids=["occlusion", "occlusion3x2", "sarfa", "ns_black"])
 def test_no_op_rows_bit_for_bit(states, method, kw):
     agent = integer_agent(seed=2)
     x = STATES[states]()

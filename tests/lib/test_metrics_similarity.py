@@ -77,7 +77,8 @@ def test_hog_pearson_matches_skimage():
     a, b = _smooth_map(rng), _smooth_map(rng)
     an, bn = normalise_map(a), normalise_map(b)
     ha = hog(an, pixels_per_cell=(3, 3))
-    ref = max(pearsonr(ha, hog(bn, pixels_per_cell=(3, 3))).statistic, pearsonr(ha, hog(1 - bn, pixels_per_cell=(3, 3))).statistic)
+    ref = max(pearsonr(ha, hog(bn, pixels_per_cell=(3, 3))).statistic,
+              pearsonr(ha, hog(1 - bn, pixels_per_cell=(3, 3))).statistic)
     assert hog_pearson(a, b) == pytest.approx(ref, abs=1e-12)
     assert ha.size == 26 * 26 * 3 * 3 * 9  # 28×28 cells of 3 px, 3×3-cell blocks, 9 orientations
 
@@ -149,7 +150,10 @@ def test_bad_inputs():
 
 
 def test_similarities_to_equals_the_pairwise_measures():
-    """The shared-work comparer gives every pairwise value: random, inverted, tied, constant maps, with and without the sign inversion."""
+    """The shared-work comparer gives every pairwise value.
+
+    Random, inverted, tied and constant maps, with and without the sign inversion.
+    """
     import warnings
 
     from saliency_lib.metrics.similarity import SIMILARITIES, similarities_to

@@ -226,7 +226,8 @@ def test_recording_the_ram_changes_no_state(breakout_states, tmp_path):
 def _band(lo_row: int, hi_row: int) -> tuple[int, int]:
     """Preprocessed rows strictly inside the raw rows [lo_row, hi_row) (no blending with outside rows)."""
     b = map_box((8, lo_row, 152, hi_row), "dqn", "Breakout")
-    inner = map_box((8, lo_row, 152, lo_row + 1), "dqn", "Breakout")[3], map_box((8, hi_row - 1, 152, hi_row), "dqn", "Breakout")[1]
+    inner = (map_box((8, lo_row, 152, lo_row + 1), "dqn", "Breakout")[3],
+             map_box((8, hi_row - 1, 152, hi_row), "dqn", "Breakout")[1])
     return max(b[1], inner[0]), min(b[3], inner[1])
 
 

@@ -37,7 +37,8 @@ def test_metrics_record_the_explainers_precision(dqn):
         exp = get_explainer("rise", dqn, n_masks=8, precision=precision)
         ins = Insertion(substrate="black").evaluate(dqn, x, explainer=exp, method="rise")
         assert set(ins["precision"]) == {precision}
-        san = RandomisationTest(similarities=("spearman",), levels=1, reference_rows=False).evaluate(dqn, x, explainer=exp, method="rise")
+        san = RandomisationTest(similarities=("spearman",), levels=1, reference_rows=False).evaluate(
+            dqn, x, explainer=exp, method="rise")
         assert set(san["precision"]) == {precision}
     maps = torch.rand(2, 84, 84)
     assert Insertion(substrate="black").evaluate(dqn, x, saliency=maps)["precision"].isna().all()  # unknown maps: NA

@@ -41,8 +41,10 @@ def test_import_is_cheap_and_lazy():
     code = (
         "import sys, saliency_lib\n"
         "assert 'torch' not in sys.modules, 'import saliency_lib imported torch'\n"
-        "assert not any(m.startswith('saliency_lib.') for m in sys.modules), sorted(m for m in sys.modules if m.startswith('saliency_lib.'))\n"
-        "assert sorted(dir(saliency_lib)) == sorted(set(dir(saliency_lib))) and set(saliency_lib.__all__) <= set(dir(saliency_lib))\n"
+        "assert not any(m.startswith('saliency_lib.') for m in sys.modules), "
+        "sorted(m for m in sys.modules if m.startswith('saliency_lib.'))\n"
+        "assert sorted(dir(saliency_lib)) == sorted(set(dir(saliency_lib))) "
+        "and set(saliency_lib.__all__) <= set(dir(saliency_lib))\n"
         "saliency_lib.get_explainer\n"
         "assert 'torch' in sys.modules and 'saliency_lib.explainers' in sys.modules\n"
         "print('ok')\n"

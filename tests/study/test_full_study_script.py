@@ -14,7 +14,8 @@ SCRIPT = ROOT / "scripts" / "run_full_study.sh"
 
 @pytest.mark.parametrize("queues", [[], ["2"]])
 def test_dry_run_lists_every_game_the_dqn_agents_first_and_the_seeds(queues):
-    out = subprocess.run(["bash", str(SCRIPT), *queues, "--dry-run"], capture_output=True, text=True, check=True).stdout.splitlines()
+    out = subprocess.run(["bash", str(SCRIPT), *queues, "--dry-run"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
     assert all(line.startswith("would run: saliency-study run --profile full") for line in out)
     assert any(line.endswith("--profile full --seeds") for line in out)
     sweeps = [line.split("--games ")[1].split() for line in out if "--games" in line]

@@ -95,7 +95,8 @@ def keras_files(keras_lib, tmp_path_factory):
     states = _states(20)
     x = states.permute(0, 2, 3, 1).numpy()  # our states → Keras' channels-last input
     out = {}
-    for game, fname, kw in (("Breakout", "BreakoutIngame_5M.h5", dict(padding="same", hidden=256, n_actions=4, functional=False, seed=1)),
+    for game, fname, kw in (("Breakout", "BreakoutIngame_5M.h5",
+                             dict(padding="same", hidden=256, n_actions=4, functional=False, seed=1)),
                             ("SpaceInvaders", "SpaceInvadersIngame_5M.h5",
                              dict(padding="valid", hidden=512, n_actions=6, functional=True, seed=2))):
         model = _keras_model(keras, **kw)
@@ -121,7 +122,8 @@ def test_keras3_file_q_values_equal_keras(keras_files, game):
     arch = agent.meta["architecture"]
     assert arch["padding"] == kw["padding"] and arch["padding_from"] == "model_config"
     assert arch["hidden"] == kw["hidden"] and arch["dueling"] is False and arch["n_actions"] == kw["n_actions"]
-    assert [lay["kind"] for lay in arch["layers"]] == [*("InputLayer",) * kw["functional"], "Conv2D", "Conv2D", "Conv2D", "Flatten", "Dense", "Dense"]
+    assert [lay["kind"] for lay in arch["layers"]] == [*("InputLayer",) * kw["functional"], "Conv2D", "Conv2D", "Conv2D",
+                                                       "Flatten", "Dense", "Dense"]
     assert [lay.get("strides") for lay in arch["layers"] if lay["kind"] == "Conv2D"] == [[4, 4], [2, 2], [1, 1]]
     assert agent.meta["keras_version"].startswith("3.") and agent.meta["backend"] == "torch"
     assert agent.meta["source"] == f"keras:{path}" and len(agent.meta["sha256"]) == 64
@@ -164,7 +166,8 @@ def test_study_plans_a_keras_agent(keras_files, tmp_path, capsys):
 
 
 # -- a Keras 2 file written with h5py ---------------------------------------------------------
-def _known_weights(n_actions: int = 4, hidden: int = 256, padding: str = "same", seed: int = 3) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _known_weights(n_actions: int = 4, hidden: int = 256, padding: str = "same",
+                   seed: int = 3) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(seed)
     side = 11 if padding == "same" else 7
     shapes = [(8, 8, 4, 32), (4, 4, 32, 64), (3, 3, 64, 64), (side * side * 64, hidden), (hidden, n_actions)]
@@ -185,14 +188,16 @@ def _k2_layer_config(name: str, kernel: np.ndarray | None, padding: str) -> tupl
         return "Layer", {"name": name, "trainable": True}
     if kernel.ndim == 4:
         k, s = kernel.shape[0], {8: 4, 4: 2, 3: 1}[kernel.shape[0]]
-        return "Conv2D", {"name": name, "trainable": True, "filters": int(kernel.shape[3]), "kernel_size": [k, k], "strides": [s, s],
-                          "padding": padding, "data_format": "channels_last", "dilation_rate": [1, 1], "activation": "relu", "use_bias": True}
+        return "Conv2D", {"name": name, "trainable": True, "filters": int(kernel.shape[3]), "kernel_size": [k, k],
+                          "strides": [s, s], "padding": padding, "data_format": "channels_last", "dilation_rate": [1, 1],
+                          "activation": "relu", "use_bias": True}
     return "Dense", {"name": name, "trainable": True, "units": int(kernel.shape[1]),
                      "activation": "relu" if name.endswith("fully_connected") else "linear", "use_bias": True}
 
 
-def write_keras2_h5(path, weights: dict, *, names=K2_NAMES, padding: str = "same", config: bool = True, weights_only: bool = False,
-                    classes: dict | None = None, overrides: dict | None = None, extra_weights: dict | None = None) -> None:
+def write_keras2_h5(path, weights: dict, *, names=K2_NAMES, padding: str = "same", config: bool = True,
+                    weights_only: bool = False, classes: dict | None = None, overrides: dict | None = None,
+                    extra_weights: dict | None = None) -> None:
     """A Keras 2.2.4 HDF5 model as Keras 2 writes it: bytes attributes, weight datasets at ``<layer>/<layer>/kernel:0``.
 
     ``weights`` maps layer names to (kernel, bias); weightless layers are the other ``names``.
@@ -298,7 +303,8 @@ def test_keras2_weights_only_file_reads_the_padding_from_the_fc_size(tmp_path, k
         assert torch.equal(a(states)["q"], b(states)["q"])
     arch = b.meta["architecture"]
     assert b.meta["file_format"].startswith("weights only") and b.meta["keras_version"] == "2.2.4"
-    assert arch["padding"] == "same" and arch["padding_from"] == "size of the fc input" and arch["strides_from"].startswith("assumed")
+    assert arch["padding"] == "same" and arch["padding_from"] == "size of the fc input"
+    assert arch["strides_from"].startswith("assumed")
 
 
 def test_read_keras_h5_returns_the_layers_in_file_order(tmp_path, k2_weights):
@@ -334,7 +340,8 @@ def test_a_missing_layer_is_refused_naming_what_was_found(tmp_path, k2_weights):
         del f["model_weights/flatten_1"]
         f["model_weights"].create_group("flatten_1")
         del f["model_weights/deepq/q_func/convnet/Conv/deepq/q_func/convnet/Conv/bias:0"]
-    with pytest.raises(ValueError, match=r"weight 'deepq/q_func/convnet/Conv/bias:0' of layer 'deepq/q_func/convnet/Conv' is listed"):
+    with pytest.raises(ValueError,
+                       match=r"weight 'deepq/q_func/convnet/Conv/bias:0' of layer 'deepq/q_func/convnet/Conv' is listed"):
         load_keras(path)
 
 
@@ -343,13 +350,15 @@ def test_a_wrong_kernel_shape_is_refused(tmp_path, k2_weights):
     bad = dict(k2_weights)
     bad[K2_NAMES[1]] = (np.zeros((8, 8, 3, 32), np.float32), bad[K2_NAMES[1]][1])  # RGB input
     write_keras2_h5(path, bad)
-    with pytest.raises(ValueError, match=r"conv1 \('deepq/q_func/convnet/Conv'\) kernel \(kh, kw, in, out\) has shape \(8, 8, 3, 32\); "
+    with pytest.raises(ValueError,
+                       match=r"conv1 \('deepq/q_func/convnet/Conv'\) kernel \(kh, kw, in, out\) has shape \(8, 8, 3, 32\); "
                                          r"expected \(8, 8, 4, 32\)"):
         load_keras(path)
     bad = dict(k2_weights)
     bad[K2_NAMES[5]] = (np.zeros((5000, 256), np.float32), bad[K2_NAMES[5]][1])
     write_keras2_h5(path, bad)
-    with pytest.raises(ValueError, match=r"5000 inputs match neither 'same' padding \(7744 = 11·11·64\) nor 'valid' padding \(3136"):
+    with pytest.raises(ValueError,
+                       match=r"5000 inputs match neither 'same' padding \(7744 = 11·11·64\) nor 'valid' padding \(3136"):
         load_keras(path)
     bad = dict(k2_weights)
     bad[K2_NAMES[6]] = (np.zeros((128, 4), np.float32), bad[K2_NAMES[6]][1])
@@ -364,13 +373,15 @@ def test_an_unknown_layer_kind_is_refused(tmp_path, k2_weights):
     names = (*K2_NAMES[:2], "batch_normalization_1", *K2_NAMES[2:])
     bn = {k: np.ones(32, np.float32) for k in ("gamma", "beta", "moving_mean", "moving_variance")}
     write_keras2_h5(path, k2_weights, names=names, config=False, extra_weights={"batch_normalization_1": bn})
-    with pytest.raises(ValueError, match=r"layer 'batch_normalization_1' holds weights beta, gamma, moving_mean, moving_variance: "
+    with pytest.raises(ValueError,
+                       match=r"layer 'batch_normalization_1' holds weights beta, gamma, moving_mean, moving_variance: "
                                          r"not a Conv2D or Dense layer"):
         load_keras(path)
     # a weightless layer of another kind, known from the model config: pooling, or a Lambda (whose code is never run)
     for cls in ("MaxPooling2D", "Lambda"):
         write_keras2_h5(path, k2_weights, names=(*K2_NAMES[:4], "extra_1", *K2_NAMES[4:]), classes={"extra_1": cls})
-        with pytest.raises(ValueError, match=rf"layer 'extra_1' is a {cls}.*this loader knows InputLayer, Conv2D, Flatten, Dense only"):
+        with pytest.raises(ValueError,
+                           match=rf"layer 'extra_1' is a {cls}.*this loader knows InputLayer, Conv2D, Flatten, Dense only"):
             load_keras(path)
     # a 3-D kernel
     write_keras2_h5(path, k2_weights, names=(*K2_NAMES, "conv1d_1"), config=False,
@@ -386,11 +397,13 @@ def test_a_dueling_model_and_config_mismatches_are_refused(tmp_path, k2_weights)
     write_keras2_h5(path, w, names=(*K2_NAMES, *value), config=False)
     with pytest.raises(ValueError, match=r"found 3 Conv2D and 4 Dense.*dueling model with a separate value stream"):
         load_keras(path)
-    for override, msg in (({K2_NAMES[1]: {"strides": [2, 2]}}, r"conv1 'deepq/q_func/convnet/Conv' has strides \[2, 2\] \(expected 4\)"),
+    for override, msg in (({K2_NAMES[1]: {"strides": [2, 2]}},
+                           r"conv1 'deepq/q_func/convnet/Conv' has strides \[2, 2\] \(expected 4\)"),
                           ({K2_NAMES[4]: {"data_format": "channels_first"}}, r"'flatten_1' has data_format 'channels_first'"),
                           ({K2_NAMES[3]: {"padding": "valid"}}, r"paddings \['same', 'same', 'valid'\]"),
                           ({K2_NAMES[6]: {"activation": "softmax"}}, r"output .* has activation 'softmax' \(expected 'linear'\)"),
-                          ({K2_NAMES[0]: {"batch_input_shape": [None, 84, 84, 3]}}, r"'input_1' takes input shape \(84, 84, 3\)")):
+                          ({K2_NAMES[0]: {"batch_input_shape": [None, 84, 84, 3]}},
+                           r"'input_1' takes input shape \(84, 84, 3\)")):
         write_keras2_h5(path, k2_weights, overrides=override)
         with pytest.raises(ValueError, match=msg):
             load_keras(path)
@@ -403,7 +416,9 @@ def test_files_without_keras_weights_are_refused(tmp_path, k2_weights):
     path = tmp_path / "Breakout.h5"
     with h5py.File(path, "w") as f:
         f.create_dataset("q_values", data=np.zeros(3))
-    with pytest.raises(ValueError, match=r"holds no Keras weights: no 'model_weights' group and no 'layer_names' attribute .*found: q_values"):
+    with pytest.raises(ValueError,
+                       match=r"holds no Keras weights: no 'model_weights' group and no 'layer_names' attribute "
+                             r".*found: q_values"):
         load_keras(path)
     path.write_bytes(b"PK\x03\x04 a zip, not HDF5")
     with pytest.raises(ValueError, match=r"is not an HDF5 file"):

@@ -74,7 +74,8 @@ def test_cli_errors(checkpoint, tmp_path):
     args = _parse("sanity", checkpoint, "--methods", "occlusion", "--states", "2", "--out", str(tmp_path), "--params", "{bad")
     with pytest.raises(ValueError, match="--params must be a JSON object"):
         args.func(args)
-    args = _parse("sanity", checkpoint, "--methods", "occlusion", "--states", "2", "--out", str(tmp_path), "--params", '{"rise": {}}')
+    args = _parse("sanity", checkpoint, "--methods", "occlusion", "--states", "2", "--out", str(tmp_path), "--params",
+                  '{"rise": {}}')
     with pytest.raises(ValueError, match="not in --methods"):
         args.func(args)
     args = _parse("sanity", checkpoint, "--methods", "nonsense", "--states", "2", "--out", str(tmp_path))
@@ -92,7 +93,8 @@ def test_sanity_and_run_write_through_the_same_store(checkpoint, tmp_path):
     from saliency_lib.cli import main
 
     out = tmp_path / "store"
-    assert main(["sanity", checkpoint, "--methods", "gradient", "--states", "2", "--chunk", "2", "--out", str(out), "--quiet"]) == 0
+    assert main(["sanity", checkpoint, "--methods", "gradient", "--states", "2", "--chunk", "2", "--out", str(out),
+                 "--quiet"]) == 0
     units = sorted(p.name for p in (out / "sweep" / "sanity").glob("*.parquet"))
     assert len(units) == 1
     before = (out / "sweep" / "sanity" / units[0]).stat().st_mtime_ns

@@ -13,7 +13,8 @@ from saliency_study.variants import compare_variants
 
 def _row(agent, protocol="greedy", mean=1.0, **kw):
     return {"agent": agent, "algo": "a3c-sync", "game": "Breakout", "variant": "none", "seed": 0, "frames": 10_000_000,
-            "protocol": protocol, "episodes": 1, "distinct_games": 1, "mean": mean, "std": 0.0, "scores": json.dumps([mean]), **kw}
+            "protocol": protocol, "episodes": 1, "distinct_games": 1, "mean": mean, "std": 0.0, "scores": json.dumps([mean]),
+            **kw}
 
 
 def test_update_scores_one_row_per_agent_and_protocol(tmp_path):
@@ -23,7 +24,8 @@ def test_update_scores_one_row_per_agent_and_protocol(tmp_path):
     update_scores(csv, _row("a", "sticky", 5.0))  # replaces a's sticky row only
     df = pd.read_csv(csv)
     assert list(df.columns) == SCORES_COLUMNS
-    assert list(zip(df["agent"], df["protocol"], df["mean"])) == [("a", "sticky", 5.0), ("a", "greedy", 3.0), ("b", "greedy", 1.0)]
+    assert list(zip(df["agent"], df["protocol"], df["mean"])) == [("a", "sticky", 5.0), ("a", "greedy", 3.0),
+                                                                  ("b", "greedy", 1.0)]
     greedy = read_scores(csv, protocol="greedy")
     assert list(greedy["agent"]) == ["a", "b"]  # one row per agent for the readers that expect it
     # a reader written before the protocol column, which keeps an agent's last row, reads the greedy one
@@ -32,7 +34,8 @@ def test_update_scores_one_row_per_agent_and_protocol(tmp_path):
 
 def test_a_table_without_protocol_reads_as_greedy(tmp_path):
     csv = tmp_path / "scores.csv"
-    pd.DataFrame([{"agent": "old", "game": "Breakout", "episodes": 10, "mean": 4.0, "std": 1.0, "scores": "[4.0]"}]).to_csv(csv, index=False)
+    pd.DataFrame([{"agent": "old", "game": "Breakout", "episodes": 10, "mean": 4.0, "std": 1.0, "scores": "[4.0]"}]).to_csv(
+        csv, index=False)
     df = read_scores(csv)
     assert df["protocol"].tolist() == ["greedy"] and df["distinct_games"].isna().all()
     update_scores(csv, _row("old", "sticky", 2.0))

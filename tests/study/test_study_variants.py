@@ -186,7 +186,8 @@ def test_actor_critic_runs_and_final_scores(tmp_path):
     pd.DataFrame({"agent": ["a3c-Breakout-double-s1"], "episodes": [10], "mean": [40.0], "std": [3.0]}).to_csv(
         agents / "scores.csv", index=False)
     (runs / "a3c-Breakout-value-s0").mkdir(parents=True)
-    pd.DataFrame({"frames": [100, 200], "episode_score": [1.0, 2.0]}).to_csv(runs / "a3c-Breakout-value-s0" / "train_log.csv", index=False)
+    pd.DataFrame({"frames": [100, 200], "episode_score": [1.0, 2.0]}).to_csv(runs / "a3c-Breakout-value-s0" / "train_log.csv",
+                                                                             index=False)
     (runs / "a3c-Breakout-double-s0").mkdir()  # the shipped copy wins
     r = va.actor_critic_runs("Breakout", agents, runs)
     assert list(r["agent"]) == ["a3c-Breakout-none-s0", "a3c-Breakout-value-s0", "a3c-Breakout-double-s0",

@@ -57,7 +57,8 @@ def test_replay_stacks_share_frames_and_zero_before_a_game():
     rb = FrameReplay(64, 1, frame_shape=(2, 2), n_step=1, gamma=0.5, seed=0)
     for t in range(10):
         first = t in (0, 5)
-        rb.add(np.full((1, 2, 2), t + 1, np.uint8), np.array([t]), np.array([float(t)]), np.array([t == 4]), np.array([first]), np.array([t != 4]))
+        rb.add(np.full((1, 2, 2), t + 1, np.uint8), np.array([t]), np.array([float(t)]), np.array([t == 4]), np.array([first]),
+               np.array([t != 4]))
     s = rb._stack(np.array([0]), np.array([6]))[0]
     np.testing.assert_array_equal(s[:, 0, 0], [0, 0, 6, 7])  # frames before the game starting at t=5 are zeroed
     s = rb._stack(np.array([0]), np.array([3]))[0]
@@ -165,7 +166,8 @@ def test_a3c_loss_learns_a_bandit():
         dist = torch.distributions.Categorical(logits=net(x))
         a = dist.sample()
         r = (a == ctx % 3).float()
-        loss, _ = a3c_loss(dist.log_prob(a)[None], val(x)[:, 0][None], dist.entropy()[None], r[None], torch.ones(1, 8), torch.ones(1, 8), torch.zeros(8), args)
+        loss, _ = a3c_loss(dist.log_prob(a)[None], val(x)[:, 0][None], dist.entropy()[None], r[None], torch.ones(1, 8),
+                           torch.ones(1, 8), torch.zeros(8), args)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -224,7 +226,8 @@ def test_smoke_kill_and_resume(tmp_path, algo, extra):
     p.wait()
     killed_at = json.loads(torch.load(state, weights_only=True)["counters"])
     assert 0 < killed_at["step"] < frames // 4
-    r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra, "--resume"]), env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra, "--resume"]), env=env, capture_output=True, text=True,
+                       timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     done = json.loads(torch.load(state, weights_only=True)["counters"])
     assert done["step"] >= frames // 4 and done["step"] < frames // 4 + 4 * 20
@@ -240,14 +243,16 @@ def test_smoke_kill_and_resume(tmp_path, algo, extra):
         lr = torch.load(state, weights_only=True)["opt"]["param_groups"][0]["lr"]
         assert lr == pytest.approx(2e-4) and agent.meta["update_lr"] == pytest.approx(2e-4)
     # resuming with other hyper-parameters is refused
-    r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra[:-2], "--seed", "5", "--resume"]), env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra[:-2], "--seed", "5", "--resume"]), env=env, capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode != 0 and "arguments differ" in r.stderr
     if algo == "a3c":  # a run saved before lr_scaling existed trained with lr as given: it resumes as "none" only
         st = torch.load(state, weights_only=True)
         args = json.loads(st["args"])
         del args["lr_scaling"]
         torch.save({**st, "args": json.dumps(args)}, state)
-        r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra, "--resume"]), env=env, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(_train_cmd(algo, tmp_path, frames, [*extra, "--resume"]), env=env, capture_output=True, text=True,
+                           timeout=120)
         assert r.returncode != 0 and "'lr_scaling': ('none', 'sqrt')" in r.stderr
 
 
@@ -283,14 +288,16 @@ def test_ship_agent_copies_scores_and_plots(tmp_path):
     run = tmp_path / "run"
     agent = QAgent(DQNNet(DQNConfig(n_actions=4)), game="Breakout", preset="dqn", n_actions=4, meta={"algo": "dqn", "seed": 0})
     save_agent(agent, run / "agent", frames=1000)
-    (run / "train_log.csv").write_text("step,frames,time,episode_score,loss,q_mean,epsilon,fps\n10,40,1,2.0,,,1,\n20,80,2,3.0,,,1,\n")
+    (run / "train_log.csv").write_text("step,frames,time,episode_score,loss,q_mean,epsilon,fps\n"
+                                       "10,40,1,2.0,,,1,\n20,80,2,3.0,,,1,\n")
     (run / "eval_log.csv").write_text("step,frames,eval_mean,eval_std,eval_scores\n20,80,1.0,0.0,[1.0]\n")
     row = ship_agent(run, tmp_path / "agents" / "dqn-Breakout-s0", episodes=1, sticky_episodes=2, progress=False)
     dest = tmp_path / "agents" / "dqn-Breakout-s0"
     assert (dest / "model.safetensors").exists() and (dest / "learning_curve.png").stat().st_size > 1000
     table = pd.read_csv(tmp_path / "agents" / "scores.csv")
     # one row per protocol: the papers' greedy games and the sticky-action games
-    assert list(zip(table["agent"], table["protocol"], table["episodes"])) == [("dqn-Breakout-s0", "sticky", 2), ("dqn-Breakout-s0", "greedy", 1)]
+    assert list(zip(table["agent"], table["protocol"], table["episodes"])) == [("dqn-Breakout-s0", "sticky", 2),
+                                                                               ("dqn-Breakout-s0", "greedy", 1)]
     assert (table["random_score"] == 1.7).all() and table["distinct_games"][1] == 1 and 1 <= table["distinct_games"][0] <= 2
     assert row["episodes"] == 1 and row["protocol"] == "greedy" and load_agent(dest).meta["eval_episodes"] == 1
     # a DQN agent is set beside Nature DQN at 10 M frames unless a score is given

@@ -91,7 +91,8 @@ def test_writer_leaves_no_file_on_error_or_without_frames(tmp_path):
     assert list(tmp_path.iterdir()) == []  # neither the video nor a temporary file
 
 
-@pytest.mark.parametrize("path, match", [("v.avi", "unknown video suffix '.avi'"), ("v", "has no suffix; the suffix chooses the format: .mp4"),
+@pytest.mark.parametrize("path, match", [("v.avi", "unknown video suffix '.avi'"),
+                                         ("v", "has no suffix; the suffix chooses the format: .mp4"),
                                          ("file.txt/v.mp4", "cannot write the video"), ("adir.mp4", "it is a directory")])
 def test_bad_video_paths(tmp_path, path, match):
     (tmp_path / "file.txt").write_text("x")
