@@ -196,6 +196,14 @@ CASES = [
     ("objects {good} --params {bad_json}", "not valid JSON"),
     ("objects {good} --methods rise --params {occlusion_typo}", "names the method 'occlusion'"),
     ("objects {good} --threads 0", "--threads: must be a positive integer"),
+    # report
+    ("report {good}", "the following arguments are required: --out"),
+    ("report {root}/no_such_agent --out {res}/r", "no agent at"),
+    ("report bogus:thing --out {res}/r", "unknown agent spec scheme 'bogus'"),
+    ("report {good} --out {res}/r --states 0", "--states must be an integer >= 1"),
+    ("report {good} --out {res}/r --methods occlusio", "--methods must name the study's methods"),
+    ("report {good} --out {res}/r --profile huge", "invalid choice: 'huge'"),
+    ("report {good} --out {res}/r --game Pong", "contradicts the agent"),
     # claims
     ("claims --profile huge", "invalid choice: 'huge'"),
     ("claims --results-dir {file}", "is a file, not a directory"),

@@ -16,6 +16,7 @@ import saliency_book.common as cm
 import saliency_book.maps as mp
 from saliency_book.common import Note
 from saliency_lib.games import mask_a3c_crop
+from saliency_study.catalog import load_spec
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_resolve_action():
 def test_highlight_states_are_ordered_and_cached(dqn_dir, results, monkeypatch):
     import saliency_lib.states as st
 
-    agent = cm.load(dqn_dir)
+    agent = load_spec(dqn_dir)
     sel = mp.StateSelection(trajectory=60, budget=2)
     s = mp.highlight_states(agent, dqn_dir, sel, results_dir=results)
     assert 1 <= len(s) <= 2 and s.frames.shape[1:] == (210, 160, 3)
@@ -131,7 +132,7 @@ def test_saliency_map_targets_and_cache(dqn_dir, results):
     from saliency_study.cache import MEDIA
     from saliency_study.paths import repo_path
 
-    agent = cm.load(dqn_dir)
+    agent = load_spec(dqn_dir)
     s = mp.highlight_states(agent, dqn_dir, mp.StateSelection(trajectory=60, budget=2), results_dir=results)
     from saliency_study.profiles import PROFILES
 
