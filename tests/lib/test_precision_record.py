@@ -63,21 +63,21 @@ def test_units_record_their_precision_and_a_bf16_default_enters_the_key(a3c):
     assert rise.key != Unit(method="rise", params=json.dumps({"n_masks": 4}), **base).key
 
 
-def test_plans_write_a_bf16_default_into_the_units_parameters(agent_dir, monkeypatch):
+def test_plans_write_a_bf16_default_into_the_units_parameters(agent_dir, monkeypatch, tmp_path):
     """No method defaults to bf16 today (bf16_decision.json); if one did, its units would say so and get new keys."""
     import saliency_lib.explainers._precision as precision
     from saliency_lib.sweep import SweepSpec, plan_units
 
     spec = SweepSpec(agents=(agent_dir,), methods=("rise", "occlusion"), n_states=2, chunk=2, experiments=("insertion",),
                      substrates=("black",), params={"rise": {"n_masks": 4}})
-    units, _ = plan_units(spec, states=False)
+    units, _ = plan_units(spec, results_dir=tmp_path, states=False)
     assert {u.method: u.precision for u in units} == {"rise": "fp32", "occlusion": "fp32", RANDOM_BASELINE: None}
     assert all("precision" not in json.loads(u.params) for u in units)  # float32 defaults keep the keys stored before
     a3c = Path(__file__).resolve().parents[2] / "data" / "agents" / "a3c-Breakout-double-s0"
     monkeypatch.setattr(precision, "BF16_DEFAULTS", frozenset({("mask_a3c", "rise")}))
     if (a3c / "model.safetensors").exists():
         units, _ = plan_units(SweepSpec(agents=(str(a3c),), methods=("rise", "occlusion"), n_states=2, chunk=2,
-                                        experiments=("insertion",), substrates=("black",)), states=False)
+                                        experiments=("insertion",), substrates=("black",)), results_dir=tmp_path, states=False)
         assert {u.method: u.precision for u in units} == {"rise": "bf16", "occlusion": "fp32", RANDOM_BASELINE: None}
         assert json.loads(next(u for u in units if u.method == "rise").params) == {"precision": "bf16"}
 
