@@ -351,6 +351,11 @@ show_mask_a3c_local(a3c_local, caption)
 # ({glue:text}`dqn_row_ms:.2f` ms, from Occlusion's naive floor), so the table's speed-ups
 # decide most of the Mask-A3C hours.
 #
+# No accelerator machine was available to this project for these measurements: every
+# number in this chapter is CPU time, and the chapter gives no GPU figure. The engines are
+# device-agnostic torch code, and their exactness tests (`tests/lib/test_incremental*.py`)
+# run on the CPU.
+#
 # ## Spreading the study over workers
 #
 # The study is a sweep of independent **units**: one method, one experiment, one chunk of
