@@ -199,14 +199,15 @@ def paper_factor_counts(table: pd.DataFrame) -> dict[str, object]:
 # -- per game --------------------------------------------------------------------------------------
 
 def insertion_aucs(study_profile: str = "full", games: Sequence[str] = huber.GAME_ORDER, *, seed: int = 0,
-                   results_dir=RESULTS_DIR) -> pd.DataFrame:
+                   results_dir=RESULTS_DIR, methods: Sequence[str] = PAPER_METHODS) -> pd.DataFrame:
     """Per-state insertion AUCs of the study's DQN agents in the paper's settings (black and random substrate,
     Q-ratio and advantage, the paper's methods), read from the packs of ``study_profile`` (a game the study
-    has not run has no rows). Columns ``agent, game, substrate, measure, method, state, value``."""
+    has not run has no rows; ``methods``: the paper's, or e.g. with its §6.2 ablation's). Columns ``agent, game,
+    substrate, measure, method, state, value``."""
     t = huber.stored_rows(study_profile, games, experiments=("insertion", "deletion"), preset="dqn", seed=seed,
                           results_dir=results_dir, packed_only=True)
     t = t[(t["experiment"] == "insertion") & t["step"].isna() & t["measure"].isin(["q_ratio_auc", "advantage_auc"])]
-    t = t[t["substrate"].isin(PAPER_SUBSTRATES) & t["method"].isin(PAPER_METHODS)]
+    t = t[t["substrate"].isin(PAPER_SUBSTRATES) & t["method"].isin(methods)]
     t = t.assign(measure=t["measure"].str.removesuffix("_auc"))
     return t[["agent", "game", "substrate", "measure", "method", "state", "value"]].reset_index(drop=True)
 

@@ -36,7 +36,8 @@ JSON_FIELDS = ("id", "claim", "source", "verdict", "games", "agents", "n_states"
                "section", "basis")
 """The fields of each row of ``saliency-study claims --json``."""
 CODE = ("saliency_study/claims.py", "saliency_study/paper.py", "saliency_study/evidence.py",
-        "saliency_study/substrates.py", "saliency_study/variants.py", "saliency_lib/metrics/equivalence.py",
+        "saliency_study/substrates.py", "saliency_study/variants.py", "saliency_study/degradation.py",
+        "saliency_lib/metrics/equivalence.py",
         "saliency_lib/metrics/dependence.py")
 """The code the claims are computed by: part of the cache key of :func:`cached_claims`."""
 
@@ -207,27 +208,14 @@ def _cell_claim(aucs: pd.DataFrame) -> Claim:
 
 def _ablation_claim(aucs: pd.DataFrame) -> Claim:
     """Huber et al.'s §6.2: gray occlusion and blurred SARFA move the AUCs; does ours move the same way?"""
-    from saliency_lib.metrics.dependence import paired_block_test
+    from .degradation import ablation_table
 
-    main, abl = huber.paper_insertion("main"), huber.paper_insertion("ablation")
-    key = ["game", "substrate", "measure"]
-    rows = []
-    for base, variant in (("occlusion", "occlusion_gray"), ("sarfa", "sarfa_blur")):
-        pm = main[main["method"] == base].set_index(key)["mean"]
-        pa = abl[abl["method"] == base].set_index(key)["mean"]
-        for k, g in aucs[aucs["method"].isin([base, variant])].groupby(key):
-            w = g.pivot_table(index="state", columns="method", values="value").dropna()
-            if base not in w or variant not in w or k not in pm.index:
-                continue
-            test = paired_block_test(w[variant].to_numpy(), w[base].to_numpy())
-            rows.append({"paper_sign": np.sign(pa[k] - pm[k]), "ours": test["mean"], "p": test["p"], "n": len(w),
-                         "game": k[0]})
-    r = pd.DataFrame(rows, columns=["paper_sign", "ours", "p", "n", "game"])
+    r = ablation_table(aucs)
     if r.empty:
         return Claim("ablation", "§6.2: gray occlusion and blurred SARFA change the insertion AUCs as in the paper",
                      "huber2021", "not tested", "32 changes", None, section=SECTIONS["insertion"])
-    agree = np.sign(r["ours"]) == r["paper_sign"]
-    sig = r["p"] < 0.05
+    agree = np.sign(r["change"]) == np.sign(r["paper_change"])
+    sig = r["direction"] != "not significant"
     share = float(agree[sig].mean()) if sig.any() else np.nan
     verdict = ("reproduced" if share >= AGREE_SHARE else "differs" if share < 0.5 else "inconclusive") if sig.any() \
         else "inconclusive"

@@ -371,3 +371,66 @@ def path_state(spec: str, *, profile: str, method: str = "occlusion", device: st
     config = {"what": "degradation_map", "states": scfg, "index": i, "method": method, "params": kw}
     sal = np.load(cached_file("degradation_map", config, ".npy", make, results_dir=results_dir))
     return states.states[i].cpu(), sal, i
+
+
+# -- Huber et al.'s §6.2 ablation and a robust aggregate -------------------------------------------
+
+ABLATION_PAIRS = (("occlusion", "occlusion_gray"), ("sarfa", "sarfa_blur"))
+"""§6.2's changes: gray occlusion instead of black, SARFA with blurred instead of black disks."""
+
+
+def ablation_table(aucs: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """The §6.2 ablation beside the paper's, per game, method, substrate and measure of insertion.
+
+    ``aucs``: per-state insertion AUC rows (:func:`auc_rows`, or any frame with ``game, method,
+    substrate, measure, state, value``). Columns ``game, method, ablated, substrate, measure``,
+    ``paper_main, paper_ablated, paper_change`` (the published means), ``change, change_low,
+    change_high, p, n, n_eff`` (ours: ablated − main on the same states, the paired ESS-t test of
+    :func:`~saliency_lib.metrics.dependence.paired_block_test`) and ``direction``: "agrees" or
+    "opposite" where our change is significant at ``alpha``, "not significant" otherwise.
+    """
+    from saliency_lib.metrics.dependence import paired_block_test
+
+    main, abl = huber.paper_insertion("main"), huber.paper_insertion("ablation")
+    key = ["game", "substrate", "measure"]
+    cols = ["game", "method", "ablated", "substrate", "measure", "paper_main", "paper_ablated", "paper_change",
+            "change", "change_low", "change_high", "p", "n", "n_eff", "direction"]
+    rows = []
+    for base, variant in ABLATION_PAIRS:
+        pm = main[main["method"] == base].set_index(key)["mean"]
+        pa = abl[abl["method"] == base].set_index(key)["mean"]
+        for k, g in aucs[aucs["method"].isin([base, variant])].groupby(key):
+            w = g.pivot_table(index="state", columns="method", values="value").dropna()
+            if base not in w or variant not in w or k not in pm.index or len(w) < 2:
+                continue
+            t = paired_block_test(w[variant].to_numpy(), w[base].to_numpy())
+            paper_change = float(pa[k] - pm[k])
+            direction = ("not significant" if not t["p"] < alpha
+                         else "agrees" if np.sign(t["mean"]) == np.sign(paper_change) else "opposite")
+            rows.append({"game": k[0], "method": base, "ablated": variant, "substrate": k[1], "measure": k[2],
+                         "paper_main": float(pm[k]), "paper_ablated": float(pa[k]), "paper_change": paper_change,
+                         "change": t["mean"], "change_low": t["ci_low"], "change_high": t["ci_high"], "p": t["p"],
+                         "n": int(t["n"]), "n_eff": t["n_eff"], "direction": direction})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def robust_aucs(aucs: pd.DataFrame) -> pd.DataFrame:
+    """Beside each method's mean insertion AUC, aggregates that a few states cannot dominate.
+
+    A Q-ratio AUC divides by the clean Q(a), so states whose Q(a) is near zero give AUCs of
+    thousands (issue "Reproduced, or not": Frostbite's range −129,916 to +42,945) and the mean
+    follows them. Per ``game, substrate, measure, method``: ``n``, ``mean``, ``median``, ``iqm``
+    (the mean of the middle half, 25 % trimmed at each end) and ``paper`` (the published mean, where
+    the paper has the cell).
+    """
+    from scipy.stats import trim_mean
+
+    key = ["game", "substrate", "measure", "method"]
+    if aucs.empty:
+        return pd.DataFrame(columns=[*key, "n", "mean", "median", "iqm", "paper"])
+    g = aucs.dropna(subset=["value"]).groupby(key)["value"]
+    out = g.agg(n="size", mean="mean", median="median").reset_index()
+    out["iqm"] = g.apply(lambda v: float(trim_mean(v, 0.25))).to_numpy()
+    paper = huber.paper_insertion("main").set_index(key)["mean"]
+    out["paper"] = [paper.get(tuple(r), np.nan) for r in out[key].itertuples(index=False)]
+    return out
